@@ -1,0 +1,176 @@
+//! Command line: `fastpath [EAL args] -- [app args]`.
+
+use clap::Parser;
+use std::path::PathBuf;
+
+/// App options (after `--`). EAL options come before `--`.
+#[derive(Parser, Debug, Clone, PartialEq)]
+#[command(
+    name = "fastpath",
+    version,
+    about = "DPDK poll-mode IPv4 fast path",
+    override_usage = "fastpath [EAL options] -- [OPTIONS]",
+    after_help = "EAL options (before `--`) choose cores, memory and devices, e.g.\n  \
+        fastpath -l 0-1 --no-huge -m 512 --no-pci --file-prefix fp1 \\\n    \
+        --vdev net_pcap0,rx_pcap=in.pcap --vdev net_pcap1,tx_pcap=out.pcap -- --forward 0:1 --duration 2\n\
+        The first lcore (-l) is the main lcore (control and statistics); every other lcore \
+        polls queues. `fastpath -- --help` or `dpdk-testpmd --help` for the full EAL list (`fastpath -h` \
+        before `--` shows DPDK's own EAL usage)."
+)]
+pub struct AppArgs {
+    /// Forward every packet received on port RX to port TX, e.g. `--forward 0:1`.
+    /// Repeat for more pairs. Default: ports paired 0<->1, 2<->3, ... both ways.
+    #[arg(long = "forward", value_name = "RX:TX", value_parser = parse_forward)]
+    pub forward: Vec<Forward>,
+
+    /// RX queues per receiving port (RSS spreads flows over them when above 1).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=128))]
+    pub rx_queues: u16,
+
+    /// RX descriptors per queue.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u16).range(64..=16384))]
+    pub rx_desc: u16,
+
+    /// TX descriptors per queue.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u16).range(64..=16384))]
+    pub tx_desc: u16,
+
+    /// Mbufs in the packet pool (default: enough for every ring, burst and cache).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1024..))]
+    pub mbufs: Option<u32>,
+
+    /// Stop after this many seconds (default: run until Ctrl-C / SIGTERM).
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+
+    /// Print per-port rates every SECS seconds (0: only the final statistics).
+    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+    pub stats_period: f64,
+
+    /// Also write the final statistics as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub stats_json: Option<PathBuf>,
+
+    /// Do not put ports in promiscuous mode.
+    #[arg(long)]
+    pub no_promiscuous: bool,
+}
+
+/// One forwarding rule: everything received on `rx` leaves on `tx`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Forward {
+    pub rx: u16,
+    pub tx: u16,
+}
+
+fn parse_forward(s: &str) -> Result<Forward, String> {
+    let hint = "expected RX:TX with two port ids, e.g. 0:1";
+    let (a, b) = s
+        .split_once(':')
+        .ok_or_else(|| format!("`{s}` has no `:`; {hint}"))?;
+    let port = |p: &str, which: &str| {
+        if p.trim().is_empty() {
+            return Err(format!("`{s}` is missing the {which} port; {hint}"));
+        }
+        p.trim()
+            .parse::<u16>()
+            .map_err(|_| format!("`{p}` is not a port id (0-65535); {hint}"))
+    };
+    Ok(Forward {
+        rx: port(a, "RX")?,
+        tx: port(b, "TX")?,
+    })
+}
+
+/// Split the process arguments at the first `--`: EAL's part (with the program
+/// name first) and the app's part (with the program name first, for clap).
+pub fn split_args(args: Vec<String>) -> (Vec<String>, Vec<String>) {
+    let prog = args.first().cloned().unwrap_or_else(|| "fastpath".into());
+    match args.iter().position(|a| a == "--") {
+        Some(i) => {
+            let mut app = vec![prog];
+            app.extend_from_slice(&args[i + 1..]);
+            (args[..i].to_vec(), app)
+        }
+        None => (args, vec![prog]),
+    }
+}
+
+impl AppArgs {
+    /// Check what can be checked before EAL starts.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(d) = self.duration {
+            if !(d.is_finite() && d > 0.0) {
+                return Err(format!("--duration {d}: give a positive number of seconds"));
+            }
+        }
+        if !(self.stats_period.is_finite() && self.stats_period >= 0.0) {
+            return Err(format!(
+                "--stats-period {}: give 0 (off) or a positive number of seconds",
+                self.stats_period
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(v: &[&str]) -> Result<AppArgs, clap::Error> {
+        AppArgs::try_parse_from(std::iter::once("fastpath").chain(v.iter().copied()))
+    }
+
+    #[test]
+    fn split_at_double_dash() {
+        let args: Vec<String> = ["fp", "-l", "0-1", "--", "--forward", "0:1"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let (eal, app) = split_args(args);
+        assert_eq!(eal, ["fp", "-l", "0-1"]);
+        assert_eq!(app, ["fp", "--forward", "0:1"]);
+    }
+
+    #[test]
+    fn no_double_dash_means_all_eal() {
+        let args: Vec<String> = ["fp", "-l", "0-1"].iter().map(|s| s.to_string()).collect();
+        let (eal, app) = split_args(args);
+        assert_eq!(eal.len(), 3);
+        assert_eq!(app, ["fp"]);
+    }
+
+    #[test]
+    fn forward_pairs_parse() {
+        let a = parse(&["--forward", "0:1", "--forward", "1:0"]).unwrap();
+        assert_eq!(
+            a.forward,
+            vec![Forward { rx: 0, tx: 1 }, Forward { rx: 1, tx: 0 }]
+        );
+    }
+
+    #[test]
+    fn forward_errors_say_what_is_missing() {
+        let e = parse(&["--forward", "0:"]).unwrap_err().to_string();
+        assert!(e.contains("missing the TX port"), "{e}");
+        let e = parse(&["--forward", "0"]).unwrap_err().to_string();
+        assert!(e.contains("no `:`"), "{e}");
+        let e = parse(&["--forward", "x:1"]).unwrap_err().to_string();
+        assert!(e.contains("not a port id"), "{e}");
+    }
+
+    #[test]
+    fn unknown_option_is_an_error() {
+        let e = parse(&["--frobnicate"]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::UnknownArgument);
+    }
+
+    #[test]
+    fn ranges_are_enforced() {
+        assert!(parse(&["--rx-queues", "0"]).is_err());
+        assert!(parse(&["--rx-desc", "8"]).is_err());
+        assert!(parse(&["--duration", "0"]).unwrap().validate().is_err());
+        assert!(parse(&["--duration", "1.5"]).unwrap().validate().is_ok());
+    }
+}

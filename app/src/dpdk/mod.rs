@@ -1,0 +1,32 @@
+//! The safe DPDK layer: the only code above `dpdk-sys` that uses `unsafe`.
+//! Everything the pipeline needs from DPDK goes through these types.
+
+pub mod burst;
+pub mod eal;
+pub mod error;
+pub mod lcore;
+pub mod mbuf;
+pub mod mempool;
+pub mod port;
+
+pub use burst::{MbufBurst, BURST_SIZE};
+pub use eal::Eal;
+pub use error::DpdkError;
+pub use mbuf::Mbuf;
+pub use mempool::Mempool;
+pub use port::{Port, PortConfig, PortStats, RxQueue, TxQueue};
+
+use dpdk_sys as sys;
+
+/// TSC cycles since an arbitrary start (`rte_rdtsc`).
+#[inline(always)]
+pub fn tsc() -> u64 {
+    // SAFETY: reads the time-stamp counter; no memory is touched.
+    unsafe { sys::rte_rdtsc() }
+}
+
+/// TSC frequency in Hz, as EAL measured it at start.
+pub fn tsc_hz() -> u64 {
+    // SAFETY: a plain getter of a value EAL set during init.
+    unsafe { sys::rte_get_tsc_hz() }
+}

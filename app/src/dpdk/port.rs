@@ -1,0 +1,517 @@
+//! Ethernet ports: configuration, queues, start/stop, link and statistics.
+
+use super::{DpdkError, MbufBurst, Mempool, BURST_SIZE};
+use dpdk_sys as sys;
+use std::ffi::CStr;
+
+/// How to set a port up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortConfig {
+    /// RX queues; RSS spreads flows over them when more than one.
+    pub rx_queues: u16,
+    /// TX queues (one per worker lcore that sends on the port).
+    pub tx_queues: u16,
+    /// RX descriptors per queue (adjusted to what the device accepts).
+    pub rx_desc: u16,
+    /// TX descriptors per queue (adjusted to what the device accepts).
+    pub tx_desc: u16,
+    /// Receive every frame, not only those to our MAC.
+    pub promiscuous: bool,
+}
+
+impl Default for PortConfig {
+    fn default() -> Self {
+        PortConfig {
+            rx_queues: 1,
+            tx_queues: 1,
+            rx_desc: 1024,
+            tx_desc: 1024,
+            promiscuous: true,
+        }
+    }
+}
+
+/// Counters of a port as its driver keeps them (`rte_eth_stats`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PortStats {
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_bytes: u64,
+    /// Dropped by the NIC because the RX ring was full (the host was too slow).
+    pub rx_missed: u64,
+    /// Erroneous frames received.
+    pub rx_errors: u64,
+    /// Failed transmissions.
+    pub tx_errors: u64,
+    /// RX mbuf allocation failures (the pool ran dry).
+    pub rx_nombuf: u64,
+}
+
+/// Link state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct LinkStatus {
+    pub up: bool,
+    pub speed_mbps: u32,
+    pub full_duplex: bool,
+}
+
+/// What a port offers, read once when it is opened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortInfo {
+    pub driver: String,
+    pub max_rx_queues: u16,
+    pub max_tx_queues: u16,
+    pub configured_rx_queues: u16,
+    pub configured_tx_queues: u16,
+    pub rss_offloads: u64,
+    pub tx_offload_capa: u64,
+    pub rx_offload_capa: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Idle,
+    Configured,
+    Started,
+    Closed,
+}
+
+/// One Ethernet port. Dropping it stops and closes it.
+#[derive(Debug)]
+pub struct Port {
+    id: u16,
+    name: String,
+    state: State,
+    rss: bool,
+    fast_free: bool,
+}
+
+/// Ownership of one RX queue: only its holder may poll it. Not `Clone`.
+#[derive(Debug)]
+pub struct RxQueue {
+    port: u16,
+    queue: u16,
+}
+
+/// Ownership of one TX queue: only its holder may send on it. Not `Clone`.
+#[derive(Debug)]
+pub struct TxQueue {
+    port: u16,
+    queue: u16,
+}
+
+/// What happened to a burst offered to a TX queue.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TxOutcome {
+    /// Handed to the driver.
+    pub sent: usize,
+    /// Refused by the driver and freed here.
+    pub dropped: usize,
+}
+
+impl Port {
+    /// Number of ports DPDK probed.
+    pub fn count() -> u16 {
+        // SAFETY: reads ethdev's port table; valid once EAL is up.
+        unsafe { sys::rte_eth_dev_count_avail() }
+    }
+
+    /// Open port `id`; an error names the ports that do exist.
+    pub fn open(id: u16) -> Result<Port, DpdkError> {
+        // SAFETY: a bounds-checked lookup in ethdev's port table.
+        if unsafe { sys::rte_eth_dev_is_valid_port(id) } == 0 {
+            return Err(DpdkError {
+                what: format!("port {id}"),
+                code: libc::ENODEV,
+                reason: format!("no such port; {}", describe_ports()),
+            });
+        }
+        Ok(Port {
+            id,
+            name: port_name(id),
+            state: State::Idle,
+            rss: false,
+            fast_free: false,
+        })
+    }
+
+    /// Port id.
+    pub fn id(&self) -> u16 {
+        self.id
+    }
+
+    /// Device name (`0000:01:00.0`, `net_pcap0`, ...).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// True when RX is spread over queues by RSS.
+    pub fn rss(&self) -> bool {
+        self.rss
+    }
+
+    /// True when TX uses MBUF_FAST_FREE (single pool, refcount 1).
+    pub fn fast_free(&self) -> bool {
+        self.fast_free
+    }
+
+    /// Device capabilities and current queue counts.
+    pub fn info(&self) -> Result<PortInfo, DpdkError> {
+        let info = self.raw_info()?;
+        let driver = if info.driver_name.is_null() {
+            String::from("?")
+        } else {
+            // SAFETY: driver_name is a static NUL-terminated string of the driver.
+            unsafe { CStr::from_ptr(info.driver_name) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        Ok(PortInfo {
+            driver,
+            max_rx_queues: info.max_rx_queues,
+            max_tx_queues: info.max_tx_queues,
+            configured_rx_queues: info.nb_rx_queues,
+            configured_tx_queues: info.nb_tx_queues,
+            rss_offloads: info.flow_type_rss_offloads,
+            tx_offload_capa: info.tx_offload_capa,
+            rx_offload_capa: info.rx_offload_capa,
+        })
+    }
+
+    fn raw_info(&self) -> Result<sys::rte_eth_dev_info, DpdkError> {
+        let mut info = sys::rte_eth_dev_info::default();
+        // SAFETY: info is a valid out-parameter; the port id is valid.
+        let ret = unsafe { sys::rte_eth_dev_info_get(self.id, &mut info) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(
+                format!("rte_eth_dev_info_get(port {})", self.id),
+                ret,
+            ));
+        }
+        Ok(info)
+    }
+
+    /// Configure queues and descriptors, using only offloads the device reports,
+    /// and hand back one ownership token per RX and TX queue.
+    pub fn configure(
+        &mut self,
+        cfg: &PortConfig,
+        pool: &Mempool,
+    ) -> Result<(Vec<RxQueue>, Vec<TxQueue>), DpdkError> {
+        let what = |s: &str| format!("port {} ({}): {s}", self.id, self.name);
+        let info = self.raw_info()?;
+        if cfg.rx_queues == 0 || cfg.rx_queues > info.max_rx_queues {
+            return Err(DpdkError {
+                what: what("configure"),
+                code: libc::EINVAL,
+                reason: format!(
+                    "asked for {} RX queues; the device supports 1 to {}",
+                    cfg.rx_queues, info.max_rx_queues
+                ),
+            });
+        }
+        if cfg.tx_queues == 0 || cfg.tx_queues > info.max_tx_queues {
+            return Err(DpdkError {
+                what: what("configure"),
+                code: libc::EINVAL,
+                reason: format!(
+                    "needs {} TX queues (one per worker lcore); the device supports 1 to {}",
+                    cfg.tx_queues, info.max_tx_queues
+                ),
+            });
+        }
+
+        let mut conf = sys::rte_eth_conf::default();
+        let rss_hf = (sys::RTE_ETH_RSS_IP as u64
+            | sys::RTE_ETH_RSS_TCP as u64
+            | sys::RTE_ETH_RSS_UDP as u64)
+            & info.flow_type_rss_offloads;
+        self.rss = cfg.rx_queues > 1 && rss_hf != 0;
+        if self.rss {
+            conf.rxmode.mq_mode = sys::RTE_ETH_MQ_RX_RSS;
+            conf.rx_adv_conf.rss_conf.rss_hf = rss_hf;
+            conf.rx_adv_conf.rss_conf.rss_key = std::ptr::null_mut();
+        }
+        let fast_free = sys::RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE as u64;
+        self.fast_free = info.tx_offload_capa & fast_free != 0;
+        if self.fast_free {
+            conf.txmode.offloads |= fast_free;
+        }
+
+        // SAFETY: conf is a fully initialised rte_eth_conf; the port is valid
+        // and not started.
+        let ret =
+            unsafe { sys::rte_eth_dev_configure(self.id, cfg.rx_queues, cfg.tx_queues, &conf) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(what("rte_eth_dev_configure"), ret));
+        }
+        let (mut rx_desc, mut tx_desc) = (cfg.rx_desc, cfg.tx_desc);
+        // SAFETY: both pointers are valid u16 in/out parameters.
+        let ret =
+            unsafe { sys::rte_eth_dev_adjust_nb_rx_tx_desc(self.id, &mut rx_desc, &mut tx_desc) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(
+                what("adjusting descriptor counts"),
+                ret,
+            ));
+        }
+        // SAFETY: a lookup of the port's NUMA node (-1 when unknown: use node 0).
+        let socket = match unsafe { sys::rte_eth_dev_socket_id(self.id) } {
+            s if s < 0 => 0,
+            s => s,
+        };
+
+        let mut rxconf = info.default_rxconf;
+        rxconf.offloads = conf.rxmode.offloads;
+        let mut rx = Vec::with_capacity(cfg.rx_queues as usize);
+        for q in 0..cfg.rx_queues {
+            // SAFETY: the port is configured with this many RX queues; the pool
+            // outlives the port (the owner closes ports before freeing pools).
+            let ret = unsafe {
+                sys::rte_eth_rx_queue_setup(
+                    self.id,
+                    q,
+                    rx_desc,
+                    socket as u32,
+                    &rxconf,
+                    pool.as_ptr(),
+                )
+            };
+            if ret != 0 {
+                return Err(DpdkError::from_ret(
+                    what(&format!("setting up RX queue {q}")),
+                    ret,
+                ));
+            }
+            rx.push(RxQueue {
+                port: self.id,
+                queue: q,
+            });
+        }
+        let mut txconf = info.default_txconf;
+        txconf.offloads = conf.txmode.offloads;
+        let mut tx = Vec::with_capacity(cfg.tx_queues as usize);
+        for q in 0..cfg.tx_queues {
+            // SAFETY: the port is configured with this many TX queues.
+            let ret =
+                unsafe { sys::rte_eth_tx_queue_setup(self.id, q, tx_desc, socket as u32, &txconf) };
+            if ret != 0 {
+                return Err(DpdkError::from_ret(
+                    what(&format!("setting up TX queue {q}")),
+                    ret,
+                ));
+            }
+            tx.push(TxQueue {
+                port: self.id,
+                queue: q,
+            });
+        }
+        if cfg.promiscuous {
+            // SAFETY: a plain control call on a valid port. Devices without the
+            // feature answer -ENOTSUP, which is fine: they receive everything.
+            unsafe { sys::rte_eth_promiscuous_enable(self.id) };
+        }
+        self.state = State::Configured;
+        Ok((rx, tx))
+    }
+
+    /// Start the port (after `configure`).
+    pub fn start(&mut self) -> Result<(), DpdkError> {
+        // SAFETY: a control call on a configured port.
+        let ret = unsafe { sys::rte_eth_dev_start(self.id) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(
+                format!("starting port {} ({})", self.id, self.name),
+                ret,
+            ));
+        }
+        self.state = State::Started;
+        Ok(())
+    }
+
+    /// Stop the port. Call only when no lcore polls its queues any more.
+    pub fn stop(&mut self) -> Result<(), DpdkError> {
+        if self.state != State::Started {
+            return Ok(());
+        }
+        // SAFETY: a control call; the owner guarantees no lcore uses the queues.
+        let ret = unsafe { sys::rte_eth_dev_stop(self.id) };
+        self.state = State::Configured;
+        if ret != 0 {
+            return Err(DpdkError::from_ret(
+                format!("stopping port {} ({})", self.id, self.name),
+                ret,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Stop and close the port, releasing its queues and every mbuf they held.
+    pub fn close(&mut self) -> Result<(), DpdkError> {
+        if self.state == State::Closed {
+            return Ok(());
+        }
+        self.stop()?;
+        // SAFETY: the port is stopped; afterwards it is never used again.
+        let ret = unsafe { sys::rte_eth_dev_close(self.id) };
+        self.state = State::Closed;
+        if ret != 0 {
+            return Err(DpdkError::from_ret(
+                format!("closing port {} ({})", self.id, self.name),
+                ret,
+            ));
+        }
+        Ok(())
+    }
+
+    /// The port's MAC address.
+    pub fn mac(&self) -> [u8; 6] {
+        let mut a = sys::rte_ether_addr::default();
+        // SAFETY: a is a valid out-parameter.
+        unsafe { sys::rte_eth_macaddr_get(self.id, &mut a) };
+        a.addr_bytes
+    }
+
+    /// Link state, without waiting for negotiation.
+    pub fn link(&self) -> LinkStatus {
+        let mut l = sys::rte_eth_link::default();
+        // SAFETY: l is a valid out-parameter.
+        unsafe { sys::rte_eth_link_get_nowait(self.id, &mut l) };
+        LinkStatus {
+            up: l.link_status() != 0,
+            speed_mbps: l.link_speed,
+            full_duplex: l.link_duplex() != 0,
+        }
+    }
+
+    /// Driver counters.
+    pub fn stats(&self) -> PortStats {
+        read_stats(self.id)
+    }
+}
+
+/// Driver counters of port `id` (zero for an invalid port).
+pub fn read_stats(id: u16) -> PortStats {
+    let mut s = sys::rte_eth_stats::default();
+    // SAFETY: s is a valid out-parameter; DPDK checks the port id.
+    let ret = unsafe { sys::rte_eth_stats_get(id, &mut s) };
+    if ret != 0 {
+        return PortStats::default();
+    }
+    PortStats {
+        rx_packets: s.ipackets,
+        tx_packets: s.opackets,
+        rx_bytes: s.ibytes,
+        tx_bytes: s.obytes,
+        rx_missed: s.imissed,
+        rx_errors: s.ierrors,
+        tx_errors: s.oerrors,
+        rx_nombuf: s.rx_nombuf,
+    }
+}
+
+impl Drop for Port {
+    fn drop(&mut self) {
+        if self.state != State::Idle {
+            let _ = self.close();
+        }
+    }
+}
+
+impl RxQueue {
+    /// Port id.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Queue index.
+    pub fn queue(&self) -> u16 {
+        self.queue
+    }
+
+    /// Receive into the free slots of `burst`; returns how many arrived.
+    #[inline(always)]
+    pub fn rx_burst(&mut self, burst: &mut MbufBurst) -> usize {
+        let len = burst.len();
+        let room = (BURST_SIZE - len) as u16;
+        // SAFETY: slots len..BURST_SIZE are free; the driver writes at most
+        // `room` mbuf pointers there and returns their count. We hold the only
+        // token for this queue, so no other lcore polls it.
+        let n = unsafe {
+            sys::rte_eth_rx_burst(
+                self.port,
+                self.queue,
+                burst.raw_slots().as_mut_ptr().add(len),
+                room,
+            )
+        } as usize;
+        // SAFETY: slots 0..len+n now hold mbufs owned by the burst.
+        unsafe { burst.set_len(len + n) };
+        n
+    }
+}
+
+impl TxQueue {
+    /// Port id.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Queue index.
+    pub fn queue(&self) -> u16 {
+        self.queue
+    }
+
+    /// Send the whole burst. What the driver takes is its own; what it refuses
+    /// is freed here and counted in the outcome. The burst is empty afterwards.
+    #[inline(always)]
+    pub fn tx_burst(&mut self, burst: &mut MbufBurst) -> TxOutcome {
+        let n = burst.len();
+        if n == 0 {
+            return TxOutcome::default();
+        }
+        // SAFETY: slots 0..n hold mbufs we own; the driver takes the first
+        // `sent` of them. We hold the only token for this TX queue.
+        let sent = unsafe {
+            sys::rte_eth_tx_burst(
+                self.port,
+                self.queue,
+                burst.raw_slots().as_mut_ptr(),
+                n as u16,
+            )
+        } as usize;
+        let dropped = burst.free_from(sent);
+        // SAFETY: slots 0..sent now belong to the driver: forget them, do not free.
+        unsafe { burst.set_len(0) };
+        TxOutcome { sent, dropped }
+    }
+}
+
+fn port_name(id: u16) -> String {
+    let mut buf = [0 as std::os::raw::c_char; sys::RTE_ETH_NAME_MAX_LEN as usize];
+    // SAFETY: buf has room for RTE_ETH_NAME_MAX_LEN bytes as DPDK requires.
+    let ret = unsafe { sys::rte_eth_dev_get_name_by_port(id, buf.as_mut_ptr()) };
+    if ret != 0 {
+        return format!("port{id}");
+    }
+    // SAFETY: DPDK wrote a NUL-terminated name into buf.
+    unsafe { CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// "DPDK has 2 ports: 0 (net_pcap0), 1 (net_null0)" — for error messages.
+pub fn describe_ports() -> String {
+    let n = Port::count();
+    if n == 0 {
+        return "DPDK found no ports: add a device (--vdev net_pcap0,... or a PCI address with -a)"
+            .into();
+    }
+    let list: Vec<String> = (0..n).map(|i| format!("{i} ({})", port_name(i))).collect();
+    format!(
+        "DPDK has {n} port{}: {}",
+        if n == 1 { "" } else { "s" },
+        list.join(", ")
+    )
+}

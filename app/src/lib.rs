@@ -1,0 +1,12 @@
+//! fastpath: a DPDK poll-mode IPv4 fast path.
+//!
+//! `dpdk` is the safe layer over DPDK (the only place with `unsafe`); the rest
+//! builds the pipeline, its counters and the control plane on top of it.
+
+pub mod cli;
+pub mod counters;
+pub mod dpdk;
+pub mod forward;
+pub mod pcap;
+pub mod report;
+pub mod runtime;

@@ -1,0 +1,43 @@
+//! `fastpath [EAL options] -- [options]`
+
+use clap::Parser;
+use fastpath::cli::{split_args, AppArgs};
+use fastpath::runtime::{run, RunError};
+
+fn main() {
+    let (eal_args, app_args) = split_args(std::env::args().collect());
+    // `fastpath --help` (no `--`): the app's help, not DPDK's EAL usage.
+    if eal_args.len() == 2 && matches!(eal_args[1].as_str(), "--help" | "--version" | "-V") {
+        let _ = AppArgs::try_parse_from([eal_args[0].as_str(), eal_args[1].as_str()])
+            .map_err(|e| e.exit());
+        return;
+    }
+    let args = match AppArgs::try_parse_from(&app_args) {
+        Ok(a) => a,
+        Err(e) => e.exit(),
+    };
+    let result = run(&eal_args, &args);
+    let report = match &result {
+        Ok(r) => Some(r),
+        Err(RunError::Leak { report, .. }) => Some(report.as_ref()),
+        Err(_) => None,
+    };
+    if let Some(report) = report {
+        print!("{}", report.to_text());
+        if let Some(path) = &args.stats_json {
+            if let Err(e) = write_json(path, report) {
+                eprintln!("error: writing statistics to {}: {e}", path.display());
+                std::process::exit(1);
+            }
+        }
+    }
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        std::process::exit(e.exit_code());
+    }
+}
+
+fn write_json(path: &std::path::Path, report: &fastpath::report::Report) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(report).map_err(std::io::Error::other)?;
+    std::fs::write(path, text + "\n")
+}

@@ -1,0 +1,274 @@
+//! Final statistics: what every port and lcore counted, whether the counters
+//! balance, and whether every mbuf came back. Printed as a table and, on
+//! request, written as JSON.
+
+use crate::counters::PortCount;
+use crate::dpdk::PortStats;
+use hooks::{DropCounters, DropReason};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Counters of one port over all lcores, with the driver's own view beside.
+#[derive(Debug, Clone, Serialize)]
+pub struct PortReport {
+    pub id: u16,
+    pub name: String,
+    pub rx: u64,
+    pub tx: u64,
+    pub dropped: u64,
+    pub drops: BTreeMap<&'static str, u64>,
+    pub driver: PortStats,
+}
+
+/// Counters of one worker lcore over all ports.
+#[derive(Debug, Clone, Serialize)]
+pub struct LcoreReport {
+    pub lcore: u32,
+    pub rx: u64,
+    pub tx: u64,
+    pub dropped: u64,
+}
+
+/// Sums over everything, and the conservation check `rx == tx + dropped`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Totals {
+    pub rx: u64,
+    pub tx: u64,
+    pub dropped: u64,
+    pub drops: BTreeMap<&'static str, u64>,
+    pub balanced: bool,
+}
+
+/// The pool at exit.
+#[derive(Debug, Clone, Serialize)]
+pub struct MbufReport {
+    pub pool: String,
+    pub size: u32,
+    pub in_use_at_exit: u32,
+}
+
+/// Everything printed at exit.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub dpdk_version: String,
+    pub duration_secs: f64,
+    pub ports: Vec<PortReport>,
+    pub lcores: Vec<LcoreReport>,
+    pub totals: Totals,
+    pub mbufs: MbufReport,
+}
+
+fn by_reason(d: &DropCounters) -> BTreeMap<&'static str, u64> {
+    DropReason::ALL
+        .iter()
+        .map(|r| (r.name(), d.get(*r)))
+        .collect()
+}
+
+impl Report {
+    /// Build the report from per-lcore snapshots (`lcores[i]` = lcore id and its
+    /// per-port counts) and the ports' names and driver counters.
+    pub fn build(
+        dpdk_version: String,
+        duration_secs: f64,
+        lcores: &[(u32, Vec<PortCount>)],
+        ports: &[(u16, String, PortStats)],
+        mbufs: MbufReport,
+    ) -> Report {
+        let mut total = PortCount::default();
+        let lcore_reports = lcores
+            .iter()
+            .map(|(lcore, counts)| {
+                let mut sum = PortCount::default();
+                counts.iter().for_each(|c| sum.merge(c));
+                total.merge(&sum);
+                LcoreReport {
+                    lcore: *lcore,
+                    rx: sum.rx,
+                    tx: sum.tx,
+                    dropped: sum.drops.total(),
+                }
+            })
+            .collect();
+        let port_reports = ports
+            .iter()
+            .map(|(id, name, driver)| {
+                let mut sum = PortCount::default();
+                for (_, counts) in lcores {
+                    if let Some(c) = counts.get(*id as usize) {
+                        sum.merge(c);
+                    }
+                }
+                PortReport {
+                    id: *id,
+                    name: name.clone(),
+                    rx: sum.rx,
+                    tx: sum.tx,
+                    dropped: sum.drops.total(),
+                    drops: by_reason(&sum.drops),
+                    driver: *driver,
+                }
+            })
+            .collect();
+        Report {
+            dpdk_version,
+            duration_secs,
+            ports: port_reports,
+            lcores: lcore_reports,
+            totals: Totals {
+                rx: total.rx,
+                tx: total.tx,
+                dropped: total.drops.total(),
+                drops: by_reason(&total.drops),
+                balanced: total.rx == total.tx + total.drops.total(),
+            },
+            mbufs,
+        }
+    }
+
+    /// The report as an operator reads it.
+    #[cold]
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "\n== fastpath statistics ({:.2} s, {}) ==",
+            self.duration_secs, self.dpdk_version
+        );
+        let _ = writeln!(
+            s,
+            "{:<5} {:<20} {:>14} {:>14} {:>12} | {:>14} {:>14} {:>10} {:>10} {:>8} {:>8}",
+            "port",
+            "name",
+            "rx",
+            "tx",
+            "dropped",
+            "drv rx",
+            "drv tx",
+            "missed",
+            "rx_nombuf",
+            "rx_err",
+            "tx_err"
+        );
+        for p in &self.ports {
+            let d = &p.driver;
+            let _ = writeln!(
+                s,
+                "{:<5} {:<20} {:>14} {:>14} {:>12} | {:>14} {:>14} {:>10} {:>10} {:>8} {:>8}",
+                p.id,
+                p.name,
+                p.rx,
+                p.tx,
+                p.dropped,
+                d.rx_packets,
+                d.tx_packets,
+                d.rx_missed,
+                d.rx_nombuf,
+                d.rx_errors,
+                d.tx_errors
+            );
+        }
+        for l in &self.lcores {
+            let _ = writeln!(
+                s,
+                "lcore {:<3} rx {:>14} tx {:>14} dropped {:>12}",
+                l.lcore, l.rx, l.tx, l.dropped
+            );
+        }
+        let _ = writeln!(s, "drops by reason:");
+        for r in DropReason::ALL {
+            let _ = writeln!(
+                s,
+                "  {:<16} {:>14}  ({})",
+                r.name(),
+                self.totals.drops[r.name()],
+                r.description()
+            );
+        }
+        let t = &self.totals;
+        let _ = writeln!(
+            s,
+            "total: rx {} = tx {} + dropped {}  [{}]",
+            t.rx,
+            t.tx,
+            t.dropped,
+            if t.balanced {
+                "balanced"
+            } else {
+                "NOT BALANCED"
+            }
+        );
+        let m = &self.mbufs;
+        let _ = writeln!(
+            s,
+            "mbufs: {} of {} back in pool {:?}, {} in use  [{}]",
+            m.size - m.in_use_at_exit,
+            m.size,
+            m.pool,
+            m.in_use_at_exit,
+            if m.in_use_at_exit == 0 {
+                "no leak"
+            } else {
+                "LEAK"
+            }
+        );
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(rx: u64, tx: u64, full: u64) -> PortCount {
+        let mut d = DropCounters::default();
+        d.add(DropReason::TxQueueFull, full);
+        PortCount { rx, tx, drops: d }
+    }
+
+    fn mbufs(in_use: u32) -> MbufReport {
+        MbufReport {
+            pool: "p".into(),
+            size: 100,
+            in_use_at_exit: in_use,
+        }
+    }
+
+    #[test]
+    fn sums_per_port_and_per_lcore_and_checks_balance() {
+        let lcores = vec![
+            (1, vec![count(10, 0, 0), count(0, 8, 2)]),
+            (2, vec![count(5, 0, 0), count(0, 5, 0)]),
+        ];
+        let ports = vec![
+            (0, "a".to_string(), PortStats::default()),
+            (1, "b".to_string(), PortStats::default()),
+        ];
+        let r = Report::build("v".into(), 1.0, &lcores, &ports, mbufs(0));
+        assert_eq!(r.ports[0].rx, 15);
+        assert_eq!(r.ports[1].tx, 13);
+        assert_eq!(r.ports[1].drops["tx_queue_full"], 2);
+        assert_eq!(r.lcores[0].dropped, 2);
+        assert_eq!((r.totals.rx, r.totals.tx, r.totals.dropped), (15, 13, 2));
+        assert!(r.totals.balanced);
+        let text = r.to_text();
+        assert!(
+            text.contains("[balanced]") && text.contains("[no leak]"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn imbalance_and_leak_are_flagged() {
+        let lcores = vec![(1, vec![count(10, 9, 0)])];
+        let ports = vec![(0, "a".to_string(), PortStats::default())];
+        let r = Report::build("v".into(), 1.0, &lcores, &ports, mbufs(3));
+        assert!(!r.totals.balanced);
+        let text = r.to_text();
+        assert!(
+            text.contains("NOT BALANCED") && text.contains("LEAK"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,363 @@
+//! Start-up, run and shutdown of the forwarding appliance: EAL, pool, ports,
+//! worker lcores, the statistics loop on the main lcore, and the ordered
+//! teardown that proves every mbuf came back.
+
+use crate::cli::{AppArgs, Forward};
+use crate::counters::LcoreCounters;
+use crate::dpdk::port::{describe_ports, read_stats};
+use crate::dpdk::{lcore, DpdkError, Eal, Mempool, Port, PortConfig, PortStats, BURST_SIZE};
+use crate::forward;
+use crate::report::{MbufReport, Report};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Why a run failed. Each maps to an exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The command line or the set-up it asks for is wrong (exit 2).
+    #[error("{0}")]
+    Usage(String),
+    /// EAL could not start (exit 1).
+    #[error("EAL initialisation failed: {0}.\n  Check the EAL options before `--` (DPDK printed its reason above), e.g. -l 0-1 --no-huge -m 512 --vdev net_null0")]
+    Eal(DpdkError),
+    /// A DPDK call failed (exit 1).
+    #[error("{0}")]
+    Dpdk(#[from] DpdkError),
+    /// The run finished but mbufs did not come back (exit 3).
+    #[error("{missing} mbufs were not returned to the pool at exit (leak)")]
+    Leak { missing: u32, report: Box<Report> },
+}
+
+impl RunError {
+    /// Process exit code for this error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            RunError::Usage(_) => 2,
+            RunError::Eal(_) | RunError::Dpdk(_) => 1,
+            RunError::Leak { .. } => 3,
+        }
+    }
+}
+
+/// Mbufs per lcore cache, as in DPDK's examples.
+const MEMPOOL_CACHE: u32 = 256;
+
+/// Pool size that covers every RX and TX ring, a burst and a cache per lcore,
+/// with headroom; rounded to 2^n - 1 (the ring-friendly size DPDK recommends).
+fn default_pool_size(ports: usize, rxq: usize, txq: usize, args: &AppArgs, lcores: usize) -> u32 {
+    let need = ports * rxq * args.rx_desc as usize
+        + ports * txq * args.tx_desc as usize
+        + ports * lcores * BURST_SIZE
+        + lcores * MEMPOOL_CACHE as usize;
+    let n = (need * 2).max(8192).next_power_of_two() - 1;
+    n as u32
+}
+
+/// Run the appliance until Ctrl-C, SIGTERM or `--duration`; returns the report.
+/// `eal_args` is the part of the command line before `--`.
+pub fn run(eal_args: &[String], args: &AppArgs) -> Result<Report, RunError> {
+    args.validate().map_err(RunError::Usage)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    install_signal_handler(stop.clone());
+
+    let eal = Eal::init(eal_args).map_err(RunError::Eal)?;
+    let result = run_with_eal(&eal, args, stop);
+    drop(eal);
+    result
+}
+
+fn install_signal_handler(stop: Arc<AtomicBool>) {
+    // A second signal while stopping ends the process at once.
+    let _ = ctrlc::set_handler(move || {
+        if stop.swap(true, Ordering::SeqCst) {
+            eprintln!("fastpath: second signal, exiting without cleanup");
+            std::process::exit(130);
+        }
+    });
+}
+
+fn run_with_eal(eal: &Eal, args: &AppArgs, stop: Arc<AtomicBool>) -> Result<Report, RunError> {
+    let port_count = Port::count();
+    let rules: Vec<Forward> = if args.forward.is_empty() {
+        forward::default_rules(port_count).map_err(RunError::Usage)?
+    } else {
+        args.forward.clone()
+    };
+    forward::check_rules(&rules).map_err(RunError::Usage)?;
+    for r in &rules {
+        for p in [r.rx, r.tx] {
+            if p >= port_count {
+                return Err(RunError::Usage(format!(
+                    "--forward {}:{}: port {p} does not exist; {}",
+                    r.rx,
+                    r.tx,
+                    describe_ports()
+                )));
+            }
+        }
+    }
+    let workers = lcore::workers();
+    if workers.is_empty() {
+        return Err(RunError::Usage(
+            "no worker lcore: give EAL at least two lcores, e.g. -l 0-1 \
+             (the first is the main lcore for control, the others poll queues)"
+                .into(),
+        ));
+    }
+
+    let rx_ports: BTreeSet<u16> = rules.iter().map(|r| r.rx).collect();
+    let used: BTreeSet<u16> = rules.iter().flat_map(|r| [r.rx, r.tx]).collect();
+    let pool_size = args.mbufs.unwrap_or_else(|| {
+        default_pool_size(
+            used.len(),
+            args.rx_queues as usize,
+            workers.len(),
+            args,
+            workers.len() + 1,
+        )
+    });
+    let pool = Mempool::new("mbuf_pool", pool_size, MEMPOOL_CACHE, eal.socket_id())?;
+
+    // Ports are dropped (closed) before the pool, whatever path leaves here.
+    let mut ports: Vec<Port> = Vec::new();
+    let outcome = configure_and_forward(
+        args, &rules, &rx_ports, &used, &workers, &pool, &mut ports, stop,
+    );
+    let (duration, lcore_counts) = match outcome {
+        Ok(v) => v,
+        Err(e) => {
+            drop(ports);
+            let _ = pool.free();
+            return Err(e);
+        }
+    };
+
+    // Teardown: workers are joined; stop ports, read the drivers' counters,
+    // close (releasing every mbuf the drivers still hold), then check the pool.
+    let mut port_stats: Vec<(u16, String, PortStats)> = Vec::new();
+    let mut first_err = None;
+    for p in ports.iter_mut() {
+        if let Err(e) = p.stop() {
+            first_err.get_or_insert(e);
+        }
+        port_stats.push((p.id(), p.name().to_string(), read_stats(p.id())));
+    }
+    for p in ports.iter_mut() {
+        if let Err(e) = p.close() {
+            first_err.get_or_insert(e);
+        }
+    }
+    drop(ports);
+    let mbufs = MbufReport {
+        pool: pool.name().to_string(),
+        size: pool.size(),
+        in_use_at_exit: pool.in_use(),
+    };
+    let freed = pool.free();
+    let report = Report::build(
+        eal.version(),
+        duration.as_secs_f64(),
+        &lcore_counts,
+        &port_stats,
+        mbufs,
+    );
+    if let Some(e) = first_err {
+        eprint!("{}", report.to_text());
+        return Err(e.into());
+    }
+    if let Err(missing) = freed {
+        return Err(RunError::Leak {
+            missing,
+            report: Box::new(report),
+        });
+    }
+    Ok(report)
+}
+
+type LcoreCounts = Vec<(u32, Vec<crate::counters::PortCount>)>;
+
+#[allow(clippy::too_many_arguments)]
+fn configure_and_forward(
+    args: &AppArgs,
+    rules: &[Forward],
+    rx_ports: &BTreeSet<u16>,
+    used: &BTreeSet<u16>,
+    workers: &[u32],
+    pool: &Mempool,
+    ports: &mut Vec<Port>,
+    stop: Arc<AtomicBool>,
+) -> Result<(Duration, LcoreCounts), RunError> {
+    let mut rxq = BTreeMap::new();
+    let mut txq = BTreeMap::new();
+    for &id in used {
+        let mut port = Port::open(id)?;
+        let cfg = PortConfig {
+            rx_queues: if rx_ports.contains(&id) {
+                args.rx_queues
+            } else {
+                1
+            },
+            tx_queues: workers.len() as u16,
+            rx_desc: args.rx_desc,
+            tx_desc: args.tx_desc,
+            promiscuous: !args.no_promiscuous,
+        };
+        let (rx, tx) = port.configure(&cfg, pool)?;
+        port.start()?;
+        let mac = port.mac();
+        let link = port.link();
+        eprintln!(
+            "fastpath: port {id} {} mac {} link {} {} Mb/s, {} RX queue(s){}, {} TX queue(s){}",
+            port.name(),
+            mac.iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<Vec<_>>()
+                .join(":"),
+            if link.up { "up" } else { "down" },
+            link.speed_mbps,
+            cfg.rx_queues,
+            if port.rss() {
+                " (RSS)"
+            } else if cfg.rx_queues > 1 {
+                " (no RSS on this device)"
+            } else {
+                ""
+            },
+            cfg.tx_queues,
+            if port.fast_free() { " (fast free)" } else { "" },
+        );
+        if rx_ports.contains(&id) {
+            rxq.insert(id, rx);
+        }
+        txq.insert(id, tx.into_iter().map(Some).collect::<Vec<_>>());
+        ports.push(port);
+    }
+
+    let plans = forward::plan(rules, rxq, txq, workers);
+    let max_port = used.iter().max().map(|p| *p as usize + 1).unwrap_or(0);
+    let mut jobs = Vec::new();
+    let mut counters = Vec::new();
+    let started = Instant::now();
+    let mut launch_err = None;
+    for plan in plans {
+        let c = Arc::new(LcoreCounters::new(plan.lcore, max_port));
+        let streams: Vec<String> = plan
+            .streams
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}/{}->{}",
+                    s.rx.port(),
+                    s.rx.queue(),
+                    plan.tx[s.tx_slot].port()
+                )
+            })
+            .collect();
+        eprintln!(
+            "fastpath: lcore {} polls {}",
+            plan.lcore,
+            streams.join(", ")
+        );
+        let lcore_id = plan.lcore;
+        let (cc, st) = (c.clone(), stop.clone());
+        match lcore::launch(lcore_id, move || forward::run_worker(plan, cc, st)) {
+            Ok(job) => {
+                jobs.push(job);
+                counters.push(c);
+            }
+            Err(e) => {
+                launch_err = Some(e);
+                stop.store(true, Ordering::SeqCst);
+                break;
+            }
+        }
+    }
+    if launch_err.is_none() {
+        eprintln!(
+            "fastpath: forwarding{}; Ctrl-C to stop",
+            match args.duration {
+                Some(d) => format!(" for {d} s"),
+                None => String::new(),
+            }
+        );
+        control_loop(args, &stop, started, ports);
+    }
+    stop.store(true, Ordering::SeqCst);
+    let mut failed = Vec::new();
+    for job in jobs {
+        let lcore = job.lcore();
+        if job.join() != 0 {
+            failed.push(lcore);
+        }
+    }
+    let duration = started.elapsed();
+    if let Some(e) = launch_err {
+        return Err(e.into());
+    }
+    if !failed.is_empty() {
+        return Err(RunError::Dpdk(DpdkError {
+            what: format!("worker lcore(s) {failed:?}"),
+            code: libc::EIO,
+            reason: "the forwarding loop failed (see above)".into(),
+        }));
+    }
+    Ok((
+        duration,
+        counters.iter().map(|c| (c.lcore, c.snapshot())).collect(),
+    ))
+}
+
+/// The main lcore: wait for a stop signal or the end of `--duration`, printing
+/// per-port rates every `--stats-period`.
+fn control_loop(args: &AppArgs, stop: &AtomicBool, started: Instant, ports: &[Port]) {
+    let deadline = args.duration.map(|d| started + Duration::from_secs_f64(d));
+    let period = (args.stats_period > 0.0).then(|| Duration::from_secs_f64(args.stats_period));
+    let mut last_at = Instant::now();
+    let mut last: Vec<PortStats> = ports.iter().map(|p| p.stats()).collect();
+    let mut next_print = period.map(|p| last_at + p);
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if deadline.is_some_and(|d| now >= d) {
+            break;
+        }
+        if let (Some(at), Some(p)) = (next_print, period) {
+            if now >= at {
+                let cur: Vec<PortStats> = ports.iter().map(|p| p.stats()).collect();
+                print_rates(started, now - last_at, ports, &last, &cur);
+                last = cur;
+                last_at = now;
+                next_print = Some(at + p);
+            }
+        }
+        let mut nap = Duration::from_millis(20);
+        if let Some(d) = deadline {
+            nap = nap.min(d.saturating_duration_since(now));
+        }
+        std::thread::sleep(nap);
+    }
+}
+
+#[cold]
+fn print_rates(
+    started: Instant,
+    dt: Duration,
+    ports: &[Port],
+    last: &[PortStats],
+    cur: &[PortStats],
+) {
+    let secs = dt.as_secs_f64().max(1e-9);
+    let mut line = format!("[{:>7.1}s]", started.elapsed().as_secs_f64());
+    for ((p, a), b) in ports.iter().zip(last).zip(cur) {
+        line.push_str(&format!(
+            " port {} rx-pps {:.0} tx-pps {:.0} missed {} |",
+            p.id(),
+            (b.rx_packets - a.rx_packets) as f64 / secs,
+            (b.tx_packets - a.tx_packets) as f64 / secs,
+            b.rx_missed - a.rx_missed,
+        ));
+    }
+    line.pop();
+    println!("{line}");
+}

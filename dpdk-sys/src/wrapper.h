@@ -1,0 +1,27 @@
+/* Headers fastpath binds. Keep this list to what the project uses: every header
+ * added here grows the generated bindings and the shim. */
+#include <rte_config.h>
+#include <rte_version.h>
+#include <rte_common.h>
+#include <rte_errno.h>
+#include <rte_eal.h>
+#include <rte_lcore.h>
+#include <rte_launch.h>
+#include <rte_cycles.h>
+#include <rte_per_lcore.h>
+#include <rte_memory.h>
+#include <rte_malloc.h>
+#include <rte_mempool.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_pool_ops.h>
+#include <rte_ether.h>
+#include <rte_ethdev.h>
+#include <rte_bus_vdev.h>
+#include <rte_dev.h>
+#include <rte_ring.h>
+#include <rte_lpm.h>
+#include <rte_seqlock.h>
+#include <rte_prefetch.h>
+
+/* Hand-written helpers for what is a macro, not a function, in DPDK. */
+int fastpath_rte_errno(void);

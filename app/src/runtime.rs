@@ -358,6 +358,5 @@ fn print_rates(
             b.rx_missed - a.rx_missed,
         ));
     }
-    line.pop();
-    println!("{line}");
+    println!("{}", line.trim_end_matches(" |"));
 }

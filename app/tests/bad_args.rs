@@ -1,0 +1,103 @@
+//! Bad command lines: a clear message on stderr, a non-zero exit, no panic.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+fn run_args(test: &str, vdevs: &[String], app: &[&str]) -> Run {
+    let mut cmd = fastpath();
+    cmd.args(eal_args(test, vdevs)).arg("--").args(app);
+    run(cmd, Duration::from_secs(60))
+}
+
+fn null_pair() -> Vec<String> {
+    vec!["net_null0".into(), "net_null1".into()]
+}
+
+fn assert_clean_failure(r: &Run, code: i32, needle: &str) {
+    assert_eq!(r.status.code(), Some(code), "stderr:\n{}", r.stderr);
+    assert!(
+        r.stderr.contains(needle),
+        "stderr lacks {needle:?}:\n{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("panicked"), "panic:\n{}", r.stderr);
+    assert!(
+        !r.stderr.contains("RUST_BACKTRACE"),
+        "backtrace:\n{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn unknown_option() {
+    let r = run_args("badopt", &null_pair(), &["--frobnicate"]);
+    assert_clean_failure(&r, 2, "unexpected argument '--frobnicate'");
+    assert!(r.stderr.contains("--help"), "{}", r.stderr);
+}
+
+#[test]
+fn missing_port_in_forward_rule() {
+    let r = run_args("missing", &null_pair(), &["--forward", "0:"]);
+    assert_clean_failure(&r, 2, "missing the TX port");
+}
+
+#[test]
+fn port_out_of_range() {
+    let r = run_args(
+        "range",
+        &null_pair(),
+        &["--forward", "0:5", "--duration", "1"],
+    );
+    assert_clean_failure(&r, 2, "port 5 does not exist");
+    assert!(
+        r.stderr
+            .contains("DPDK has 2 ports: 0 (net_null0), 1 (net_null1)"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn odd_port_count_without_rules() {
+    let r = run_args("odd", &["net_null0".into()], &["--duration", "1"]);
+    assert_clean_failure(&r, 2, "needs an even number of ports");
+}
+
+#[test]
+fn eal_failure() {
+    let r = run_args(
+        "ealfail",
+        &["net_nosuchdriver0".into()],
+        &["--duration", "1"],
+    );
+    assert_clean_failure(&r, 1, "EAL initialisation failed");
+    assert!(r.stderr.contains("EAL options before `--`"), "{}", r.stderr);
+}
+
+#[test]
+fn no_worker_lcore() {
+    let mut cmd = fastpath();
+    let mut eal = eal_args("nowork", &null_pair());
+    eal[1] = "0".into(); // -l 0: only the main lcore
+    cmd.args(eal).args(["--", "--duration", "1"]);
+    let r = run(cmd, Duration::from_secs(60));
+    assert_clean_failure(&r, 2, "no worker lcore");
+}
+
+#[test]
+fn help_describes_the_options() {
+    let mut cmd = fastpath();
+    cmd.arg("--help");
+    let r = run(cmd, Duration::from_secs(10));
+    assert!(r.status.success(), "{}", r.stderr);
+    for opt in [
+        "--forward",
+        "--rx-queues",
+        "--duration",
+        "--stats-json",
+        "EAL options",
+    ] {
+        assert!(r.stdout.contains(opt), "--help lacks {opt}:\n{}", r.stdout);
+    }
+}

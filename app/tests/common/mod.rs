@@ -1,0 +1,136 @@
+//! Helpers shared by the integration tests: unique EAL prefixes, the fastpath
+//! binary run with a deadline, and test frames.
+#![allow(dead_code)]
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// EAL arguments for one test: its own file prefix, no hugepages, no PCI, the
+/// given vdevs, lcores 0-1 (main + one worker).
+pub fn eal_args(test: &str, vdevs: &[String]) -> Vec<String> {
+    let mut v: Vec<String> = [
+        "-l",
+        "0-1",
+        "--no-huge",
+        "-m",
+        "512",
+        "--no-pci",
+        "--log-level",
+        "lib.eal:error",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    v.push("--file-prefix".into());
+    v.push(format!("fpt-{test}-{}", std::process::id()));
+    for d in vdevs {
+        v.push("--vdev".into());
+        v.push(d.clone());
+    }
+    v
+}
+
+/// The fastpath binary under test.
+pub fn fastpath() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fastpath"))
+}
+
+/// Output of a finished run.
+#[derive(Debug)]
+pub struct Run {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Start `cmd` with piped output.
+pub fn spawn(mut cmd: Command) -> Child {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start fastpath")
+}
+
+/// Wait for `child` at most `limit`; kill it and fail the test past that.
+pub fn wait(mut child: Child, limit: Duration) -> Run {
+    let start = Instant::now();
+    // Drain the pipes on threads so a chatty child never blocks on a full pipe.
+    let out = child.stdout.take();
+    let err = child.stderr.take();
+    let t_out = std::thread::spawn(move || drain(out));
+    let t_err = std::thread::spawn(move || drain(err));
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            let (o, e) = (t_out.join().unwrap(), t_err.join().unwrap());
+            panic!("fastpath did not finish within {limit:?}\nstdout:\n{o}\nstderr:\n{e}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Run {
+        status,
+        stdout: t_out.join().unwrap(),
+        stderr: t_err.join().unwrap(),
+    }
+}
+
+fn drain<R: Read>(r: Option<R>) -> String {
+    let mut s = String::new();
+    if let Some(mut r) = r {
+        let _ = r.read_to_string(&mut s);
+    }
+    s
+}
+
+/// Run to completion with a deadline.
+pub fn run(cmd: Command, limit: Duration) -> Run {
+    wait(spawn(cmd), limit)
+}
+
+/// `n` frames of pseudo-random content and length 60..=1514 (deterministic).
+pub fn random_frames(n: usize, seed: u64) -> Vec<Vec<u8>> {
+    let mut x = seed | 1;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    (0..n)
+        .map(|_| {
+            let len = 60 + (next() % (1514 - 60 + 1)) as usize;
+            (0..len).map(|_| next() as u8).collect()
+        })
+        .collect()
+}
+
+/// Write frames to a pcap file.
+pub fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
+    let f = std::fs::File::create(path).expect("create pcap");
+    fastpath::pcap::write(std::io::BufWriter::new(f), frames).expect("write pcap");
+}
+
+/// Read the final statistics JSON.
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("statistics JSON {} missing: {e}", path.display()));
+    serde_json::from_str(&text).expect("valid statistics JSON")
+}
+
+/// Assert the run exited 0, printing its output otherwise.
+pub fn assert_success(r: &Run) {
+    assert!(
+        r.status.success(),
+        "fastpath failed: {:?}\nstdout:\n{}\nstderr:\n{}",
+        r.status,
+        r.stdout,
+        r.stderr
+    );
+}

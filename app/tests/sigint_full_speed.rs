@@ -42,9 +42,11 @@ fn sigint_stops_cleanly_with_balanced_counters() {
     }
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
     std::thread::sleep(Duration::from_secs(1));
-    let pid = child.id() as libc::pid_t;
-    // SAFETY: sending a signal to our own child process.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(kill.success());
     child.stderr = None;
     let r = wait(child, Duration::from_secs(30));
     assert_success(&r);

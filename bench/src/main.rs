@@ -1,1 +1,205 @@
-fn main() {}
+//! `fastpath-bench`: build test traffic and run side-by-side benchmarks.
+
+use clap::{Parser, Subcommand};
+use fastpath_bench::compare;
+use fastpath_bench::frame::FlowSpec;
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "fastpath-bench",
+    version,
+    about = "fastpath benchmarks and test traffic"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Write valid Ethernet/IPv4/UDP frames to a pcap file.
+    Pcap {
+        /// Output file.
+        #[arg(long)]
+        out: PathBuf,
+        /// Frame size on the wire, FCS included (64..=1518).
+        #[arg(long, default_value_t = 64)]
+        size: usize,
+        /// Number of frames.
+        #[arg(long, default_value_t = 1024)]
+        count: usize,
+        /// Distinct flows (source address / port pairs).
+        #[arg(long, default_value_t = 64)]
+        flows: u32,
+    },
+    /// pcap replay -> null sink through dpdk-testpmd io and fastpath,
+    /// alternated; prints the table and rewrites its section of RESULTS.md.
+    Compare {
+        /// Rounds (each runs both tools once, alternating which goes first).
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        /// Seconds measured per run (plus one warm-up second).
+        #[arg(long, default_value_t = 5)]
+        seconds: u32,
+        /// Frame size on the wire, FCS included.
+        #[arg(long, default_value_t = 64)]
+        size: usize,
+        /// Distinct flows.
+        #[arg(long, default_value_t = 64)]
+        flows: u32,
+        /// The fastpath binary (default: next to this one).
+        #[arg(long)]
+        fastpath: Option<PathBuf>,
+        /// The peer.
+        #[arg(long, default_value = "dpdk-testpmd")]
+        testpmd: PathBuf,
+        /// Results file to update (its `forward-io` section).
+        #[arg(long, default_value = "bench/RESULTS.md")]
+        results: PathBuf,
+        /// Do not write the results file.
+        #[arg(long)]
+        no_write: bool,
+        /// Section name in the results file.
+        #[arg(long, default_value = "forward-io")]
+        section: String,
+        /// Target ratio to report against.
+        #[arg(long, default_value_t = 0.95)]
+        target: f64,
+        /// Run without hugepages even when they are available.
+        #[arg(long)]
+        no_huge: bool,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    if let Err(e) = run(cli.cmd) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cmd: Cmd) -> Result<(), String> {
+    match cmd {
+        Cmd::Pcap {
+            out,
+            size,
+            count,
+            flows,
+        } => {
+            let spec = FlowSpec {
+                frame_size: size,
+                flows,
+                ..Default::default()
+            };
+            spec.validate()?;
+            let f = std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+            fastpath::pcap::write(std::io::BufWriter::new(f), &spec.frames(count))
+                .map_err(|e| format!("{}: {e}", out.display()))?;
+            println!(
+                "wrote {count} frames of {size} bytes ({flows} flows) to {}",
+                out.display()
+            );
+            Ok(())
+        }
+        Cmd::Compare {
+            rounds,
+            seconds,
+            size,
+            flows,
+            fastpath,
+            testpmd,
+            results,
+            no_write,
+            section,
+            target,
+            no_huge,
+        } => {
+            let fastpath = match fastpath {
+                Some(p) => p,
+                None => std::env::current_exe()
+                    .map_err(|e| e.to_string())?
+                    .with_file_name("fastpath"),
+            };
+            if !fastpath.exists() {
+                return Err(format!(
+                    "{} not found: build it first (cargo build --release -p fastpath)",
+                    fastpath.display()
+                ));
+            }
+            let hugepages = !no_huge && compare::hugepages_available();
+            let opts = compare::Options {
+                rounds,
+                seconds,
+                spec: FlowSpec {
+                    frame_size: size,
+                    flows,
+                    ..Default::default()
+                },
+                fastpath,
+                testpmd,
+                workdir: std::env::temp_dir()
+                    .join(format!("fastpath-bench-{}", std::process::id())),
+                hugepages,
+                fastpath_args: Vec::new(),
+            };
+            eprintln!(
+                "comparing {rounds} rounds of {seconds} s, {size}-byte frames, {}",
+                if hugepages { "hugepages" } else { "--no-huge" }
+            );
+            let summary = compare::run(&opts, |l| eprintln!("{l}"))?;
+            let _ = std::fs::remove_dir_all(&opts.workdir);
+            let title = format!(
+                "Forwarding only (issue: foundation): pcap replay -> null, {size}-byte frames"
+            );
+            let md = compare::markdown(&title, &summary, Some(target), &machine(hugepages));
+            println!("{md}");
+            if !no_write {
+                let doc = std::fs::read_to_string(&results).unwrap_or_else(|_| {
+                    "# fastpath benchmark results\n\nRewritten by `fastpath-bench compare`; \
+                     each section by the command named in it.\n"
+                        .to_string()
+                });
+                let doc = compare::replace_section(&doc, &section, &md);
+                std::fs::write(&results, doc).map_err(|e| format!("{}: {e}", results.display()))?;
+                eprintln!("updated {}", results.display());
+            }
+            Ok(())
+        }
+    }
+}
+
+fn machine(hugepages: bool) -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    let dpdk = std::process::Command::new("pkg-config")
+        .args(["--modversion", "libdpdk"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    let date = std::process::Command::new("date")
+        .args(["-u", "+%Y-%m-%d"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    format!(
+        "Measured {date} on {cpu}, {cores} cores (shared VM), DPDK {dpdk}, {}.",
+        if hugepages {
+            "2 MiB hugepages"
+        } else {
+            "--no-huge"
+        }
+    )
+}

@@ -5,7 +5,8 @@ use fastpath::cli::{split_args, AppArgs};
 use fastpath::runtime::{run, RunError};
 
 fn main() {
-    let (eal_args, app_args) = split_args(std::env::args().collect());
+    let argv: Vec<String> = std::env::args().collect();
+    let (eal_args, app_args) = split_args(argv.clone());
     // `fastpath --help` (no `--`): the app's help, not DPDK's EAL usage.
     if eal_args.len() == 2 && matches!(eal_args[1].as_str(), "--help" | "--version" | "-V") {
         let _ = AppArgs::try_parse_from([eal_args[0].as_str(), eal_args[1].as_str()])
@@ -16,7 +17,7 @@ fn main() {
         Ok(a) => a,
         Err(e) => e.exit(),
     };
-    let result = run(&eal_args, &args);
+    let result = run(&argv, &args);
     let report = match &result {
         Ok(r) => Some(r),
         Err(RunError::Leak { report, .. }) => Some(report.as_ref()),

@@ -8,6 +8,7 @@ use crate::dpdk::port::{describe_ports, read_stats};
 use crate::dpdk::{lcore, DpdkError, Eal, Mempool, Port, PortConfig, PortStats, BURST_SIZE};
 use crate::forward;
 use crate::report::{MbufReport, Report};
+use clap::Parser;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -56,13 +57,24 @@ fn default_pool_size(ports: usize, rxq: usize, txq: usize, args: &AppArgs, lcore
 }
 
 /// Run the appliance until Ctrl-C, SIGTERM or `--duration`; returns the report.
-/// `eal_args` is the part of the command line before `--`.
-pub fn run(eal_args: &[String], args: &AppArgs) -> Result<Report, RunError> {
+/// `argv` is the whole command line; `args` the app options after `--`, parsed
+/// before EAL starts so that a typo fails fast and without side effects.
+pub fn run(argv: &[String], args: &AppArgs) -> Result<Report, RunError> {
     args.validate().map_err(RunError::Usage)?;
     let stop = Arc::new(AtomicBool::new(false));
     install_signal_handler(stop.clone());
 
-    let eal = Eal::init(eal_args).map_err(RunError::Eal)?;
+    let (eal, rest) = Eal::init(argv).map_err(RunError::Eal)?;
+    // What EAL left over must be exactly the app options we parsed: anything
+    // else is an argument EAL did not take, e.g. an app option before `--`.
+    let left = AppArgs::try_parse_from(&rest).ok();
+    if left.as_ref() != Some(args) {
+        drop(eal);
+        return Err(RunError::Usage(format!(
+            "EAL did not take {:?}: EAL options go before `--`, fastpath's after it              (fastpath [EAL options] -- [options])",
+            &rest[1.min(rest.len())..]
+        )));
+    }
     let result = run_with_eal(&eal, args, stop);
     drop(eal);
     result

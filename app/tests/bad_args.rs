@@ -101,3 +101,13 @@ fn help_describes_the_options() {
         assert!(r.stdout.contains(opt), "--help lacks {opt}:\n{}", r.stdout);
     }
 }
+
+#[test]
+fn app_option_before_double_dash() {
+    let mut cmd = fastpath();
+    cmd.args(eal_args("before", &null_pair()))
+        .args(["--duration", "1"]);
+    let r = run(cmd, Duration::from_secs(60));
+    assert!(!r.status.success(), "stderr:\n{}", r.stderr);
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+}

@@ -13,7 +13,13 @@ fn ring_and_null_ports_come_up_with_expected_queues() {
         "ealports",
         &["net_ring0".to_string(), "net_null0".to_string()],
     ));
-    let eal = Eal::init(&args).expect("EAL init with --no-huge --no-pci and two vdevs");
+    args.extend(["--".to_string(), "--forward".to_string(), "0:1".to_string()]);
+    let (eal, rest) = Eal::init(&args).expect("EAL init with --no-huge --no-pci and two vdevs");
+    assert_eq!(
+        rest,
+        ["eal_ports", "--forward", "0:1"],
+        "EAL hands back the app's part"
+    );
     assert!(eal.version().starts_with("DPDK 2"), "{}", eal.version());
     assert_eq!(eal.port_count(), 2);
     assert_eq!(lcore::workers(), vec![1]);

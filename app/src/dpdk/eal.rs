@@ -16,9 +16,11 @@ pub struct Eal {
 }
 
 impl Eal {
-    /// Initialise EAL from `args` (the program name first, then EAL options only:
-    /// the part of the command line before `--`). EAL may run once per process.
-    pub fn init<S: AsRef<str>>(args: &[S]) -> Result<Eal, DpdkError> {
+    /// Initialise EAL from the process arguments (`args[0]` is the program
+    /// name). EAL consumes its options up to `--` and the rest is returned:
+    /// the program name followed by what came after `--` (the app's options).
+    /// EAL may run once per process.
+    pub fn init<S: AsRef<str>>(args: &[S]) -> Result<(Eal, Vec<String>), DpdkError> {
         if EAL_STARTED.swap(true, Ordering::SeqCst) {
             return Err(DpdkError {
                 what: "rte_eal_init".into(),
@@ -31,22 +33,43 @@ impl Eal {
             .iter()
             .map(|a| CString::new(a.as_ref()).unwrap_or_else(|_| CString::from(c"?")))
             .collect();
-        // EAL may permute and keep pointers into argv, so both the strings and
+        // EAL permutes argv and keeps pointers into it, so both the strings and
         // the pointer array are leaked deliberately: they live as long as EAL.
         let owned: &'static [CString] = Box::leak(owned.into_boxed_slice());
         let mut argv: Vec<*mut c_char> = owned.iter().map(|c| c.as_ptr() as *mut c_char).collect();
         argv.push(std::ptr::null_mut());
         let argv: &'static mut [*mut c_char] = Box::leak(argv.into_boxed_slice());
-        let argc = (argv.len() - 1) as i32;
+        let argc = argv.len() - 1;
         // SAFETY: argv is a NULL-terminated array of NUL-terminated strings that
         // outlive the process's use of them (leaked above); called once per process.
-        let ret = unsafe { sys::rte_eal_init(argc, argv.as_mut_ptr()) };
+        let ret = unsafe { sys::rte_eal_init(argc as i32, argv.as_mut_ptr()) };
         if ret < 0 {
             return Err(DpdkError::from_rte_errno("rte_eal_init"));
         }
-        Ok(Eal {
-            _not_send: std::marker::PhantomData,
-        })
+        // EAL parsed `ret` arguments and put the program name in argv[ret]
+        // (where `--` was, if there was one): the app's arguments start there.
+        let parsed = (ret as usize).min(argc);
+        let rest = argv[parsed..argc]
+            .iter()
+            .map(|&p| {
+                // SAFETY: every non-null entry below argc points into `owned`
+                // (EAL only permutes the pointers), a NUL-terminated string.
+                unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+            })
+            .collect::<Vec<_>>();
+        let mut rest = rest;
+        if parsed == argc || rest.is_empty() {
+            rest = vec![args
+                .first()
+                .map(|a| a.as_ref().to_string())
+                .unwrap_or_default()];
+        }
+        Ok((
+            Eal {
+                _not_send: std::marker::PhantomData,
+            },
+            rest,
+        ))
     }
 
     /// Number of Ethernet ports DPDK probed (PCI devices and `--vdev`s).

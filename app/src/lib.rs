@@ -7,6 +7,8 @@ pub mod cli;
 pub mod counters;
 pub mod dpdk;
 pub mod forward;
+pub mod neigh;
 pub mod pcap;
 pub mod report;
 pub mod runtime;
+pub mod stage;

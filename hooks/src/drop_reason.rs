@@ -7,11 +7,52 @@
 pub enum DropReason {
     /// The output queue refused the packet (`tx_burst` sent fewer than offered).
     TxQueueFull = 0,
+    /// Frame shorter than 60 bytes (`ETH_ZLEN`, without FCS).
+    Runt = 1,
+    /// Unicast to another station's MAC address.
+    OtherHost = 2,
+    /// 802.3 frame with a length field (raw 802.3 or 802.2 LLC): not IP.
+    Ieee8023 = 3,
+    /// A VLAN tag announced by its TPID does not fit in the frame.
+    VlanTruncated = 4,
+    /// The IPv4 header (20 bytes, or IHL × 4) does not fit in the frame.
+    Ipv4Truncated = 5,
+    /// IP version is not 4.
+    Ipv4BadVersion = 6,
+    /// IPv4 IHL below 5.
+    Ipv4BadIhl = 7,
+    /// IPv4 total length beyond the frame, or shorter than the header.
+    Ipv4BadTotalLength = 8,
+    /// IPv4 header checksum wrong (by the NIC's flag or by computation).
+    Ipv4BadChecksum = 9,
+    /// TTL 1 or 0: may not be forwarded.
+    TtlExceeded = 10,
+    /// No route to the destination.
+    NoRoute = 11,
+    /// Ethertype neither IPv4 nor ARP.
+    UnsupportedProtocol = 12,
+    /// Still queued in a device when fastpath stopped, drained and freed.
+    ShutdownDrain = 13,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 1] = [DropReason::TxQueueFull];
+    pub const ALL: [DropReason; 14] = [
+        DropReason::TxQueueFull,
+        DropReason::Runt,
+        DropReason::OtherHost,
+        DropReason::Ieee8023,
+        DropReason::VlanTruncated,
+        DropReason::Ipv4Truncated,
+        DropReason::Ipv4BadVersion,
+        DropReason::Ipv4BadIhl,
+        DropReason::Ipv4BadTotalLength,
+        DropReason::Ipv4BadChecksum,
+        DropReason::TtlExceeded,
+        DropReason::NoRoute,
+        DropReason::UnsupportedProtocol,
+        DropReason::ShutdownDrain,
+    ];
     /// Number of reasons: the length of a counter array.
     pub const COUNT: usize = Self::ALL.len();
 
@@ -19,6 +60,19 @@ impl DropReason {
     pub const fn name(self) -> &'static str {
         match self {
             DropReason::TxQueueFull => "tx_queue_full",
+            DropReason::Runt => "runt",
+            DropReason::OtherHost => "other_host",
+            DropReason::Ieee8023 => "ieee_802_3",
+            DropReason::VlanTruncated => "vlan_truncated",
+            DropReason::Ipv4Truncated => "ipv4_truncated",
+            DropReason::Ipv4BadVersion => "ipv4_bad_version",
+            DropReason::Ipv4BadIhl => "ipv4_bad_ihl",
+            DropReason::Ipv4BadTotalLength => "ipv4_bad_total_length",
+            DropReason::Ipv4BadChecksum => "ipv4_bad_checksum",
+            DropReason::TtlExceeded => "ttl_exceeded",
+            DropReason::NoRoute => "no_route",
+            DropReason::UnsupportedProtocol => "unsupported_protocol",
+            DropReason::ShutdownDrain => "shutdown_drain",
         }
     }
 
@@ -28,9 +82,43 @@ impl DropReason {
             DropReason::TxQueueFull => {
                 "output queue full: the peer port's TX ring had no free descriptors"
             }
+            DropReason::Runt => {
+                "runt: frame under 60 bytes (without FCS), a faulty sender, NIC or cable"
+            }
+            DropReason::OtherHost => {
+                "other host: unicast to another MAC, seen because the port is promiscuous"
+            }
+            DropReason::Ieee8023 => {
+                "802.3 length-field frame (raw 802.3 or 802.2 LLC, e.g. STP): not IP"
+            }
+            DropReason::VlanTruncated => "VLAN tag cut short: frame ends inside an 802.1Q tag",
+            DropReason::Ipv4Truncated => {
+                "IPv4 header truncated: frame ends before 20 bytes or before IHL x 4 bytes"
+            }
+            DropReason::Ipv4BadVersion => "not IPv4: version field is not 4 under ethertype 0x0800",
+            DropReason::Ipv4BadIhl => "IPv4 IHL below 5: header shorter than 20 bytes, corrupt",
+            DropReason::Ipv4BadTotalLength => {
+                "IPv4 total length beyond the frame or below the header length: truncated/corrupt"
+            }
+            DropReason::Ipv4BadChecksum => {
+                "IPv4 header checksum wrong (NIC flag or computed): corrupted in transit"
+            }
+            DropReason::TtlExceeded => {
+                "TTL exceeded: TTL 1 or 0 on arrival, a routing loop or traceroute"
+            }
+            DropReason::NoRoute => "no route: no prefix in the table matches the destination",
+            DropReason::UnsupportedProtocol => {
+                "unsupported protocol: ethertype neither IPv4 nor ARP (IPv6, LLDP, ...)"
+            }
+            DropReason::ShutdownDrain => {
+                "drained at shutdown: still queued in a device (e.g. a ring) when fastpath stopped"
+            }
         }
     }
 }
+
+// Discriminants run 0..COUNT: a reason missing from ALL would index past the counters.
+const _: () = assert!(DropReason::ShutdownDrain as usize == DropReason::COUNT - 1);
 
 /// One counter per drop reason, owned by one lcore.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -74,6 +162,24 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), DropReason::COUNT);
+    }
+
+    #[test]
+    fn names_are_snake_case_and_descriptions_one_line() {
+        for r in DropReason::ALL {
+            let n = r.name();
+            assert!(
+                !n.is_empty()
+                    && n.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+                "{n}"
+            );
+            let d = r.description();
+            assert!(
+                !d.is_empty() && !d.contains('\n') && d.len() <= 100,
+                "{n}: {d}"
+            );
+        }
     }
 
     #[test]

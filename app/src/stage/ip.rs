@@ -1,0 +1,368 @@
+//! IP stage, input half: the kernel's `ip_rcv` header checks, and the TTL
+//! decrement of the forward path (`ip_decrease_ttl`). Route lookup is not here.
+
+use hooks::wire::ipv4::{Ipv4Packet, MIN_HEADER_LEN};
+use hooks::wire::Error as WireError;
+use hooks::{DropReason, PacketMeta};
+use std::net::Ipv4Addr;
+
+/// What the NIC says of the IPv4 header checksum (from the mbuf's offload flags).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CsumFlag {
+    /// Verified good by the NIC: trusted, not recomputed.
+    Good,
+    /// Verified bad by the NIC: dropped, not recomputed.
+    Bad,
+    /// Not verified: computed here.
+    Unknown,
+}
+
+/// A header that passed [`ipv4_input`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ipv4Ok {
+    /// Frame length without Ethernet padding (L3 offset + total length):
+    /// trim the packet to it.
+    pub trimmed_len: usize,
+    /// Offset of the L4 header (L3 offset + IHL × 4, options skipped).
+    pub l4_offset: usize,
+    /// Destination address, for the route lookup.
+    pub dst: Ipv4Addr,
+}
+
+/// Check the IPv4 header at `meta.l3_offset`, in this order: 20 bytes
+/// present, version 4, IHL >= 5, IHL × 4 bytes present, checksum (the NIC's
+/// flag when it has one), IHL × 4 <= total length <= bytes after L3, TTL > 1.
+#[inline]
+pub fn ipv4_input(
+    frame: &[u8],
+    meta: &PacketMeta,
+    nic_csum: CsumFlag,
+) -> Result<Ipv4Ok, DropReason> {
+    let l3 = usize::from(meta.l3_offset);
+    let bytes = frame.get(l3..).unwrap_or(&[]);
+    let ip = match Ipv4Packet::new_checked(bytes) {
+        Ok(ip) => ip,
+        Err(e) => return Err(header_error(bytes, e)),
+    };
+    if ip.version() != 4 {
+        return Err(DropReason::Ipv4BadVersion);
+    }
+    let checksum_ok = match nic_csum {
+        CsumFlag::Good => true,
+        CsumFlag::Bad => false,
+        CsumFlag::Unknown => ip.verify_checksum(),
+    };
+    if !checksum_ok {
+        return Err(DropReason::Ipv4BadChecksum);
+    }
+    let header_len = ip.header_len();
+    let total_len = usize::from(ip.total_len());
+    if total_len > bytes.len() || total_len < header_len {
+        return Err(DropReason::Ipv4BadTotalLength);
+    }
+    if ip.ttl() <= 1 {
+        return Err(DropReason::TtlExceeded);
+    }
+    Ok(Ipv4Ok {
+        trimmed_len: l3 + total_len,
+        l4_offset: l3 + header_len,
+        dst: ip.dst_addr(),
+    })
+}
+
+/// The drop reason for a header `Ipv4Packet::new_checked` refused: the
+/// version is judged first once the fixed 20 bytes are there.
+#[cold]
+fn header_error(bytes: &[u8], e: WireError) -> DropReason {
+    match bytes.first() {
+        Some(b) if bytes.len() >= MIN_HEADER_LEN && b >> 4 != 4 => DropReason::Ipv4BadVersion,
+        _ if e == WireError::Malformed => DropReason::Ipv4BadIhl,
+        _ => DropReason::Ipv4Truncated,
+    }
+}
+
+/// Decrement the TTL of the IPv4 header at `l3_offset` and update its
+/// checksum incrementally (RFC 1624). Returns the new TTL; a TTL of 1 or 0
+/// is `TtlExceeded` and left as it is.
+#[inline]
+pub fn ipv4_forward_ttl(frame: &mut [u8], l3_offset: usize) -> Result<u8, DropReason> {
+    let bytes = frame.get_mut(l3_offset..).unwrap_or(&mut []);
+    let mut ip = match Ipv4Packet::new_checked(bytes) {
+        Ok(ip) => ip,
+        // No version check here: ipv4_input did it.
+        Err(e) => return Err(header_error(&[], e)),
+    };
+    if ip.ttl() <= 1 {
+        return Err(DropReason::TtlExceeded);
+    }
+    ip.decrement_ttl().ok_or(DropReason::TtlExceeded)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hooks::wire::ethernet::{ethertype, EthernetFrame};
+
+    const DST: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 7);
+
+    fn meta() -> PacketMeta {
+        let mut m = PacketMeta::received_on(0);
+        m.protocol = ethertype::IPV4;
+        m.l3_offset = 14;
+        m
+    }
+
+    /// Ethernet + IPv4 (IHL `ihl`, `payload` bytes after the header, TTL 64,
+    /// right checksum) + `pad` bytes of Ethernet padding.
+    fn packet(ihl: u8, payload: usize, pad: usize) -> Vec<u8> {
+        let header_len = usize::from(ihl) * 4;
+        let mut f = vec![0u8; 14 + header_len.max(20) + payload + pad];
+        let mut eth = EthernetFrame::new_checked(&mut f[..]).unwrap();
+        eth.set_dst_addr([2, 0, 0, 0, 0, 1]);
+        eth.set_src_addr([2, 0, 0, 0, 0, 2]);
+        eth.set_ethertype(ethertype::IPV4);
+        f[14] = 0x45;
+        let mut ip = Ipv4Packet::new_checked(&mut f[14..]).unwrap();
+        ip.set_total_len((header_len + payload) as u16);
+        ip.set_ttl(64);
+        ip.set_protocol(17);
+        ip.set_src_addr(Ipv4Addr::new(10, 0, 0, 1));
+        ip.set_dst_addr(DST);
+        ip.set_version_ihl(4, ihl);
+        // Router alert (RFC 2113), then no-ops, as options.
+        for (i, o) in ip.options_mut().iter_mut().enumerate() {
+            *o = [0x94, 0x04, 0x00, 0x00].get(i).copied().unwrap_or(1);
+        }
+        refill(&mut f);
+        f
+    }
+
+    /// Recompute the checksum of the header at 14 (clamped to the frame).
+    fn refill(f: &mut [u8]) {
+        f[24..26].fill(0);
+        let header_len = (usize::from(f[14] & 0x0f) * 4).clamp(20, f.len() - 14);
+        let c = hooks::wire::checksum::checksum(&f[14..14 + header_len]);
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+    }
+
+    fn input(f: &[u8], csum: CsumFlag) -> Result<Ipv4Ok, DropReason> {
+        ipv4_input(f, &meta(), csum)
+    }
+
+    #[test]
+    fn accepts_a_plain_packet() {
+        let f = packet(5, 26, 0);
+        let ok = Ipv4Ok {
+            trimmed_len: 60,
+            l4_offset: 34,
+            dst: DST,
+        };
+        for csum in [CsumFlag::Unknown, CsumFlag::Good] {
+            assert_eq!(input(&f, csum), Ok(ok));
+        }
+    }
+
+    #[test]
+    fn trimmed_length_excludes_ethernet_padding() {
+        // 20 + 8 bytes of IP in a 60-byte frame: 18 bytes of padding.
+        let f = packet(5, 8, 18);
+        assert_eq!(f.len(), 60);
+        assert_eq!(input(&f, CsumFlag::Unknown).unwrap().trimmed_len, 42);
+    }
+
+    #[test]
+    fn options_are_skipped() {
+        let f = packet(6, 8, 0);
+        assert_eq!(&f[34..38], &[0x94, 0x04, 0x00, 0x00]);
+        let ok = input(&f, CsumFlag::Unknown).unwrap();
+        assert_eq!((ok.l4_offset, ok.trimmed_len, ok.dst), (38, 14 + 32, DST));
+    }
+
+    #[test]
+    fn ihl_below_5_is_bad_ihl() {
+        for ihl in 0..5 {
+            let mut f = packet(5, 26, 0);
+            f[14] = 0x40 | ihl;
+            refill(&mut f);
+            assert_eq!(
+                input(&f, CsumFlag::Unknown),
+                Err(DropReason::Ipv4BadIhl),
+                "ihl {ihl}"
+            );
+        }
+    }
+
+    #[test]
+    fn ihl_15_with_the_whole_header_in_the_frame() {
+        let f = packet(15, 8, 0);
+        let ok = input(&f, CsumFlag::Unknown).unwrap();
+        assert_eq!((ok.l4_offset, ok.trimmed_len), (14 + 60, 14 + 68));
+    }
+
+    #[test]
+    fn ihl_15_beyond_the_frame_is_truncated() {
+        // A 60-byte frame holds 46 bytes of IP: a 60-byte header cannot fit.
+        let mut f = packet(5, 26, 0);
+        f[14] = 0x4f;
+        refill(&mut f);
+        assert_eq!(f.len(), 60);
+        assert_eq!(input(&f, CsumFlag::Unknown), Err(DropReason::Ipv4Truncated));
+        // One byte short of the full header.
+        let f = packet(15, 0, 0);
+        assert_eq!(
+            input(&f[..f.len() - 1], CsumFlag::Good),
+            Err(DropReason::Ipv4Truncated)
+        );
+    }
+
+    #[test]
+    fn under_20_bytes_is_truncated() {
+        let f = packet(5, 0, 0);
+        for len in [0, 14, 15, 33] {
+            assert_eq!(
+                input(&f[..len], CsumFlag::Good),
+                Err(DropReason::Ipv4Truncated),
+                "{len} bytes"
+            );
+        }
+    }
+
+    #[test]
+    fn version_other_than_4() {
+        for version in [0, 6, 15] {
+            let mut f = packet(5, 26, 0);
+            f[14] = (version << 4) | 5;
+            refill(&mut f);
+            assert_eq!(
+                input(&f, CsumFlag::Unknown),
+                Err(DropReason::Ipv4BadVersion),
+                "version {version}"
+            );
+        }
+        // IPv6's first byte (traffic class 0): version is judged before IHL.
+        let mut f = packet(5, 26, 0);
+        f[14] = 0x60;
+        assert_eq!(input(&f, CsumFlag::Good), Err(DropReason::Ipv4BadVersion));
+    }
+
+    #[test]
+    fn total_length_beyond_the_frame() {
+        let mut f = packet(5, 26, 0);
+        f[16..18].copy_from_slice(&47u16.to_be_bytes());
+        refill(&mut f);
+        assert_eq!(
+            input(&f, CsumFlag::Unknown),
+            Err(DropReason::Ipv4BadTotalLength)
+        );
+        f[16..18].copy_from_slice(&46u16.to_be_bytes());
+        refill(&mut f);
+        assert_eq!(input(&f, CsumFlag::Unknown).unwrap().trimmed_len, 60);
+    }
+
+    #[test]
+    fn total_length_below_the_header() {
+        let mut f = packet(5, 26, 0);
+        f[16..18].copy_from_slice(&19u16.to_be_bytes());
+        refill(&mut f);
+        assert_eq!(
+            input(&f, CsumFlag::Unknown),
+            Err(DropReason::Ipv4BadTotalLength)
+        );
+        f[16..18].copy_from_slice(&20u16.to_be_bytes());
+        refill(&mut f);
+        assert_eq!(input(&f, CsumFlag::Unknown).unwrap().trimmed_len, 34);
+        // With options the header is 24 bytes: 20 is too short.
+        let mut f = packet(6, 8, 0);
+        f[16..18].copy_from_slice(&20u16.to_be_bytes());
+        refill(&mut f);
+        assert_eq!(
+            input(&f, CsumFlag::Unknown),
+            Err(DropReason::Ipv4BadTotalLength)
+        );
+    }
+
+    #[test]
+    fn bad_checksum_computed_when_the_nic_did_not() {
+        let mut f = packet(5, 26, 0);
+        f[25] ^= 0x01;
+        assert_eq!(
+            input(&f, CsumFlag::Unknown),
+            Err(DropReason::Ipv4BadChecksum)
+        );
+        // An option byte is covered, too.
+        let mut f = packet(6, 8, 0);
+        f[37] ^= 0x80;
+        assert_eq!(
+            input(&f, CsumFlag::Unknown),
+            Err(DropReason::Ipv4BadChecksum)
+        );
+    }
+
+    #[test]
+    fn nic_checksum_flag_is_trusted() {
+        let mut f = packet(5, 26, 0);
+        f[25] ^= 0x01;
+        assert!(input(&f, CsumFlag::Good).is_ok());
+        let f = packet(5, 26, 0);
+        assert_eq!(input(&f, CsumFlag::Bad), Err(DropReason::Ipv4BadChecksum));
+    }
+
+    #[test]
+    fn ttl_1_and_0_are_exceeded() {
+        for ttl in [0, 1] {
+            let mut f = packet(5, 26, 0);
+            f[22] = ttl;
+            refill(&mut f);
+            assert_eq!(
+                input(&f, CsumFlag::Unknown),
+                Err(DropReason::TtlExceeded),
+                "ttl {ttl}"
+            );
+            let before = f.clone();
+            assert_eq!(ipv4_forward_ttl(&mut f, 14), Err(DropReason::TtlExceeded));
+            assert_eq!(f, before);
+        }
+    }
+
+    #[test]
+    fn ttl_2_is_forwarded_with_ttl_1_and_a_right_checksum() {
+        for ihl in [5, 6, 15] {
+            let mut f = packet(ihl, 8, 0);
+            f[22] = 2;
+            refill(&mut f);
+            assert!(input(&f, CsumFlag::Unknown).is_ok());
+            assert_eq!(ipv4_forward_ttl(&mut f, 14), Ok(1));
+            let ip = Ipv4Packet::new_checked(&f[14..]).unwrap();
+            assert_eq!(ip.ttl(), 1);
+            assert!(ip.verify_checksum(), "ihl {ihl}");
+            // The next hop drops it.
+            assert_eq!(input(&f, CsumFlag::Unknown), Err(DropReason::TtlExceeded));
+        }
+    }
+
+    #[test]
+    fn forward_ttl_matches_recomputation_all_the_way_down() {
+        let mut f = packet(5, 26, 0);
+        f[22] = 255;
+        refill(&mut f);
+        for ttl in (2..=255).rev() {
+            assert_eq!(ipv4_forward_ttl(&mut f, 14), Ok(ttl - 1));
+            let incremental = [f[24], f[25]];
+            refill(&mut f);
+            assert_eq!([f[24], f[25]], incremental, "ttl {ttl}");
+        }
+    }
+
+    #[test]
+    fn forward_ttl_on_a_short_frame_is_truncated() {
+        let mut f = packet(5, 0, 0);
+        assert_eq!(
+            ipv4_forward_ttl(&mut f[..30], 14),
+            Err(DropReason::Ipv4Truncated)
+        );
+        assert_eq!(
+            ipv4_forward_ttl(&mut f, 100),
+            Err(DropReason::Ipv4Truncated)
+        );
+    }
+}

@@ -1,0 +1,507 @@
+//! IPv4 header (RFC 791): 20 bytes, plus up to 40 bytes of options.
+
+use super::{be16, checksum, set_be16, Error};
+use std::net::Ipv4Addr;
+
+/// Length of the header without options (IHL 5).
+pub const MIN_HEADER_LEN: usize = 20;
+/// Length of the header with the most options (IHL 15).
+pub const MAX_HEADER_LEN: usize = 60;
+
+const VER_IHL: usize = 0;
+const TOS: usize = 1;
+const TOTAL_LEN: usize = 2;
+const IDENT: usize = 4;
+const FLAGS_FRAG: usize = 6;
+const TTL: usize = 8;
+const PROTOCOL: usize = 9;
+const CHECKSUM: usize = 10;
+const SRC: usize = 12;
+const DST: usize = 16;
+const ZERO: [u8; MIN_HEADER_LEN] = [0; MIN_HEADER_LEN];
+
+/// A view of an IPv4 header at the start of `buffer`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ipv4Packet<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> Ipv4Packet<T> {
+    /// View `buffer`: it must hold 20 bytes, the IHL must be at least 5 and
+    /// the whole header (IHL × 4 bytes) must fit. The version and the total
+    /// length are not checked here.
+    #[inline]
+    pub fn new_checked(buffer: T) -> Result<Self, Error> {
+        let b = buffer.as_ref();
+        let Some(&ver_ihl) = b.first() else {
+            return Err(Error::Truncated);
+        };
+        if b.len() < MIN_HEADER_LEN {
+            return Err(Error::Truncated);
+        }
+        let header_len = usize::from(ver_ihl & 0x0f) * 4;
+        if header_len < MIN_HEADER_LEN {
+            return Err(Error::Malformed);
+        }
+        if b.len() < header_len {
+            return Err(Error::Truncated);
+        }
+        Ok(Ipv4Packet { buffer })
+    }
+
+    /// The underlying buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    #[inline(always)]
+    fn header(&self) -> &[u8; MIN_HEADER_LEN] {
+        // Always `Some` after `new_checked`; the fallback keeps this panic-free.
+        self.buffer.as_ref().first_chunk().unwrap_or(&ZERO)
+    }
+
+    /// IP version (4).
+    #[inline]
+    pub fn version(&self) -> u8 {
+        self.header()[VER_IHL] >> 4
+    }
+
+    /// Internet header length, in 32-bit words.
+    #[inline]
+    pub fn ihl(&self) -> u8 {
+        self.header()[VER_IHL] & 0x0f
+    }
+
+    /// Header length in bytes (IHL × 4), options included.
+    #[inline]
+    pub fn header_len(&self) -> usize {
+        usize::from(self.ihl()) * 4
+    }
+
+    /// Differentiated services code point.
+    #[inline]
+    pub fn dscp(&self) -> u8 {
+        self.header()[TOS] >> 2
+    }
+
+    /// Explicit congestion notification.
+    #[inline]
+    pub fn ecn(&self) -> u8 {
+        self.header()[TOS] & 0x03
+    }
+
+    /// Total length: header and payload, in bytes.
+    #[inline]
+    pub fn total_len(&self) -> u16 {
+        be16(self.header(), TOTAL_LEN)
+    }
+
+    /// Identification.
+    #[inline]
+    pub fn ident(&self) -> u16 {
+        be16(self.header(), IDENT)
+    }
+
+    /// Don't fragment flag.
+    #[inline]
+    pub fn dont_frag(&self) -> bool {
+        be16(self.header(), FLAGS_FRAG) & 0x4000 != 0
+    }
+
+    /// More fragments flag.
+    #[inline]
+    pub fn more_frags(&self) -> bool {
+        be16(self.header(), FLAGS_FRAG) & 0x2000 != 0
+    }
+
+    /// Fragment offset, in bytes.
+    #[inline]
+    pub fn frag_offset(&self) -> u16 {
+        (be16(self.header(), FLAGS_FRAG) & 0x1fff) << 3
+    }
+
+    /// Time to live.
+    #[inline]
+    pub fn ttl(&self) -> u8 {
+        self.header()[TTL]
+    }
+
+    /// Protocol of the payload (6 TCP, 17 UDP, 1 ICMP, ...).
+    #[inline]
+    pub fn protocol(&self) -> u8 {
+        self.header()[PROTOCOL]
+    }
+
+    /// Header checksum field.
+    #[inline]
+    pub fn checksum(&self) -> u16 {
+        be16(self.header(), CHECKSUM)
+    }
+
+    /// Source address.
+    #[inline]
+    pub fn src_addr(&self) -> Ipv4Addr {
+        let h = self.header();
+        Ipv4Addr::new(h[SRC], h[SRC + 1], h[SRC + 2], h[SRC + 3])
+    }
+
+    /// Destination address.
+    #[inline]
+    pub fn dst_addr(&self) -> Ipv4Addr {
+        let h = self.header();
+        Ipv4Addr::new(h[DST], h[DST + 1], h[DST + 2], h[DST + 3])
+    }
+
+    /// The header bytes, options included (clamped to the buffer).
+    #[inline]
+    pub fn header_bytes(&self) -> &[u8] {
+        let b = self.buffer.as_ref();
+        &b[..self.header_len().min(b.len())]
+    }
+
+    /// Options: the header bytes after the first 20.
+    #[inline]
+    pub fn options(&self) -> &[u8] {
+        self.header_bytes().get(MIN_HEADER_LEN..).unwrap_or(&[])
+    }
+
+    /// Payload: from the end of the header to the total length, clamped to
+    /// the buffer (Ethernet padding excluded).
+    #[inline]
+    pub fn payload(&self) -> &[u8] {
+        let b = self.buffer.as_ref();
+        let end = usize::from(self.total_len()).min(b.len());
+        b.get(self.header_len()..end).unwrap_or(&[])
+    }
+
+    /// The header checksum is right: the header sums to `0xffff`.
+    #[inline]
+    pub fn verify_checksum(&self) -> bool {
+        checksum::sum(self.header_bytes()) == 0xffff
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
+    #[inline(always)]
+    fn header_mut(&mut self) -> Option<&mut [u8; MIN_HEADER_LEN]> {
+        self.buffer.as_mut().first_chunk_mut()
+    }
+
+    /// Set version and IHL (in 32-bit words) together, as they share a byte.
+    #[inline]
+    pub fn set_version_ihl(&mut self, version: u8, ihl: u8) {
+        if let Some(h) = self.header_mut() {
+            h[VER_IHL] = (version << 4) | (ihl & 0x0f);
+        }
+    }
+
+    /// Set DSCP and ECN.
+    #[inline]
+    pub fn set_dscp_ecn(&mut self, dscp: u8, ecn: u8) {
+        if let Some(h) = self.header_mut() {
+            h[TOS] = (dscp << 2) | (ecn & 0x03);
+        }
+    }
+
+    /// Set the total length.
+    #[inline]
+    pub fn set_total_len(&mut self, value: u16) {
+        if let Some(h) = self.header_mut() {
+            set_be16(h, TOTAL_LEN, value);
+        }
+    }
+
+    /// Set the identification.
+    #[inline]
+    pub fn set_ident(&mut self, value: u16) {
+        if let Some(h) = self.header_mut() {
+            set_be16(h, IDENT, value);
+        }
+    }
+
+    /// Set the flags and the fragment offset (in bytes, a multiple of 8).
+    #[inline]
+    pub fn set_flags_frag(&mut self, dont_frag: bool, more_frags: bool, offset: u16) {
+        let v = (u16::from(dont_frag) << 14) | (u16::from(more_frags) << 13) | (offset >> 3);
+        if let Some(h) = self.header_mut() {
+            set_be16(h, FLAGS_FRAG, v);
+        }
+    }
+
+    /// Set the time to live (the checksum is not updated).
+    #[inline]
+    pub fn set_ttl(&mut self, value: u8) {
+        if let Some(h) = self.header_mut() {
+            h[TTL] = value;
+        }
+    }
+
+    /// Set the payload protocol.
+    #[inline]
+    pub fn set_protocol(&mut self, value: u8) {
+        if let Some(h) = self.header_mut() {
+            h[PROTOCOL] = value;
+        }
+    }
+
+    /// Set the checksum field.
+    #[inline]
+    pub fn set_checksum(&mut self, value: u16) {
+        if let Some(h) = self.header_mut() {
+            set_be16(h, CHECKSUM, value);
+        }
+    }
+
+    /// Set the source address.
+    #[inline]
+    pub fn set_src_addr(&mut self, addr: Ipv4Addr) {
+        if let Some(h) = self.header_mut() {
+            h[SRC..SRC + 4].copy_from_slice(&addr.octets());
+        }
+    }
+
+    /// Set the destination address.
+    #[inline]
+    pub fn set_dst_addr(&mut self, addr: Ipv4Addr) {
+        if let Some(h) = self.header_mut() {
+            h[DST..DST + 4].copy_from_slice(&addr.octets());
+        }
+    }
+
+    /// Options, writable (the header bytes after the first 20).
+    #[inline]
+    pub fn options_mut(&mut self) -> &mut [u8] {
+        let end = self.header_len();
+        let b = self.buffer.as_mut();
+        let end = end.min(b.len());
+        b.get_mut(MIN_HEADER_LEN..end).unwrap_or(&mut [])
+    }
+
+    /// Compute the header checksum over the header (options included) and
+    /// store it.
+    #[inline]
+    pub fn fill_checksum(&mut self) {
+        self.set_checksum(0);
+        let c = checksum::checksum(self.header_bytes());
+        self.set_checksum(c);
+    }
+
+    /// Decrement the TTL and update the checksum incrementally (RFC 1624),
+    /// like the kernel's `ip_decrease_ttl`. Returns the new TTL, or `None`
+    /// (header unchanged) when the TTL is already 0.
+    #[inline]
+    pub fn decrement_ttl(&mut self) -> Option<u8> {
+        let h = self.header_mut()?;
+        let ttl = h[TTL].checked_sub(1)?;
+        let old = be16(h, TTL);
+        h[TTL] = ttl;
+        let new = be16(h, TTL);
+        let check = checksum::update(be16(h, CHECKSUM), old, new);
+        set_be16(h, CHECKSUM, check);
+        Some(ttl)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// xorshift64*: enough randomness for headers, no dependency.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+    }
+
+    /// A header with the given IHL, filled with random bytes, version 4,
+    /// TTL at least 1, and a right checksum.
+    fn random_header(rng: &mut Rng, ihl: u8) -> Vec<u8> {
+        let mut buf: Vec<u8> = (0..usize::from(ihl) * 4)
+            .map(|_| rng.next() as u8)
+            .collect();
+        buf[0] = 0x40 | ihl;
+        let mut p = Ipv4Packet::new_checked(&mut buf[..]).unwrap();
+        if p.ttl() == 0 {
+            p.set_ttl(1);
+        }
+        p.fill_checksum();
+        buf
+    }
+
+    const HEADER: [u8; 20] = [
+        0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0xb8, 0x61, 0xc0, 0xa8, 0x00,
+        0x01, 0xc0, 0xa8, 0x00, 0xc7,
+    ];
+
+    #[test]
+    fn new_checked_rejects_short_buffers() {
+        assert_eq!(Ipv4Packet::new_checked(&[][..]), Err(Error::Truncated));
+        assert_eq!(
+            Ipv4Packet::new_checked(&HEADER[..19]),
+            Err(Error::Truncated)
+        );
+        assert!(Ipv4Packet::new_checked(&HEADER[..]).is_ok());
+    }
+
+    #[test]
+    fn new_checked_rejects_ihl_below_5() {
+        for ihl in 0..5 {
+            let mut h = HEADER;
+            h[0] = 0x40 | ihl;
+            assert_eq!(
+                Ipv4Packet::new_checked(&h[..]),
+                Err(Error::Malformed),
+                "ihl {ihl}"
+            );
+        }
+    }
+
+    #[test]
+    fn new_checked_needs_the_options_too() {
+        let mut buf = [0u8; 60];
+        buf[..20].copy_from_slice(&HEADER);
+        buf[0] = 0x4f;
+        assert_eq!(Ipv4Packet::new_checked(&buf[..59]), Err(Error::Truncated));
+        let p = Ipv4Packet::new_checked(&buf[..]).unwrap();
+        assert_eq!((p.ihl(), p.header_len(), p.options().len()), (15, 60, 40));
+    }
+
+    #[test]
+    fn reads_fields() {
+        let p = Ipv4Packet::new_checked(&HEADER[..]).unwrap();
+        assert_eq!((p.version(), p.ihl(), p.header_len()), (4, 5, 20));
+        assert_eq!((p.dscp(), p.ecn()), (0, 0));
+        assert_eq!((p.total_len(), p.ident()), (0x73, 0));
+        assert!(p.dont_frag() && !p.more_frags());
+        assert_eq!(p.frag_offset(), 0);
+        assert_eq!((p.ttl(), p.protocol(), p.checksum()), (64, 17, 0xb861));
+        assert_eq!(p.src_addr(), Ipv4Addr::new(192, 168, 0, 1));
+        assert_eq!(p.dst_addr(), Ipv4Addr::new(192, 168, 0, 199));
+        assert!(p.options().is_empty());
+        assert!(p.payload().is_empty());
+        assert!(p.verify_checksum());
+    }
+
+    #[test]
+    fn writes_fields() {
+        let mut buf = [0u8; 20];
+        assert_eq!(Ipv4Packet::new_checked(&mut buf[..]), Err(Error::Malformed));
+        buf[0] = 0x45;
+        let mut p = Ipv4Packet::new_checked(&mut buf[..]).unwrap();
+        p.set_version_ihl(4, 5);
+        p.set_dscp_ecn(0, 0);
+        p.set_total_len(0x73);
+        p.set_ident(0);
+        p.set_flags_frag(true, false, 0);
+        p.set_ttl(64);
+        p.set_protocol(17);
+        p.set_src_addr(Ipv4Addr::new(192, 168, 0, 1));
+        p.set_dst_addr(Ipv4Addr::new(192, 168, 0, 199));
+        p.fill_checksum();
+        assert_eq!(buf, HEADER);
+    }
+
+    #[test]
+    fn payload_stops_at_total_length_and_at_the_buffer() {
+        let mut buf = [0u8; 30];
+        buf[..20].copy_from_slice(&HEADER);
+        let mut p = Ipv4Packet::new_checked(&mut buf[..]).unwrap();
+        p.set_total_len(24);
+        assert_eq!(p.payload().len(), 4);
+        p.set_total_len(100);
+        assert_eq!(p.payload().len(), 10);
+        p.set_total_len(10);
+        assert!(p.payload().is_empty());
+    }
+
+    #[test]
+    fn setting_a_longer_ihl_does_not_make_accessors_panic() {
+        let mut buf = HEADER;
+        let mut p = Ipv4Packet::new_checked(&mut buf[..]).unwrap();
+        p.set_version_ihl(4, 15);
+        assert_eq!(p.header_len(), 60);
+        assert!(p.options().is_empty() && p.options_mut().is_empty());
+        assert!(p.payload().is_empty());
+        assert_eq!(p.header_bytes().len(), 20);
+    }
+
+    #[test]
+    fn fill_checksum_covers_options() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for ihl in 5..=15 {
+            let buf = random_header(&mut rng, ihl);
+            let p = Ipv4Packet::new_checked(&buf[..]).unwrap();
+            assert!(p.verify_checksum(), "ihl {ihl}");
+            let mut bad = buf.clone();
+            *bad.last_mut().unwrap() ^= 0x01;
+            assert!(!Ipv4Packet::new_checked(&bad[..]).unwrap().verify_checksum());
+        }
+    }
+
+    /// The RFC 1624 update after TTL − 1 gives exactly what a full
+    /// recomputation gives, for many random headers of every length.
+    #[test]
+    fn ipv4_checksum_after_ttl_minus_1_matches_recomputation() {
+        let mut rng = Rng(0x0123_4567_89ab_cdef);
+        for i in 0..20_000 {
+            let ihl = 5 + (i % 11) as u8;
+            let mut buf = random_header(&mut rng, ihl);
+            let mut p = Ipv4Packet::new_checked(&mut buf[..]).unwrap();
+            let ttl = p.ttl();
+            assert_eq!(p.decrement_ttl(), Some(ttl - 1));
+            let incremental = p.checksum();
+            p.fill_checksum();
+            assert_eq!(incremental, p.checksum(), "header {i}: {buf:02x?}");
+        }
+    }
+
+    /// The edge RFC 1624 fixes: a recomputed checksum of 0x0000 must not come
+    /// out as 0xffff (and 0x0000 before must update correctly too).
+    #[test]
+    fn ipv4_checksum_after_ttl_minus_1_at_zero() {
+        let mut rng = Rng(42);
+        for before in [false, true] {
+            let mut buf = random_header(&mut rng, 5);
+            let mut p = Ipv4Packet::new_checked(&mut buf[..]).unwrap();
+            p.set_ttl(if before { 64 } else { 65 });
+            // Choose the ident so that the header with TTL 64 sums to 0xffff
+            // without its checksum: the checksum with TTL 64 is then 0x0000.
+            p.set_ident(0);
+            p.set_checksum(0);
+            let mut probe = *p.header();
+            probe[TTL] = 64;
+            let s = checksum::sum(&probe);
+            p.set_ident(0xffff - s);
+            p.fill_checksum();
+            let expect_before = p.checksum();
+            p.decrement_ttl();
+            let incremental = p.checksum();
+            p.fill_checksum();
+            assert_eq!(incremental, p.checksum());
+            if before {
+                assert_eq!(expect_before, 0x0000);
+            } else {
+                assert_eq!(incremental, 0x0000);
+            }
+        }
+    }
+
+    #[test]
+    fn decrement_ttl_stops_at_zero() {
+        let mut buf = HEADER;
+        let mut p = Ipv4Packet::new_checked(&mut buf[..]).unwrap();
+        p.set_ttl(1);
+        p.fill_checksum();
+        assert_eq!(p.decrement_ttl(), Some(0));
+        assert!(p.verify_checksum());
+        let before = buf;
+        let mut p = Ipv4Packet::new_checked(&mut buf[..]).unwrap();
+        assert_eq!(p.decrement_ttl(), None);
+        assert_eq!(buf, before);
+    }
+}

@@ -1,0 +1,50 @@
+//! Zero-copy header views over byte slices, in the manner of smoltcp's `wire`:
+//! a checked constructor validates the length once, then every accessor reads
+//! its field through big-endian byte views and cannot panic. Fields are never
+//! read by casting bytes to a struct: an IPv4 header after a 14-byte Ethernet
+//! header in an mbuf is only 2-byte aligned.
+
+pub mod checksum;
+pub mod ethernet;
+pub mod ipv4;
+pub mod vlan;
+
+pub use ethernet::EthernetFrame;
+pub use ipv4::Ipv4Packet;
+pub use vlan::VlanTag;
+
+use core::fmt;
+
+/// Why a buffer cannot be viewed as a header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// The buffer is shorter than the header.
+    Truncated,
+    /// A length field of the header is out of range (IPv4: IHL < 5).
+    Malformed,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Error::Truncated => "buffer shorter than the header",
+            Error::Malformed => "header length field out of range",
+        })
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Big-endian `u16` at `at` of a fixed-size header.
+#[inline(always)]
+pub(crate) const fn be16<const N: usize>(h: &[u8; N], at: usize) -> u16 {
+    u16::from_be_bytes([h[at], h[at + 1]])
+}
+
+/// Store `v` big-endian at `at` of a fixed-size header.
+#[inline(always)]
+pub(crate) fn set_be16<const N: usize>(h: &mut [u8; N], at: usize, v: u16) {
+    let [a, b] = v.to_be_bytes();
+    h[at] = a;
+    h[at + 1] = b;
+}

@@ -8,7 +8,7 @@ use crate::dpdk::{MbufBurst, RxQueue, TxQueue};
 use hooks::DropReason;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// One RX queue polled by a worker and the TX queue its packets leave on.
 #[derive(Debug)]
@@ -104,11 +104,13 @@ pub fn plan(
 
 /// The worker loop: poll every stream, forward each burst, count, until `stop`.
 /// Every received packet is either handed to a driver or freed and counted
-/// before the next poll, so nothing is in flight when it returns.
+/// before the next poll, so nothing is in flight when it returns. At exit the
+/// RX queues go back through `handback`, for the main lcore's shutdown drain.
 pub fn run_worker(
     mut plan: WorkerPlan,
     counters: Arc<LcoreCounters>,
     stop: Arc<AtomicBool>,
+    handback: Arc<Mutex<Vec<RxQueue>>>,
 ) -> i32 {
     let mut burst = MbufBurst::new();
     while !stop.load(Relaxed) {
@@ -126,7 +128,38 @@ pub fn run_worker(
             }
         }
     }
+    let queues = plan.streams.into_iter().map(|s| s.rx);
+    match handback.lock() {
+        Ok(mut v) => v.extend(queues),
+        Err(poisoned) => poisoned.into_inner().extend(queues),
+    }
     0
+}
+
+/// Shutdown drain, run by the main lcore once every worker has stopped: empty
+/// each RX queue (mbufs still sitting in a device's ring, e.g. a `net_ring`
+/// looping our own TX back, would otherwise never return to the pool), at most
+/// `budget` packets per queue so an endless source (`infinite_rx`) cannot keep
+/// it going. Drained packets count as received and dropped for `shutdown_drain`.
+#[cold]
+pub fn drain(queues: &mut [RxQueue], budget: u64, counters: &LcoreCounters) -> u64 {
+    let mut burst = MbufBurst::new();
+    let mut total = 0;
+    for q in queues.iter_mut() {
+        let mut drained = 0;
+        while drained < budget {
+            let n = q.rx_burst(&mut burst) as u64;
+            if n == 0 {
+                break;
+            }
+            burst.free_all();
+            counters.rx(q.port(), n);
+            counters.dropped(q.port(), DropReason::ShutdownDrain, n);
+            drained += n;
+        }
+        total += drained;
+    }
+    total
 }
 
 #[cfg(test)]

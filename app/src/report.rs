@@ -28,6 +28,7 @@ pub struct LcoreReport {
     pub rx: u64,
     pub tx: u64,
     pub dropped: u64,
+    pub drops: BTreeMap<&'static str, u64>,
 }
 
 /// Sums over everything, and the conservation check `rx == tx + dropped`.
@@ -88,6 +89,7 @@ impl Report {
                     rx: sum.rx,
                     tx: sum.tx,
                     dropped: sum.drops.total(),
+                    drops: by_reason(&sum.drops),
                 }
             })
             .collect();
@@ -170,17 +172,42 @@ impl Report {
             );
         }
         for l in &self.lcores {
+            let reasons: Vec<String> = l
+                .drops
+                .iter()
+                .filter(|(_, n)| **n != 0)
+                .map(|(r, n)| format!("{r} {n}"))
+                .collect();
             let _ = writeln!(
                 s,
-                "lcore {:<3} rx {:>14} tx {:>14} dropped {:>12}",
-                l.lcore, l.rx, l.tx, l.dropped
+                "lcore {:<3} rx {:>14} tx {:>14} dropped {:>12}{}",
+                l.lcore,
+                l.rx,
+                l.tx,
+                l.dropped,
+                if reasons.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", reasons.join(", "))
+                }
             );
         }
-        let _ = writeln!(s, "drops by reason:");
+        let _ = writeln!(
+            s,
+            "drops by reason:{}",
+            if self.totals.dropped == 0 {
+                " none"
+            } else {
+                ""
+            }
+        );
         for r in DropReason::ALL {
+            if self.totals.drops[r.name()] == 0 {
+                continue;
+            }
             let _ = writeln!(
                 s,
-                "  {:<16} {:>14}  ({})",
+                "  {:<22} {:>14}  ({})",
                 r.name(),
                 self.totals.drops[r.name()],
                 r.description()
@@ -250,6 +277,8 @@ mod tests {
         assert_eq!(r.ports[1].tx, 13);
         assert_eq!(r.ports[1].drops["tx_queue_full"], 2);
         assert_eq!(r.lcores[0].dropped, 2);
+        assert_eq!(r.lcores[0].drops["tx_queue_full"], 2);
+        assert_eq!(r.lcores[1].drops["tx_queue_full"], 0);
         assert_eq!((r.totals.rx, r.totals.tx, r.totals.dropped), (15, 13, 2));
         assert!(r.totals.balanced);
         let text = r.to_text();

@@ -11,7 +11,7 @@ use crate::report::{MbufReport, Report};
 use clap::Parser;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Why a run failed. Each maps to an exit code.
@@ -203,6 +203,8 @@ fn configure_and_forward(
 ) -> Result<(Duration, LcoreCounts), RunError> {
     let mut rxq = BTreeMap::new();
     let mut txq = BTreeMap::new();
+    // RX queues no worker polls (ports that only transmit); drained at shutdown.
+    let mut unpolled = Vec::new();
     for &id in used {
         let mut port = Port::open(id)?;
         let cfg = PortConfig {
@@ -242,6 +244,8 @@ fn configure_and_forward(
         );
         if rx_ports.contains(&id) {
             rxq.insert(id, rx);
+        } else {
+            unpolled.extend(rx);
         }
         txq.insert(id, tx.into_iter().map(Some).collect::<Vec<_>>());
         ports.push(port);
@@ -251,6 +255,7 @@ fn configure_and_forward(
     let max_port = used.iter().max().map(|p| *p as usize + 1).unwrap_or(0);
     let mut jobs = Vec::new();
     let mut counters = Vec::new();
+    let handback = Arc::new(Mutex::new(unpolled));
     let started = Instant::now();
     let mut launch_err = None;
     for plan in plans {
@@ -273,8 +278,8 @@ fn configure_and_forward(
             streams.join(", ")
         );
         let lcore_id = plan.lcore;
-        let (cc, st) = (c.clone(), stop.clone());
-        match lcore::launch(lcore_id, move || forward::run_worker(plan, cc, st)) {
+        let (cc, st, hb) = (c.clone(), stop.clone(), handback.clone());
+        match lcore::launch(lcore_id, move || forward::run_worker(plan, cc, st, hb)) {
             Ok(job) => {
                 jobs.push(job);
                 counters.push(c);
@@ -305,6 +310,16 @@ fn configure_and_forward(
         }
     }
     let duration = started.elapsed();
+    // Every worker has stopped: drain what devices still hold for us, at most
+    // as many packets per queue as mbufs are out (more cannot be ours).
+    let main = Arc::new(LcoreCounters::new(lcore::main_lcore(), max_port));
+    let mut queues = std::mem::take(&mut *handback.lock().unwrap_or_else(|p| p.into_inner()));
+    let drained = forward::drain(&mut queues, pool.in_use() as u64, &main);
+    drop(queues);
+    if drained > 0 {
+        eprintln!("fastpath: drained {drained} packets from RX queues at shutdown");
+    }
+    counters.push(main);
     if let Some(e) = launch_err {
         return Err(e.into());
     }

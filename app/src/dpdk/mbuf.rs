@@ -84,10 +84,13 @@ impl Mbuf {
 
     /// Append `bytes` to a single-segment mbuf; false if the tailroom is short.
     pub fn append(&mut self, bytes: &[u8]) -> bool {
+        let Ok(len) = u16::try_from(bytes.len()) else {
+            return false;
+        };
         // SAFETY: we own the mbuf; rte_pktmbuf_append returns NULL or a pointer
         // to `len` writable bytes inside its buffer.
-        let dst = unsafe { sys::rte_pktmbuf_append(self.0.as_ptr(), bytes.len() as u16) };
-        if dst.is_null() || bytes.len() > u16::MAX as usize {
+        let dst = unsafe { sys::rte_pktmbuf_append(self.0.as_ptr(), len) };
+        if dst.is_null() {
             return false;
         }
         // SAFETY: dst points to bytes.len() writable bytes that do not overlap `bytes`.

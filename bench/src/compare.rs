@@ -83,7 +83,8 @@ fn eal_args(o: &Options, pcap: &Path, prefix: &str) -> Vec<String> {
         format!("{prefix}-{}", std::process::id()),
     ];
     if o.hugepages {
-        v.extend(["-m".into(), "1024".into()]);
+        // Unlinked right after mapping: no stale files to hold pages afterwards.
+        v.extend(["-m".into(), "1024".into(), "--huge-unlink".into()]);
     } else {
         v.extend(["--no-huge".into(), "-m".into(), "1024".into()]);
     }

@@ -94,23 +94,20 @@ impl Mempool {
     /// purpose (freeing it under live mbufs would be a use after free) and the
     /// count of missing mbufs is returned as the error.
     pub fn free(self) -> Result<(), u32> {
-        let missing = self.in_use();
-        if missing != 0 {
-            std::mem::forget(self);
-            return Err(missing);
+        match self.in_use() {
+            0 => Ok(()), // Drop frees a whole pool.
+            missing => {
+                std::mem::forget(self);
+                Err(missing)
+            }
         }
-        // SAFETY: no mbuf of this pool is outstanding (checked above) and the
-        // handle is consumed, so nothing can use the pool afterwards.
-        unsafe { sys::rte_mempool_free(self.raw.as_ptr()) };
-        std::mem::forget(self);
-        Ok(())
     }
 }
 
 impl Drop for Mempool {
     fn drop(&mut self) {
-        // A pool dropped without `free` may still have mbufs out (a panic path):
-        // only free it when it is whole; otherwise let the process reclaim it.
+        // Only a whole pool is freed: one with mbufs out (a panic path, or
+        // `free` refusing) is left for the process exit to reclaim.
         if self.in_use() == 0 {
             // SAFETY: every mbuf is back in the pool and this handle is the last.
             unsafe { sys::rte_mempool_free(self.raw.as_ptr()) };

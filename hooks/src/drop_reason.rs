@@ -33,11 +33,27 @@ pub enum DropReason {
     UnsupportedProtocol = 12,
     /// Still queued in a device when fastpath stopped, drained and freed.
     ShutdownDrain = 13,
+    /// A ring between a worker and the control lcore was full (punt or inject).
+    ControlRingFull = 14,
+    /// IPv4 in a broadcast/multicast frame, or to a broadcast/multicast address: not forwarded.
+    NotUnicast = 15,
+    /// To one of our addresses but not ICMP echo: there is no local stack.
+    LocalUnsupported = 16,
+    /// ICMP to us that is truncated, has a bad checksum, or is not an echo request.
+    IcmpInvalid = 17,
+    /// ARP that is not Ethernet/IPv4, not for one of our addresses, or from a bad sender.
+    ArpInvalid = 18,
+    /// The pending queue of an unresolved next hop was full.
+    NeighQueueFull = 19,
+    /// The next hop did not answer ARP: resolution failed.
+    NeighFailed = 20,
+    /// Larger than the output port's MTU (fastpath does not fragment).
+    MtuExceeded = 21,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 14] = [
+    pub const ALL: [DropReason; 22] = [
         DropReason::TxQueueFull,
         DropReason::Runt,
         DropReason::OtherHost,
@@ -52,6 +68,14 @@ impl DropReason {
         DropReason::NoRoute,
         DropReason::UnsupportedProtocol,
         DropReason::ShutdownDrain,
+        DropReason::ControlRingFull,
+        DropReason::NotUnicast,
+        DropReason::LocalUnsupported,
+        DropReason::IcmpInvalid,
+        DropReason::ArpInvalid,
+        DropReason::NeighQueueFull,
+        DropReason::NeighFailed,
+        DropReason::MtuExceeded,
     ];
     /// Number of reasons: the length of a counter array.
     pub const COUNT: usize = Self::ALL.len();
@@ -73,6 +97,14 @@ impl DropReason {
             DropReason::NoRoute => "no_route",
             DropReason::UnsupportedProtocol => "unsupported_protocol",
             DropReason::ShutdownDrain => "shutdown_drain",
+            DropReason::ControlRingFull => "control_ring_full",
+            DropReason::NotUnicast => "not_unicast",
+            DropReason::LocalUnsupported => "local_unsupported",
+            DropReason::IcmpInvalid => "icmp_invalid",
+            DropReason::ArpInvalid => "arp_invalid",
+            DropReason::NeighQueueFull => "neigh_queue_full",
+            DropReason::NeighFailed => "neigh_failed",
+            DropReason::MtuExceeded => "mtu_exceeded",
         }
     }
 
@@ -113,12 +145,32 @@ impl DropReason {
             DropReason::ShutdownDrain => {
                 "drained at shutdown: still queued in a device (e.g. a ring) when fastpath stopped"
             }
+            DropReason::ControlRingFull => {
+                "control ring full: the control lcore fell behind (ARP/ICMP punt or inject ring)"
+            }
+            DropReason::NotUnicast => {
+                "not unicast: IPv4 to a broadcast/multicast MAC or address, not routed"
+            }
+            DropReason::LocalUnsupported => {
+                "to our address but not ICMP echo (no local TCP/UDP stack)"
+            }
+            DropReason::IcmpInvalid => {
+                "ICMP to us truncated, with a bad checksum, or not an echo request"
+            }
+            DropReason::ArpInvalid => {
+                "ARP not Ethernet/IPv4, not for our address, or from an invalid sender"
+            }
+            DropReason::NeighQueueFull => {
+                "neighbour queue full: too many packets waiting for one ARP resolution"
+            }
+            DropReason::NeighFailed => "neighbour failed: the next hop did not answer ARP requests",
+            DropReason::MtuExceeded => "larger than the output MTU (no fragmentation)",
         }
     }
 }
 
 // Discriminants run 0..COUNT: a reason missing from ALL would index past the counters.
-const _: () = assert!(DropReason::ShutdownDrain as usize == DropReason::COUNT - 1);
+const _: () = assert!(DropReason::MtuExceeded as usize == DropReason::COUNT - 1);
 
 /// One counter per drop reason, owned by one lcore.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -36,7 +36,10 @@ pub struct PacketMeta {
     pub class: u16,
     /// Packet type by destination MAC.
     pub packet_type: PacketType,
-    _pad: [u8; 3],
+    /// Why the pipeline handed the packet to the control plane (app-defined
+    /// code; 0 = not punted).
+    pub punt: u8,
+    _pad: [u8; 2],
     /// Mark set by classification (like the kernel's `skb->mark`).
     pub mark: u32,
     /// IPv4 next hop (host byte order), once routed; 0 = none.

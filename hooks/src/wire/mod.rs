@@ -4,12 +4,16 @@
 //! read by casting bytes to a struct: an IPv4 header after a 14-byte Ethernet
 //! header in an mbuf is only 2-byte aligned.
 
+pub mod arp;
 pub mod checksum;
 pub mod ethernet;
+pub mod icmp;
 pub mod ipv4;
 pub mod vlan;
 
+pub use arp::ArpPacket;
 pub use ethernet::EthernetFrame;
+pub use icmp::IcmpPacket;
 pub use ipv4::Ipv4Packet;
 pub use vlan::VlanTag;
 

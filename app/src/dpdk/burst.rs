@@ -90,6 +90,19 @@ impl MbufBurst {
         Some(unsafe { Mbuf::from_raw(std::ptr::NonNull::new_unchecked(p)) })
     }
 
+    /// Take every held mbuf out, in order; the burst is empty afterwards. The
+    /// mbufs the iterator has not yielded when dropped are freed in bulk.
+    #[inline(always)]
+    pub fn drain(&mut self) -> Drain<'_> {
+        let end = self.len;
+        self.len = 0;
+        Drain {
+            slots: &mut self.slots,
+            next: 0,
+            end,
+        }
+    }
+
     /// Free every held mbuf (one `rte_pktmbuf_free_bulk`) and return how many.
     #[inline]
     pub fn free_all(&mut self) -> usize {
@@ -123,6 +136,39 @@ impl MbufBurst {
     pub(crate) unsafe fn set_len(&mut self, new_len: usize) {
         debug_assert!(new_len <= BURST_SIZE);
         self.len = new_len;
+    }
+}
+
+/// In-order iterator over the mbufs taken out of a burst ([`MbufBurst::drain`]).
+pub struct Drain<'a> {
+    slots: &'a mut [*mut sys::rte_mbuf; BURST_SIZE],
+    next: usize,
+    end: usize,
+}
+
+impl Iterator for Drain<'_> {
+    type Item = Mbuf;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Mbuf> {
+        if self.next == self.end {
+            return None;
+        }
+        let p = self.slots[self.next];
+        self.next += 1;
+        // SAFETY: slots next..end held mbufs the burst owned; the burst no
+        // longer counts them (len was set to 0), so each is yielded exactly once.
+        Some(unsafe { Mbuf::from_raw(std::ptr::NonNull::new_unchecked(p)) })
+    }
+}
+
+impl Drop for Drain<'_> {
+    fn drop(&mut self) {
+        let n = self.end - self.next;
+        if n > 0 {
+            // SAFETY: slots next..end are mbufs not yet yielded, owned by us.
+            unsafe { sys::rte_pktmbuf_free_bulk(self.slots.as_mut_ptr().add(self.next), n as u32) };
+        }
     }
 }
 

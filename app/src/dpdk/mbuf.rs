@@ -98,6 +98,70 @@ impl Mbuf {
         true
     }
 
+    /// Remove `n` bytes from the front of a single-segment packet (e.g. the
+    /// VLAN tags before re-writing an untagged Ethernet header); false, and no
+    /// change, if the first segment is shorter.
+    #[inline(always)]
+    pub fn adj(&mut self, n: u16) -> bool {
+        // SAFETY: we own the mbuf exclusively; rte_pktmbuf_adj checks the length
+        // and moves data_off within the buffer, or returns NULL and changes nothing.
+        !unsafe { sys::rte_pktmbuf_adj(self.0.as_ptr(), n) }.is_null()
+    }
+
+    /// Cut a single-segment packet to `len` bytes (e.g. Ethernet padding after
+    /// the IP total length); false, and no change, if it is multi-segment or
+    /// shorter than `len`.
+    #[inline(always)]
+    pub fn trim_to(&mut self, len: u16) -> bool {
+        // SAFETY: we own the mbuf exclusively; only the length fields of a single
+        // segment change, and only downwards, so data stays inside the buffer.
+        let m = unsafe { self.0.as_mut() };
+        if m.nb_segs != 1 || m.data_len < len {
+            return false;
+        }
+        m.data_len = len;
+        m.pkt_len = u32::from(len);
+        true
+    }
+
+    /// The 16 bytes that end 14 bytes into the data (2 bytes of headroom and
+    /// the Ethernet header slot): where neighbour output writes the cached
+    /// header as two 64-bit stores. `None` without 2 bytes of headroom or 14
+    /// bytes of data.
+    #[inline(always)]
+    pub fn eth_slot_mut(&mut self) -> Option<&mut [u8; 16]> {
+        let m = self.raw();
+        if m.data_off < 2 || m.data_len < 14 {
+            return None;
+        }
+        // SAFETY: data_off >= 2 so the slot starts inside the buffer, and it ends
+        // 14 bytes into the data, which data_len >= 14 keeps in bounds; &mut self
+        // gives exclusive access for the borrow; [u8; 16] has alignment 1.
+        Some(unsafe {
+            &mut *((m.buf_addr as *mut u8).add(m.data_off as usize - 2) as *mut [u8; 16])
+        })
+    }
+
+    /// Empty the packet (data length 0, default headroom, one segment) so it
+    /// can be rebuilt with [`append`](Self::append); metadata is kept.
+    pub fn reset_data(&mut self) {
+        let meta = *self.meta();
+        // SAFETY: we own the mbuf; rte_pktmbuf_reset only rewrites its header
+        // fields (lengths, offsets, flags), not the private area.
+        unsafe { sys::rte_pktmbuf_reset(self.0.as_ptr()) };
+        *self.meta_mut() = meta;
+    }
+
+    /// Pad a single-segment packet with zero bytes up to `len` (what a NIC
+    /// does on the wire for frames under 60 bytes); false if it cannot.
+    pub fn pad_to(&mut self, len: usize) -> bool {
+        let have = self.data().len();
+        if have >= len {
+            return true;
+        }
+        self.nb_segs() == 1 && self.append(&[0u8; 64][..(len - have).min(64)]) && len - have <= 64
+    }
+
     /// Length of the whole packet over every segment.
     #[inline(always)]
     pub fn pkt_len(&self) -> u32 {
@@ -120,6 +184,19 @@ impl Mbuf {
     #[inline(always)]
     pub fn ol_flags(&self) -> u64 {
         self.raw().ol_flags
+    }
+
+    /// What the NIC says of the IPv4 header checksum: `Some(true)` verified
+    /// good (or not verified but the header's integrity is: `CKSUM_NONE`),
+    /// `Some(false)` verified bad, `None` not checked.
+    #[inline(always)]
+    pub fn rx_ip_checksum(&self) -> Option<bool> {
+        match self.raw().ol_flags & u64::from(sys::RTE_MBUF_F_RX_IP_CKSUM_MASK) {
+            f if f == u64::from(sys::RTE_MBUF_F_RX_IP_CKSUM_GOOD) => Some(true),
+            f if f == u64::from(sys::RTE_MBUF_F_RX_IP_CKSUM_NONE) => Some(true),
+            f if f == u64::from(sys::RTE_MBUF_F_RX_IP_CKSUM_BAD) => Some(false),
+            _ => None,
+        }
     }
 
     /// The packet's metadata in the private area.

@@ -5,16 +5,20 @@ pub mod burst;
 pub mod eal;
 pub mod error;
 pub mod lcore;
+pub mod lpm;
 pub mod mbuf;
 pub mod mempool;
 pub mod port;
+pub mod ring;
 
-pub use burst::{MbufBurst, BURST_SIZE};
+pub use burst::{Drain, MbufBurst, BURST_SIZE};
 pub use eal::Eal;
 pub use error::DpdkError;
+pub use lpm::{Lpm, LPM_MISS};
 pub use mbuf::Mbuf;
 pub use mempool::Mempool;
 pub use port::{Port, PortConfig, PortStats, RxQueue, TxQueue};
+pub use ring::{mbuf_ring, RingConsumer, RingProducer};
 
 use dpdk_sys as sys;
 

@@ -136,6 +136,44 @@ impl Port {
         })
     }
 
+    /// The port id of device `name` (`net_af_packet0`, `0000:01:00.0`, ...).
+    pub fn find(name: &str) -> Option<u16> {
+        let cname = std::ffi::CString::new(name).ok()?;
+        let mut id = 0u16;
+        // SAFETY: cname is a valid C string and id a valid out-parameter.
+        let ret = unsafe { sys::rte_eth_dev_get_port_by_name(cname.as_ptr(), &mut id) };
+        (ret == 0).then_some(id)
+    }
+
+    /// Set the port's MAC address (before or after start).
+    pub fn set_mac(&mut self, mac: [u8; 6]) -> Result<(), DpdkError> {
+        let mut a = sys::rte_ether_addr { addr_bytes: mac };
+        // SAFETY: a is a valid address for the call; the port id is valid.
+        let ret = unsafe { sys::rte_eth_dev_default_mac_addr_set(self.id, &mut a) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(
+                format!("setting MAC address of port {} ({})", self.id, self.name),
+                ret,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Set the MTU; `Ok(false)` when the driver cannot change it (virtual
+    /// devices often cannot), which the caller reports as a warning.
+    pub fn set_mtu(&mut self, mtu: u16) -> Result<bool, DpdkError> {
+        // SAFETY: plain values; the port id is valid.
+        let ret = unsafe { sys::rte_eth_dev_set_mtu(self.id, mtu) };
+        match ret {
+            0 => Ok(true),
+            r if r == -libc::ENOTSUP => Ok(false),
+            r => Err(DpdkError::from_ret(
+                format!("setting MTU {mtu} on port {} ({})", self.id, self.name),
+                r,
+            )),
+        }
+    }
+
     /// Port id.
     pub fn id(&self) -> u16 {
         self.id

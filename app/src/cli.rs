@@ -18,6 +18,17 @@ use std::path::PathBuf;
         before `--` shows DPDK's own EAL usage)."
 )]
 pub struct AppArgs {
+    /// Run as an IPv4 router with the ports, addresses, routes, neighbours and
+    /// lcore map of this TOML file (see examples/demo-router.toml). Without it,
+    /// fastpath forwards ports pairwise, untouched (like testpmd's io mode).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["forward", "rx_queues"])]
+    pub config: Option<PathBuf>,
+
+    /// Time each pipeline stage with the TSC and report cycles per packet
+    /// (router mode; costs a few cycles per burst).
+    #[arg(long)]
+    pub stage_cycles: bool,
+
     /// Forward every packet received on port RX to port TX, e.g. `--forward 0:1`.
     /// Repeat for more pairs. Default: ports paired 0<->1, 2<->3, ... both ways.
     #[arg(long = "forward", value_name = "RX:TX", value_parser = parse_forward)]
@@ -164,6 +175,15 @@ mod tests {
     fn unknown_option_is_an_error() {
         let e = parse(&["--frobnicate"]).unwrap_err();
         assert_eq!(e.kind(), clap::error::ErrorKind::UnknownArgument);
+    }
+
+    #[test]
+    fn config_excludes_forward_rules() {
+        let a = parse(&["--config", "r.toml", "--stage-cycles"]).unwrap();
+        assert_eq!(a.config.as_deref(), Some(std::path::Path::new("r.toml")));
+        assert!(a.stage_cycles);
+        let e = parse(&["--config", "r.toml", "--forward", "0:1"]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict);
     }
 
     #[test]

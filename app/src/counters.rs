@@ -13,8 +13,29 @@ pub struct PortCounters {
     pub rx: AtomicU64,
     /// Packets handed to this port's driver for transmission.
     pub tx: AtomicU64,
+    /// Received on this port and handed to the control plane (ARP, ICMP to
+    /// us, TTL exceeded, unresolved next hop): in flight until it acts.
+    pub punted: AtomicU64,
+    /// Packets the control plane created to send on this port (ARP requests,
+    /// ICMP errors).
+    pub originated: AtomicU64,
+    /// Received on this port and consumed by the control plane (ARP replies
+    /// and announcements it learned from).
+    pub consumed: AtomicU64,
     /// Packets meant for this port (or received on it) and dropped, by reason.
     pub drops: [AtomicU64; DropReason::COUNT],
+}
+
+/// Pipeline stages timed with the TSC (when `--stage-cycles` is on).
+pub const STAGES: [&str; 4] = ["l2", "ip", "neigh", "tx"];
+
+/// TSC cycles spent in each stage and the packets they were spent on (one
+/// TSC read around each stage per burst, not per packet).
+#[repr(align(64))]
+#[derive(Debug, Default)]
+pub struct StageCycles {
+    pub cycles: [AtomicU64; STAGES.len()],
+    pub packets: AtomicU64,
 }
 
 /// Counters of one lcore, one block per port id.
@@ -22,6 +43,7 @@ pub struct PortCounters {
 pub struct LcoreCounters {
     pub lcore: u32,
     pub ports: Box<[PortCounters]>,
+    pub stages: StageCycles,
 }
 
 /// Add `n` to a counter that only the calling lcore writes.
@@ -36,6 +58,7 @@ impl LcoreCounters {
         LcoreCounters {
             lcore,
             ports: (0..port_count).map(|_| PortCounters::default()).collect(),
+            stages: StageCycles::default(),
         }
     }
 
@@ -51,10 +74,43 @@ impl LcoreCounters {
         bump(&self.ports[port as usize].tx, n);
     }
 
+    /// Count packets handed to the control plane from `port`.
+    #[inline(always)]
+    pub fn punted(&self, port: u16, n: u64) {
+        bump(&self.ports[port as usize].punted, n);
+    }
+
+    /// Count packets the control plane created for `port`.
+    pub fn originated(&self, port: u16, n: u64) {
+        bump(&self.ports[port as usize].originated, n);
+    }
+
+    /// Count packets from `port` the control plane consumed.
+    pub fn consumed(&self, port: u16, n: u64) {
+        bump(&self.ports[port as usize].consumed, n);
+    }
+
     /// Count packets dropped for `reason`, attributed to `port`.
     #[inline(always)]
     pub fn dropped(&self, port: u16, reason: DropReason, n: u64) {
         bump(&self.ports[port as usize].drops[reason as usize], n);
+    }
+
+    /// Add one burst's stage timings: `tsc[i]..tsc[i + 1]` is stage `i`.
+    #[inline(always)]
+    pub fn stage_cycles(&self, tsc: &[u64; STAGES.len() + 1], packets: u64) {
+        for (i, c) in self.stages.cycles.iter().enumerate() {
+            bump(c, tsc[i + 1].wrapping_sub(tsc[i]));
+        }
+        bump(&self.stages.packets, packets);
+    }
+
+    /// Cycles per stage and packets timed.
+    pub fn stage_snapshot(&self) -> ([u64; STAGES.len()], u64) {
+        (
+            std::array::from_fn(|i| self.stages.cycles[i].load(Relaxed)),
+            self.stages.packets.load(Relaxed),
+        )
     }
 
     /// A plain copy of this lcore's counters.
@@ -64,6 +120,9 @@ impl LcoreCounters {
             .map(|p| PortCount {
                 rx: p.rx.load(Relaxed),
                 tx: p.tx.load(Relaxed),
+                punted: p.punted.load(Relaxed),
+                originated: p.originated.load(Relaxed),
+                consumed: p.consumed.load(Relaxed),
                 drops: hooks::DropCounters(std::array::from_fn(|i| p.drops[i].load(Relaxed))),
             })
             .collect()
@@ -75,6 +134,9 @@ impl LcoreCounters {
 pub struct PortCount {
     pub rx: u64,
     pub tx: u64,
+    pub punted: u64,
+    pub originated: u64,
+    pub consumed: u64,
     pub drops: hooks::DropCounters,
 }
 
@@ -83,6 +145,9 @@ impl PortCount {
     pub fn merge(&mut self, other: &PortCount) {
         self.rx += other.rx;
         self.tx += other.tx;
+        self.punted += other.punted;
+        self.originated += other.originated;
+        self.consumed += other.consumed;
         self.drops.merge(&other.drops);
     }
 }

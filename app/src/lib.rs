@@ -4,11 +4,13 @@
 //! builds the pipeline, its counters and the control plane on top of it.
 
 pub mod cli;
+pub mod config;
 pub mod counters;
 pub mod dpdk;
 pub mod forward;
 pub mod neigh;
 pub mod pcap;
 pub mod report;
+pub mod router;
 pub mod runtime;
 pub mod stage;

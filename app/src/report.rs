@@ -16,6 +16,9 @@ pub struct PortReport {
     pub name: String,
     pub rx: u64,
     pub tx: u64,
+    pub punted: u64,
+    pub originated: u64,
+    pub consumed: u64,
     pub dropped: u64,
     pub drops: BTreeMap<&'static str, u64>,
     pub driver: PortStats,
@@ -27,15 +30,24 @@ pub struct LcoreReport {
     pub lcore: u32,
     pub rx: u64,
     pub tx: u64,
+    pub punted: u64,
+    pub originated: u64,
+    pub consumed: u64,
     pub dropped: u64,
     pub drops: BTreeMap<&'static str, u64>,
 }
 
-/// Sums over everything, and the conservation check `rx == tx + dropped`.
+/// Sums over everything, and the conservation check
+/// `rx + originated == tx + dropped + consumed` (every packet received or
+/// created ends transmitted, dropped with a reason, or consumed by the control
+/// plane; at exit nothing is in flight).
 #[derive(Debug, Clone, Serialize)]
 pub struct Totals {
     pub rx: u64,
     pub tx: u64,
+    pub punted: u64,
+    pub originated: u64,
+    pub consumed: u64,
     pub dropped: u64,
     pub drops: BTreeMap<&'static str, u64>,
     pub balanced: bool,
@@ -58,6 +70,13 @@ pub struct Report {
     pub lcores: Vec<LcoreReport>,
     pub totals: Totals,
     pub mbufs: MbufReport,
+    /// TSC cycles per received packet in each pipeline stage (router mode
+    /// with `--stage-cycles`), summed over the worker lcores.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub stage_cycles_per_packet: BTreeMap<&'static str, f64>,
+    /// The neighbour table at exit (router mode): address, MAC, state.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub neighbours: Vec<String>,
 }
 
 fn by_reason(d: &DropCounters) -> BTreeMap<&'static str, u64> {
@@ -88,6 +107,9 @@ impl Report {
                     lcore: *lcore,
                     rx: sum.rx,
                     tx: sum.tx,
+                    punted: sum.punted,
+                    originated: sum.originated,
+                    consumed: sum.consumed,
                     dropped: sum.drops.total(),
                     drops: by_reason(&sum.drops),
                 }
@@ -107,6 +129,9 @@ impl Report {
                     name: name.clone(),
                     rx: sum.rx,
                     tx: sum.tx,
+                    punted: sum.punted,
+                    originated: sum.originated,
+                    consumed: sum.consumed,
                     dropped: sum.drops.total(),
                     drops: by_reason(&sum.drops),
                     driver: *driver,
@@ -121,11 +146,17 @@ impl Report {
             totals: Totals {
                 rx: total.rx,
                 tx: total.tx,
+                punted: total.punted,
+                originated: total.originated,
+                consumed: total.consumed,
                 dropped: total.drops.total(),
                 drops: by_reason(&total.drops),
-                balanced: total.rx == total.tx + total.drops.total(),
+                balanced: total.rx + total.originated
+                    == total.tx + total.drops.total() + total.consumed,
             },
             mbufs,
+            stage_cycles_per_packet: BTreeMap::new(),
+            neighbours: Vec::new(),
         }
     }
 
@@ -214,18 +245,42 @@ impl Report {
             );
         }
         let t = &self.totals;
-        let _ = writeln!(
-            s,
-            "total: rx {} = tx {} + dropped {}  [{}]",
-            t.rx,
-            t.tx,
-            t.dropped,
-            if t.balanced {
-                "balanced"
-            } else {
-                "NOT BALANCED"
+        let verdict = if t.balanced {
+            "balanced"
+        } else {
+            "NOT BALANCED"
+        };
+        if t.originated + t.consumed + t.punted == 0 {
+            let _ = writeln!(
+                s,
+                "total: rx {} = tx {} + dropped {}  [{verdict}]",
+                t.rx, t.tx, t.dropped
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "total: rx {} + originated {} = tx {} + dropped {} + consumed {}  [{verdict}]\n\
+                 control plane: {} punted to it, {} originated, {} consumed",
+                t.rx, t.originated, t.tx, t.dropped, t.consumed, t.punted, t.originated, t.consumed
+            );
+        }
+        if !self.stage_cycles_per_packet.is_empty() {
+            let stages: Vec<String> = crate::counters::STAGES
+                .iter()
+                .filter_map(|n| {
+                    self.stage_cycles_per_packet
+                        .get(n)
+                        .map(|c| format!("{n} {c:.1}"))
+                })
+                .collect();
+            let _ = writeln!(s, "cycles per packet: {}", stages.join(", "));
+        }
+        if !self.neighbours.is_empty() {
+            let _ = writeln!(s, "neighbours:");
+            for n in &self.neighbours {
+                let _ = writeln!(s, "  {n}");
             }
-        );
+        }
         let m = &self.mbufs;
         let _ = writeln!(
             s,
@@ -251,7 +306,12 @@ mod tests {
     fn count(rx: u64, tx: u64, full: u64) -> PortCount {
         let mut d = DropCounters::default();
         d.add(DropReason::TxQueueFull, full);
-        PortCount { rx, tx, drops: d }
+        PortCount {
+            rx,
+            tx,
+            drops: d,
+            ..Default::default()
+        }
     }
 
     fn mbufs(in_use: u32) -> MbufReport {

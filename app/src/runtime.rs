@@ -3,6 +3,7 @@
 //! teardown that proves every mbuf came back.
 
 use crate::cli::{AppArgs, Forward};
+use crate::config::RouterConfig;
 use crate::counters::LcoreCounters;
 use crate::dpdk::port::{describe_ports, read_stats};
 use crate::dpdk::{lcore, DpdkError, Eal, Mempool, Port, PortConfig, PortStats, BURST_SIZE};
@@ -43,11 +44,17 @@ impl RunError {
 }
 
 /// Mbufs per lcore cache, as in DPDK's examples.
-const MEMPOOL_CACHE: u32 = 256;
+pub(crate) const MEMPOOL_CACHE: u32 = 256;
 
 /// Pool size that covers every RX and TX ring, a burst and a cache per lcore,
 /// with headroom; rounded to 2^n - 1 (the ring-friendly size DPDK recommends).
-fn default_pool_size(ports: usize, rxq: usize, txq: usize, args: &AppArgs, lcores: usize) -> u32 {
+pub(crate) fn default_pool_size(
+    ports: usize,
+    rxq: usize,
+    txq: usize,
+    args: &AppArgs,
+    lcores: usize,
+) -> u32 {
     let need = ports * rxq * args.rx_desc as usize
         + ports * txq * args.tx_desc as usize
         + ports * lcores * BURST_SIZE
@@ -61,6 +68,11 @@ fn default_pool_size(ports: usize, rxq: usize, txq: usize, args: &AppArgs, lcore
 /// before EAL starts so that a typo fails fast and without side effects.
 pub fn run(argv: &[String], args: &AppArgs) -> Result<Report, RunError> {
     args.validate().map_err(RunError::Usage)?;
+    // A bad config file fails before EAL starts.
+    let config = match &args.config {
+        Some(path) => Some(RouterConfig::load(path).map_err(|e| RunError::Usage(e.to_string()))?),
+        None => None,
+    };
     let stop = Arc::new(AtomicBool::new(false));
     install_signal_handler(stop.clone());
 
@@ -75,7 +87,10 @@ pub fn run(argv: &[String], args: &AppArgs) -> Result<Report, RunError> {
             &rest[1.min(rest.len())..]
         )));
     }
-    let result = run_with_eal(&eal, args, stop);
+    let result = match &config {
+        Some(cfg) => crate::router::setup::run(&eal, args, cfg, stop),
+        None => run_with_eal(&eal, args, stop),
+    };
     drop(eal);
     result
 }
@@ -146,8 +161,19 @@ fn run_with_eal(eal: &Eal, args: &AppArgs, stop: Arc<AtomicBool>) -> Result<Repo
         }
     };
 
-    // Teardown: workers are joined; stop ports, read the drivers' counters,
-    // close (releasing every mbuf the drivers still hold), then check the pool.
+    finish(eal, ports, pool, duration, &lcore_counts)
+}
+
+/// Teardown once every worker has joined: stop the ports, read the drivers'
+/// counters, close them (releasing every mbuf the drivers still hold), then
+/// check that the pool is whole, and build the report.
+pub(crate) fn finish(
+    eal: &Eal,
+    mut ports: Vec<Port>,
+    pool: Mempool,
+    duration: Duration,
+    lcore_counts: &LcoreCounts,
+) -> Result<Report, RunError> {
     let mut port_stats: Vec<(u16, String, PortStats)> = Vec::new();
     let mut first_err = None;
     for p in ports.iter_mut() {
@@ -171,7 +197,7 @@ fn run_with_eal(eal: &Eal, args: &AppArgs, stop: Arc<AtomicBool>) -> Result<Repo
     let report = Report::build(
         eal.version(),
         duration.as_secs_f64(),
-        &lcore_counts,
+        lcore_counts,
         &port_stats,
         mbufs,
     );
@@ -188,7 +214,7 @@ fn run_with_eal(eal: &Eal, args: &AppArgs, stop: Arc<AtomicBool>) -> Result<Repo
     Ok(report)
 }
 
-type LcoreCounts = Vec<(u32, Vec<crate::counters::PortCount>)>;
+pub(crate) type LcoreCounts = Vec<(u32, Vec<crate::counters::PortCount>)>;
 
 #[allow(clippy::too_many_arguments)]
 fn configure_and_forward(
@@ -220,28 +246,7 @@ fn configure_and_forward(
         };
         let (rx, tx) = port.configure(&cfg, pool)?;
         port.start()?;
-        let mac = port.mac();
-        let link = port.link();
-        eprintln!(
-            "fastpath: port {id} {} mac {} link {} {} Mb/s, {} RX queue(s){}, {} TX queue(s){}",
-            port.name(),
-            mac.iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<Vec<_>>()
-                .join(":"),
-            if link.up { "up" } else { "down" },
-            link.speed_mbps,
-            cfg.rx_queues,
-            if port.rss() {
-                " (RSS)"
-            } else if cfg.rx_queues > 1 {
-                " (no RSS on this device)"
-            } else {
-                ""
-            },
-            cfg.tx_queues,
-            if port.fast_free() { " (fast free)" } else { "" },
-        );
+        log_port_up(&port, &cfg);
         if rx_ports.contains(&id) {
             rxq.insert(id, rx);
         } else {
@@ -336,6 +341,33 @@ fn configure_and_forward(
     ))
 }
 
+/// One line per port brought up: name, MAC, link, queues and features.
+pub(crate) fn log_port_up(port: &Port, cfg: &PortConfig) {
+    let id = port.id();
+    let mac = port.mac();
+    let link = port.link();
+    eprintln!(
+        "fastpath: port {id} {} mac {} link {} {} Mb/s, {} RX queue(s){}, {} TX queue(s){}",
+        port.name(),
+        mac.iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<Vec<_>>()
+            .join(":"),
+        if link.up { "up" } else { "down" },
+        link.speed_mbps,
+        cfg.rx_queues,
+        if port.rss() {
+            " (RSS)"
+        } else if cfg.rx_queues > 1 {
+            " (no RSS on this device)"
+        } else {
+            ""
+        },
+        cfg.tx_queues,
+        if port.fast_free() { " (fast free)" } else { "" },
+    );
+}
+
 /// The main lcore: wait for a stop signal or the end of `--duration`, printing
 /// per-port rates every `--stats-period`.
 fn control_loop(args: &AppArgs, stop: &AtomicBool, started: Instant, ports: &[Port]) {
@@ -367,7 +399,7 @@ fn control_loop(args: &AppArgs, stop: &AtomicBool, started: Instant, ports: &[Po
 }
 
 #[cold]
-fn print_rates(
+pub(crate) fn print_rates(
     started: Instant,
     dt: Duration,
     ports: &[Port],

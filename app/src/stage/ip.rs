@@ -1,5 +1,7 @@
 //! IP stage, input half: the kernel's `ip_rcv` header checks, and the TTL
 //! decrement of the forward path (`ip_decrease_ttl`). Route lookup is not here.
+//! TTL is not judged on input: a packet for one of our own addresses may
+//! arrive with TTL 1; only forwarding needs TTL > 1.
 
 use hooks::wire::ipv4::{Ipv4Packet, MIN_HEADER_LEN};
 use hooks::wire::Error as WireError;
@@ -27,11 +29,26 @@ pub struct Ipv4Ok {
     pub l4_offset: usize,
     /// Destination address, for the route lookup.
     pub dst: Ipv4Addr,
+    /// TTL on arrival (forwarding needs > 1).
+    pub ttl: u8,
+    /// IP protocol number (1 ICMP, 6 TCP, 17 UDP, ...).
+    pub protocol: u8,
+}
+
+impl Ipv4Ok {
+    /// A placeholder for fixed per-burst arrays.
+    pub const EMPTY: Ipv4Ok = Ipv4Ok {
+        trimmed_len: 0,
+        l4_offset: 0,
+        dst: Ipv4Addr::UNSPECIFIED,
+        ttl: 0,
+        protocol: 0,
+    };
 }
 
 /// Check the IPv4 header at `meta.l3_offset`, in this order: 20 bytes
 /// present, version 4, IHL >= 5, IHL × 4 bytes present, checksum (the NIC's
-/// flag when it has one), IHL × 4 <= total length <= bytes after L3, TTL > 1.
+/// flag when it has one), IHL × 4 <= total length <= bytes after L3.
 #[inline]
 pub fn ipv4_input(
     frame: &[u8],
@@ -60,13 +77,12 @@ pub fn ipv4_input(
     if total_len > bytes.len() || total_len < header_len {
         return Err(DropReason::Ipv4BadTotalLength);
     }
-    if ip.ttl() <= 1 {
-        return Err(DropReason::TtlExceeded);
-    }
     Ok(Ipv4Ok {
         trimmed_len: l3 + total_len,
         l4_offset: l3 + header_len,
         dst: ip.dst_addr(),
+        ttl: ip.ttl(),
+        protocol: ip.protocol(),
     })
 }
 
@@ -156,6 +172,8 @@ mod tests {
             trimmed_len: 60,
             l4_offset: 34,
             dst: DST,
+            ttl: 64,
+            protocol: 17,
         };
         for csum in [CsumFlag::Unknown, CsumFlag::Good] {
             assert_eq!(input(&f, csum), Ok(ok));
@@ -313,11 +331,8 @@ mod tests {
             let mut f = packet(5, 26, 0);
             f[22] = ttl;
             refill(&mut f);
-            assert_eq!(
-                input(&f, CsumFlag::Unknown),
-                Err(DropReason::TtlExceeded),
-                "ttl {ttl}"
-            );
+            // Input accepts it (it may be for us); forwarding refuses it.
+            assert_eq!(input(&f, CsumFlag::Unknown).unwrap().ttl, ttl, "ttl {ttl}");
             let before = f.clone();
             assert_eq!(ipv4_forward_ttl(&mut f, 14), Err(DropReason::TtlExceeded));
             assert_eq!(f, before);
@@ -335,8 +350,9 @@ mod tests {
             let ip = Ipv4Packet::new_checked(&f[14..]).unwrap();
             assert_eq!(ip.ttl(), 1);
             assert!(ip.verify_checksum(), "ihl {ihl}");
-            // The next hop drops it.
-            assert_eq!(input(&f, CsumFlag::Unknown), Err(DropReason::TtlExceeded));
+            // The next hop refuses to forward it.
+            assert_eq!(input(&f, CsumFlag::Unknown).unwrap().ttl, 1);
+            assert_eq!(ipv4_forward_ttl(&mut f, 14), Err(DropReason::TtlExceeded));
         }
     }
 

@@ -1,0 +1,530 @@
+//! The control plane, on the main lcore: answers ARP and ICMP echo for our
+//! addresses, learns neighbours, resolves next hops for packets the workers
+//! could not send (bounded queue per neighbour, ARP with backoff, failure),
+//! ages reachable neighbours to stale and re-probes them, and sends ICMP time
+//! exceeded (rate-limited). It is the neighbour table's single writer.
+//! Workers never wait on it: it talks to them through SPSC rings.
+
+pub mod frames;
+pub mod limiter;
+
+use super::punt::Punt;
+use crate::counters::LcoreCounters;
+use crate::dpdk::{Mbuf, MbufBurst, Mempool, RingConsumer, RingProducer};
+use crate::neigh::{EthHeader, NeighState, NeighWriter};
+use frames::{ARP_FRAME_LEN, ICMP_ERROR_MAX};
+use hooks::wire::arp::{self, ArpPacket, ArpRepr};
+use hooks::wire::ethernet::{ethertype, EthernetFrame, HEADER_LEN};
+use hooks::wire::{icmp, Ipv4Packet};
+use hooks::DropReason;
+use limiter::TokenBucket;
+use std::collections::{HashMap, VecDeque};
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Timers and bounds of neighbour resolution (the kernel's neigh parameters).
+#[derive(Clone, Copy, Debug)]
+pub struct NeighParams {
+    /// Packets waiting per unresolved neighbour (`unres_qlen`).
+    pub queue_len: usize,
+    /// ARP requests before giving up (`mcast_solicit` / `ucast_solicit`).
+    pub probes: u32,
+    /// Wait after the first request; doubles after each (`retrans_time`).
+    pub retrans: Duration,
+    /// A confirmed neighbour stays reachable this long (`base_reachable_time`).
+    pub reachable: Duration,
+    /// After a failure, packets are dropped this long before trying again.
+    pub failed_hold: Duration,
+}
+
+impl Default for NeighParams {
+    fn default() -> Self {
+        NeighParams {
+            queue_len: 64,
+            probes: 3,
+            retrans: Duration::from_millis(250),
+            reachable: Duration::from_secs(30),
+            failed_hold: Duration::from_secs(1),
+        }
+    }
+}
+
+/// One of our ports as the control plane sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct PortAddr {
+    pub id: u16,
+    pub mac: [u8; 6],
+    pub addr: Ipv4Addr,
+    pub prefix_len: u8,
+}
+
+impl PortAddr {
+    fn mask(&self) -> u32 {
+        u32::MAX
+            .checked_shl(32 - u32::from(self.prefix_len))
+            .unwrap_or(0)
+    }
+
+    /// Whether `a` is a host of this port's connected subnet (not our own
+    /// address, not the network or broadcast address).
+    pub fn has_host(&self, a: Ipv4Addr) -> bool {
+        let (m, a32) = (self.mask(), u32::from(a));
+        let net = u32::from(self.addr) & m;
+        a32 & m == net
+            && a != self.addr
+            && (self.prefix_len > 30 || (a32 != net && a32 != net | !m))
+    }
+}
+
+/// A resolution in progress: the packets waiting and the next ARP request.
+struct Resolution {
+    port: u16,
+    target: Ipv4Addr,
+    queue: VecDeque<Mbuf>,
+    sent: u32,
+    next_at: Instant,
+    /// Unicast re-probe of a stale neighbour (its MAC known).
+    unicast: Option<[u8; 6]>,
+}
+
+/// The control plane's state.
+pub struct ControlPlane<'a> {
+    ports: Vec<Option<PortAddr>>,
+    neigh: NeighWriter,
+    params: NeighParams,
+    pending: HashMap<usize, Resolution>,
+    failed_at: HashMap<usize, Instant>,
+    punt: Vec<RingConsumer>,
+    inject: Vec<RingProducer>,
+    pool: &'a Mempool,
+    counters: Arc<LcoreCounters>,
+    icmp_errors: TokenBucket,
+    start: Instant,
+    next_age: Instant,
+}
+
+impl<'a> ControlPlane<'a> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        ports: &[PortAddr],
+        neigh: NeighWriter,
+        params: NeighParams,
+        punt: Vec<RingConsumer>,
+        inject: Vec<RingProducer>,
+        pool: &'a Mempool,
+        counters: Arc<LcoreCounters>,
+    ) -> Self {
+        let max = ports
+            .iter()
+            .map(|p| usize::from(p.id) + 1)
+            .max()
+            .unwrap_or(0);
+        let mut by_id = vec![None; max];
+        for p in ports {
+            by_id[usize::from(p.id)] = Some(*p);
+        }
+        let now = Instant::now();
+        ControlPlane {
+            ports: by_id,
+            neigh,
+            params,
+            pending: HashMap::new(),
+            failed_at: HashMap::new(),
+            punt,
+            inject,
+            pool,
+            counters,
+            icmp_errors: TokenBucket::new(100.0, 50.0, now),
+            start: now,
+            next_age: now + Duration::from_secs(1),
+        }
+    }
+
+    /// The neighbour clock: milliseconds since start (coarse, so `confirmed`
+    /// changes at most once a millisecond).
+    fn now_ms(&self, now: Instant) -> u64 {
+        now.saturating_duration_since(self.start).as_millis() as u64
+    }
+
+    /// One round: handle every punted packet, then run the timers. Returns
+    /// how many packets it handled (0: the caller may sleep a little).
+    pub fn poll(&mut self) -> usize {
+        let mut burst = MbufBurst::new();
+        let mut handled = 0;
+        for r in 0..self.punt.len() {
+            while self.punt[r].dequeue_burst(&mut burst) != 0 {
+                for m in burst.drain() {
+                    handled += 1;
+                    self.handle(m);
+                }
+            }
+        }
+        self.timers(Instant::now());
+        handled
+    }
+
+    fn handle(&mut self, m: Mbuf) {
+        let meta = *m.meta();
+        match Punt::from_code(meta.punt) {
+            Some(Punt::Arp) => self.arp_input(m),
+            Some(Punt::LocalIcmp) => self.echo(m),
+            Some(Punt::TtlExceeded) => self.ttl_exceeded(m),
+            Some(Punt::Resolve) => self.resolve(m),
+            None => self.drop(m, meta.in_port, DropReason::UnsupportedProtocol),
+        }
+    }
+
+    fn drop(&self, m: Mbuf, port: u16, reason: DropReason) {
+        self.counters.dropped(port, reason, 1);
+        drop(m);
+    }
+
+    fn port(&self, id: u16) -> Option<PortAddr> {
+        self.ports.get(usize::from(id)).copied().flatten()
+    }
+
+    /// Send `m` out of `port` through a worker's TX path.
+    fn send(&mut self, mut m: Mbuf, port: u16) {
+        m.meta_mut().out_port = port;
+        if self.inject.is_empty() {
+            return self.drop(m, port, DropReason::ControlRingFull);
+        }
+        let ring = usize::from(port) % self.inject.len();
+        if let Err(m) = self.inject[ring].enqueue(m) {
+            self.drop(m, port, DropReason::ControlRingFull);
+        }
+    }
+
+    /// Send a frame we build from scratch; counted as originated.
+    fn originate(&mut self, frame: &[u8], port: u16) {
+        let Some(mut m) = Mbuf::alloc(self.pool) else {
+            return; // pool exhausted: nothing was created, nothing to count
+        };
+        if !m.append(frame) {
+            return;
+        }
+        self.counters.originated(port, 1);
+        self.send(m, port);
+    }
+
+    // --- ARP -------------------------------------------------------------
+
+    fn arp_input(&mut self, mut m: Mbuf) {
+        let meta = *m.meta();
+        let port_id = meta.in_port;
+        let (Some(port), Some(bytes)) = (
+            self.port(port_id),
+            m.data().get(usize::from(meta.l3_offset)..),
+        ) else {
+            return self.drop(m, port_id, DropReason::ArpInvalid);
+        };
+        let Some(req) = ArpPacket::new_checked(bytes)
+            .ok()
+            .and_then(|p| ArpRepr::parse(&p))
+        else {
+            return self.drop(m, port_id, DropReason::ArpInvalid);
+        };
+        let probe = req.sender_ip.is_unspecified(); // RFC 5227 probe
+        let sender_ok = port.has_host(req.sender_ip)
+            && !hooks::wire::ethernet::is_multicast(&req.sender_mac)
+            && req.sender_mac != [0; 6];
+        if !sender_ok && !probe {
+            return self.drop(m, port_id, DropReason::ArpInvalid);
+        }
+        let for_us = req.target_ip == port.addr;
+        if sender_ok {
+            self.learn(&port, &req, for_us);
+        }
+        if req.operation == arp::op::REQUEST && for_us {
+            let l2 = usize::from(meta.l3_offset) - HEADER_LEN;
+            if m.adj(l2 as u16)
+                && m.trim_to(ARP_FRAME_LEN as u16)
+                && frames::arp_reply_in_place(m.data_mut(), &req, port.mac)
+            {
+                return self.send(m, port_id);
+            }
+            return self.drop(m, port_id, DropReason::ArpInvalid);
+        }
+        if !for_us && !sender_ok {
+            return self.drop(m, port_id, DropReason::ArpInvalid);
+        }
+        self.counters.consumed(port_id, 1);
+    }
+
+    /// Learn from an ARP packet: refresh a known neighbour; create one when
+    /// it asked for us, answered us, or announced itself (gratuitous).
+    fn learn(&mut self, port: &PortAddr, arp: &ArpRepr, for_us: bool) {
+        let known = self.neigh.table().lookup(arp.sender_ip);
+        if known.is_none() && !for_us && !arp.is_gratuitous() {
+            return;
+        }
+        let hdr = EthHeader {
+            dst: arp.sender_mac,
+            src: port.mac,
+            ethertype: ethertype::IPV4,
+        };
+        let now = Instant::now();
+        match self.neigh.resolve(arp.sender_ip, &hdr, self.now_ms(now)) {
+            Ok(i) => {
+                self.failed_at.remove(&i);
+                if let Some(res) = self.pending.remove(&i) {
+                    self.flush_queue(i, res);
+                }
+            }
+            Err(e) => {
+                // Static neighbours are not overwritten; a full table is said once.
+                if !matches!(e, crate::neigh::NeighError::Static(_)) {
+                    eprintln!("fastpath: neighbour {}: {e}", arp.sender_ip);
+                }
+            }
+        }
+    }
+
+    /// A neighbour resolved: its waiting packets leave with its header.
+    fn flush_queue(&mut self, index: usize, res: Resolution) {
+        for mut m in res.queue {
+            let entry = self.neigh.table().entry(index);
+            let written = m.eth_slot_mut().is_some_and(|s| entry.hh_output(s));
+            if written {
+                self.send(m, res.port);
+            } else {
+                self.drop(m, res.port, DropReason::NeighFailed);
+            }
+        }
+    }
+
+    // --- ICMP ------------------------------------------------------------
+
+    fn echo(&mut self, mut m: Mbuf) {
+        let meta = *m.meta();
+        let Some(port) = self.port(meta.in_port) else {
+            return self.drop(m, meta.in_port, DropReason::IcmpInvalid);
+        };
+        let l3 = usize::from(meta.l3_offset);
+        let total = m
+            .data()
+            .get(l3..)
+            .and_then(|b| Ipv4Packet::new_checked(b).ok())
+            .map(|ip| usize::from(ip.total_len()));
+        let ok = total.is_some_and(|t| {
+            m.trim_to((l3 + t) as u16)
+                && m.adj((l3 - HEADER_LEN) as u16)
+                && frames::echo_reply_in_place(m.data_mut(), port.mac).is_ok()
+        });
+        if ok {
+            self.send(m, meta.in_port);
+        } else {
+            self.drop(m, meta.in_port, DropReason::IcmpInvalid);
+        }
+    }
+
+    fn ttl_exceeded(&mut self, m: Mbuf) {
+        let meta = *m.meta();
+        self.counters
+            .dropped(meta.in_port, DropReason::TtlExceeded, 1);
+        let Some(port) = self.port(meta.in_port) else {
+            return;
+        };
+        let l3 = usize::from(meta.l3_offset);
+        let data = m.data();
+        let Some(ip) = data.get(l3..).and_then(|b| Ipv4Packet::new_checked(b).ok()) else {
+            return;
+        };
+        let orig = &data[l3..(l3 + usize::from(ip.total_len())).min(data.len())];
+        let peer_mac = EthernetFrame::new_checked(data)
+            .map(|e| e.src_addr())
+            .unwrap_or([0; 6]);
+        if !frames::may_send_icmp_error(orig) || !self.icmp_errors.take(Instant::now()) {
+            return;
+        }
+        let mut buf = [0u8; ICMP_ERROR_MAX];
+        if let Some(n) = frames::icmp_error(
+            &mut buf,
+            icmp::kind::TIME_EXCEEDED,
+            0,
+            orig,
+            port.mac,
+            peer_mac,
+            port.addr,
+        ) {
+            drop(m);
+            self.originate(&buf[..n], meta.in_port);
+        }
+    }
+
+    // --- Resolution ------------------------------------------------------
+
+    /// A packet whose next hop has no usable header.
+    fn resolve(&mut self, mut m: Mbuf) {
+        let meta = *m.meta();
+        let (out, target) = (meta.out_port, Ipv4Addr::from(meta.next_hop));
+        let Some(port) = self.port(out) else {
+            return self.drop(m, out, DropReason::NeighFailed);
+        };
+        let index = match self.neigh.insert(target) {
+            Ok(i) => i,
+            Err(_) => return self.drop(m, out, DropReason::NeighFailed),
+        };
+        let entry = self.neigh.table().entry(index);
+        // Resolved since the worker looked: send it now.
+        if entry.state().is_valid() {
+            if m.eth_slot_mut().is_some_and(|s| entry.hh_output(s)) {
+                return self.send(m, out);
+            }
+            return self.drop(m, out, DropReason::NeighFailed);
+        }
+        let now = Instant::now();
+        if let Some(at) = self.failed_at.get(&index) {
+            if now.saturating_duration_since(*at) < self.params.failed_hold {
+                return self.drop(m, out, DropReason::NeighFailed);
+            }
+            self.failed_at.remove(&index);
+            let _ = self.neigh.set_state(target, NeighState::Incomplete);
+        }
+        let queue_len = self.params.queue_len;
+        let res = self.pending.entry(index).or_insert_with(|| Resolution {
+            port: out,
+            target,
+            queue: VecDeque::new(),
+            sent: 0,
+            next_at: now,
+            unicast: None,
+        });
+        if res.queue.len() >= queue_len {
+            return self.drop(m, out, DropReason::NeighQueueFull);
+        }
+        res.queue.push_back(m);
+        if res.sent == 0 {
+            self.solicit(index, port, now);
+        }
+    }
+
+    /// Send the next ARP request of a resolution and schedule the one after.
+    fn solicit(&mut self, index: usize, port: PortAddr, now: Instant) {
+        let Some(res) = self.pending.get_mut(&index) else {
+            return;
+        };
+        let frame = frames::arp_request(port.mac, port.addr, res.target, res.unicast);
+        res.next_at = now + self.params.retrans * (1 << res.sent.min(8));
+        res.sent += 1;
+        let out = res.port;
+        self.originate(&frame, out);
+    }
+
+    /// Retries, failures and aging.
+    fn timers(&mut self, now: Instant) {
+        let due: Vec<usize> = self
+            .pending
+            .iter()
+            .filter(|(_, r)| r.next_at <= now)
+            .map(|(i, _)| *i)
+            .collect();
+        for index in due {
+            let Some(res) = self.pending.get(&index) else {
+                continue;
+            };
+            let port = self.port(res.port);
+            match port {
+                Some(p) if res.sent < self.params.probes => self.solicit(index, p, now),
+                _ => self.fail(index, now),
+            }
+        }
+        if now >= self.next_age {
+            self.next_age = now + Duration::from_secs(1);
+            self.age(now);
+        }
+    }
+
+    /// Resolution failed: the waiting packets are dropped, the entry fails.
+    fn fail(&mut self, index: usize, now: Instant) {
+        let Some(res) = self.pending.remove(&index) else {
+            return;
+        };
+        let _ = self.neigh.set_state(res.target, NeighState::Failed);
+        self.failed_at.insert(index, now);
+        let n = res.queue.len() as u64;
+        self.counters.dropped(res.port, DropReason::NeighFailed, n);
+    }
+
+    /// Reachable neighbours not confirmed for `reachable` become stale and
+    /// are re-probed by unicast; a probe answered makes them reachable again,
+    /// unanswered probes make them fail.
+    fn age(&mut self, now: Instant) {
+        let reachable_ms = self.params.reachable.as_millis() as u64;
+        if self.neigh.age(self.now_ms(now), reachable_ms) == 0 {
+            return;
+        }
+        let table = self.neigh.table().clone();
+        for (index, e) in table.iter() {
+            if e.state() != NeighState::Stale || e.is_static() || self.pending.contains_key(&index)
+            {
+                continue;
+            }
+            let target = e.addr();
+            let hdr = e.hh().header();
+            let Some(port) = self
+                .ports
+                .iter()
+                .flatten()
+                .find(|p| p.has_host(target) && p.mac == hdr.src)
+                .copied()
+            else {
+                continue;
+            };
+            self.pending.insert(
+                index,
+                Resolution {
+                    port: port.id,
+                    target,
+                    queue: VecDeque::new(),
+                    sent: 0,
+                    next_at: now,
+                    unicast: Some(hdr.dst),
+                },
+            );
+            self.solicit(index, port, now);
+        }
+    }
+
+    /// Shutdown, after every worker has stopped: drop and count what is
+    /// still punted or waiting for resolution.
+    pub fn shutdown(&mut self) -> u64 {
+        let mut burst = MbufBurst::new();
+        let mut n = 0;
+        for r in 0..self.punt.len() {
+            while self.punt[r].dequeue_burst(&mut burst) != 0 {
+                for m in burst.drain() {
+                    let port = m.meta().in_port;
+                    self.drop(m, port, DropReason::ShutdownDrain);
+                    n += 1;
+                }
+            }
+        }
+        for (_, res) in self.pending.drain() {
+            let k = res.queue.len() as u64;
+            self.counters
+                .dropped(res.port, DropReason::ShutdownDrain, k);
+            n += k;
+        }
+        n
+    }
+
+    /// The neighbour table, one line per entry, for the exit report.
+    pub fn describe_neighbours(&self) -> Vec<String> {
+        self.neigh
+            .table()
+            .iter()
+            .map(|(_, e)| {
+                let h = e.hh().header();
+                format!(
+                    "{:<15} {:<17} {:?}{}",
+                    e.addr().to_string(),
+                    crate::config::format_mac(&h.dst),
+                    e.state(),
+                    if e.is_static() { " static" } else { "" }
+                )
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,45 @@
+//! Why a worker handed a packet to the control plane. Stored in
+//! [`hooks::PacketMeta::punt`] while the packet travels through the punt ring.
+
+/// A punt reason.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Punt {
+    /// An ARP packet on one of our ports.
+    Arp = 1,
+    /// ICMP to one of our addresses (echo requests are answered).
+    LocalIcmp = 2,
+    /// TTL 1 or 0 on a packet to forward: an ICMP time exceeded is due.
+    TtlExceeded = 3,
+    /// The next hop (`meta.next_hop` out of `meta.out_port`) is not resolved:
+    /// the packet waits for ARP. Its TTL is already decremented and its frame
+    /// is trimmed to an untagged Ethernet header (`l3_offset` 14).
+    Resolve = 4,
+}
+
+impl Punt {
+    /// The reason stored in the metadata, `None` for 0 or an unknown code.
+    pub fn from_code(code: u8) -> Option<Punt> {
+        match code {
+            1 => Some(Punt::Arp),
+            2 => Some(Punt::LocalIcmp),
+            3 => Some(Punt::TtlExceeded),
+            4 => Some(Punt::Resolve),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip() {
+        for p in [Punt::Arp, Punt::LocalIcmp, Punt::TtlExceeded, Punt::Resolve] {
+            assert_eq!(Punt::from_code(p as u8), Some(p));
+        }
+        assert_eq!(Punt::from_code(0), None);
+        assert_eq!(Punt::from_code(5), None);
+    }
+}

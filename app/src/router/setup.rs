@@ -1,0 +1,479 @@
+//! Router mode (`--config FILE`): resolve the config's devices to DPDK ports,
+//! bring the ports up, build the FIB and the neighbour table, place the RX
+//! queues on worker lcores, run the control plane on the main lcore, and tear
+//! everything down so every mbuf comes back.
+
+use super::control::{ControlPlane, NeighParams, PortAddr};
+use super::fib::{fib_entries, Fib};
+use super::stages::Pipeline;
+use super::txbuf::TxBuffer;
+use super::worker::{Handback, RouterWorker};
+use crate::cli::AppArgs;
+use crate::config::{DeviceRef, RouterConfig};
+use crate::counters::{LcoreCounters, STAGES};
+use crate::dpdk::port::describe_ports;
+use crate::dpdk::{
+    lcore, mbuf_ring, DpdkError, Eal, Lpm, Mempool, Port, PortConfig, PortStats, RxQueue, TxQueue,
+};
+use crate::forward;
+use crate::neigh::{EthHeader, NeighTable};
+use crate::report::Report;
+use crate::runtime::{
+    default_pool_size, finish, log_port_up, print_rates, RunError, MEMPOOL_CACHE,
+};
+use hooks::wire::ethernet::ethertype;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Slots in each punt and inject ring.
+const RING_SIZE: u32 = 1024;
+/// Neighbours the table holds.
+const NEIGH_CAPACITY: usize = 4096;
+
+/// The DPDK port id of each configured port, in config order.
+fn resolve_ports(cfg: &RouterConfig) -> Result<Vec<u16>, RunError> {
+    let count = Port::count();
+    cfg.ports
+        .iter()
+        .map(|p| {
+            let id = match &p.device {
+                DeviceRef::Name(name) => Port::find(name),
+                DeviceRef::Id(id) => (*id < count).then_some(*id),
+            };
+            id.ok_or_else(|| {
+                RunError::Usage(
+                    cfg.error_at(
+                        p.line,
+                        format!(
+                            "[[port]] field `device`: DPDK has no port {:?}; {} \
+                             (add the device to the EAL options, e.g. --vdev or -a)",
+                            p.device.to_string(),
+                            describe_ports()
+                        ),
+                    )
+                    .to_string(),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Worker lcores and the (config port index, RX queue) pairs each polls.
+type Placement = Vec<(u32, Vec<(usize, u16)>)>;
+
+/// Which worker lcore polls which (config port index, queue): the config's
+/// `[[lcore]]` tables, or round-robin over the workers.
+fn place_queues(cfg: &RouterConfig, workers: &[u32]) -> Result<Placement, RunError> {
+    if cfg.lcores.is_empty() {
+        let mut plan: Placement = workers.iter().map(|w| (*w, Vec::new())).collect();
+        let mut next = 0;
+        for (i, p) in cfg.ports.iter().enumerate() {
+            for q in 0..p.rx_queues {
+                plan[next % workers.len()].1.push((i, q));
+                next += 1;
+            }
+        }
+        plan.retain(|(_, q)| !q.is_empty());
+        return Ok(plan);
+    }
+    cfg.lcores
+        .iter()
+        .map(|l| {
+            if !workers.contains(&l.id) {
+                return Err(RunError::Usage(
+                    cfg.error_at(
+                        l.line,
+                        format!(
+                            "[[lcore]] field `id`: lcore {} is not a worker lcore of this EAL \
+                             (workers: {workers:?}; the main lcore {} is the control plane); \
+                             change -l or the id",
+                            l.id,
+                            lcore::main_lcore()
+                        ),
+                    )
+                    .to_string(),
+                ));
+            }
+            Ok((l.id, l.queues.clone()))
+        })
+        .collect()
+}
+
+/// Software devices hand frames over as the sending kernel built them, without
+/// the padding a wire adds (see `Pipeline::pad_short`).
+fn delivers_unpadded(port: &Port) -> bool {
+    const SOFTWARE: [&str; 6] = [
+        "net_af_packet",
+        "net_tap",
+        "net_memif",
+        "net_ring",
+        "net_virtio_user",
+        "net_vhost",
+    ];
+    port.info()
+        .map(|i| SOFTWARE.iter().any(|d| i.driver.starts_with(d)))
+        .unwrap_or(false)
+}
+
+/// Run the router until a stop signal or `--duration`.
+pub fn run(
+    eal: &Eal,
+    args: &AppArgs,
+    cfg: &RouterConfig,
+    stop: Arc<AtomicBool>,
+) -> Result<Report, RunError> {
+    let port_ids = resolve_ports(cfg)?;
+    let workers = lcore::workers();
+    if workers.is_empty() {
+        return Err(RunError::Usage(
+            "no worker lcore: give EAL at least two lcores, e.g. -l 0-1 \
+             (the first is the main lcore for the control plane, the others poll queues)"
+                .into(),
+        ));
+    }
+    let placement = place_queues(cfg, &workers)?;
+    let n_workers = placement.len();
+    let rxq_total: usize = cfg.ports.iter().map(|p| usize::from(p.rx_queues)).sum();
+    let pool_size = args.mbufs.unwrap_or_else(|| {
+        let base = default_pool_size(
+            cfg.ports.len(),
+            rxq_total.div_ceil(cfg.ports.len().max(1)),
+            n_workers,
+            args,
+            n_workers + 1,
+        );
+        // Rings and resolution queues can hold mbufs too.
+        let extra = n_workers * 2 * RING_SIZE as usize + 4096;
+        ((base as usize + 1 + extra).next_power_of_two() - 1) as u32
+    });
+    let pool = Mempool::new("mbuf_pool", pool_size, MEMPOOL_CACHE, eal.socket_id())?;
+    let mut ports: Vec<Port> = Vec::new();
+    let outcome = route(
+        eal, args, cfg, &port_ids, &placement, &pool, &mut ports, stop,
+    );
+    match outcome {
+        Ok((duration, counts, stages, neighbours)) => {
+            let mut report = finish(eal, ports, pool, duration, &counts);
+            let add = |r: &mut Report| {
+                r.stage_cycles_per_packet = stages.clone();
+                r.neighbours = neighbours.clone();
+            };
+            match &mut report {
+                Ok(r) => add(r),
+                Err(RunError::Leak { report, .. }) => add(report),
+                Err(_) => {}
+            }
+            report
+        }
+        Err(e) => {
+            drop(ports);
+            let _ = pool.free();
+            Err(e)
+        }
+    }
+}
+
+type Outcome = (
+    Duration,
+    crate::runtime::LcoreCounts,
+    BTreeMap<&'static str, f64>,
+    Vec<String>,
+);
+
+#[allow(clippy::too_many_arguments)]
+fn route(
+    eal: &Eal,
+    args: &AppArgs,
+    cfg: &RouterConfig,
+    port_ids: &[u16],
+    placement: &[(u32, Vec<(usize, u16)>)],
+    pool: &Mempool,
+    ports: &mut Vec<Port>,
+    stop: Arc<AtomicBool>,
+) -> Result<Outcome, RunError> {
+    let n_workers = placement.len();
+    let max_port = port_ids
+        .iter()
+        .map(|p| usize::from(*p) + 1)
+        .max()
+        .unwrap_or(0);
+    // Ports.
+    let mut rx_tokens: BTreeMap<(usize, u16), RxQueue> = BTreeMap::new();
+    let mut tx_tokens: Vec<Vec<Option<TxQueue>>> = Vec::new();
+    let mut macs = vec![[0u8; 6]; max_port];
+    let mut pad_short = vec![false; max_port];
+    let mut addrs = Vec::new();
+    for (i, spec) in cfg.ports.iter().enumerate() {
+        let mut port = Port::open(port_ids[i])?;
+        let pcfg = PortConfig {
+            rx_queues: spec.rx_queues,
+            tx_queues: n_workers as u16,
+            rx_desc: args.rx_desc,
+            tx_desc: args.tx_desc,
+            promiscuous: false,
+        };
+        let (rx, tx) = port.configure(&pcfg, pool).map_err(|e| {
+            RunError::Usage(
+                cfg.error_at(spec.line, format!("[[port]] {}: {e}", spec.device))
+                    .to_string(),
+            )
+        })?;
+        if let Some(mac) = spec.mac {
+            port.set_mac(mac)?;
+        }
+        if !port.set_mtu(spec.mtu)? {
+            eprintln!(
+                "fastpath: port {} ({}) cannot change its MTU; packets above {} bytes are dropped",
+                port.id(),
+                port.name(),
+                spec.mtu
+            );
+        }
+        port.start()?;
+        log_port_up(&port, &pcfg);
+        let mac = port.mac();
+        eprintln!(
+            "fastpath: port {} address {}/{}",
+            port.id(),
+            spec.address,
+            spec.prefix_len
+        );
+        macs[usize::from(port.id())] = mac;
+        pad_short[usize::from(port.id())] = delivers_unpadded(&port);
+        addrs.push(PortAddr {
+            id: port.id(),
+            mac,
+            addr: spec.address,
+            prefix_len: spec.prefix_len,
+        });
+        for q in rx {
+            rx_tokens.insert((i, q.queue()), q);
+        }
+        tx_tokens.push(tx.into_iter().map(Some).collect());
+        ports.push(port);
+    }
+
+    // Neighbours and routes.
+    let (table, mut writer) = NeighTable::new(NEIGH_CAPACITY);
+    for n in &cfg.neighbours {
+        let hdr = EthHeader {
+            dst: n.mac,
+            src: macs[usize::from(port_ids[n.port])],
+            ethertype: ethertype::IPV4,
+        };
+        writer
+            .insert_static(n.address, &hdr)
+            .map_err(|e| RunError::Usage(cfg.error_at(n.line, e.to_string()).to_string()))?;
+    }
+    let mut neigh_err = None;
+    let entries = fib_entries(cfg, port_ids, |gw| match writer.insert(gw) {
+        Ok(i) => i as u32,
+        Err(e) => {
+            neigh_err.get_or_insert(e);
+            super::fib::NEIGH_BY_DST
+        }
+    });
+    if let Some(e) = neigh_err {
+        return Err(RunError::Usage(format!("{}: {e}", cfg.path.display())));
+    }
+    let lpm = Lpm::new(
+        "fib",
+        (entries.len() as u32 * 2).max(1024),
+        256,
+        eal.socket_id(),
+    )?;
+    let fib = Arc::new(Fib::build(lpm, &entries)?);
+    let macs: Arc<[[u8; 6]]> = macs.into();
+    let pad_short: Arc<[bool]> = pad_short.into();
+
+    // Workers.
+    let mut punt_rx = Vec::new();
+    let mut inject_tx = Vec::new();
+    let mut counters = Vec::new();
+    let mut jobs = Vec::new();
+    let handback = Arc::new(Mutex::new(Handback::default()));
+    let started = Instant::now();
+    let mut launch_err = None;
+    for (w, (lcore_id, queues)) in placement.iter().enumerate() {
+        let (punt_p, punt_c) = mbuf_ring(&format!("punt_{lcore_id}"), RING_SIZE, eal.socket_id())?;
+        let (inj_p, inj_c) = mbuf_ring(&format!("inject_{lcore_id}"), RING_SIZE, eal.socket_id())?;
+        punt_rx.push(punt_c);
+        inject_tx.push(inj_p);
+        let mut tx: Vec<Option<TxBuffer>> = (0..max_port).map(|_| None).collect();
+        for (i, id) in port_ids.iter().enumerate() {
+            if let Some(q) = tx_tokens[i].get_mut(w).and_then(Option::take) {
+                tx[usize::from(*id)] = Some(TxBuffer::new(q));
+            }
+        }
+        let rx: Vec<RxQueue> = queues.iter().filter_map(|k| rx_tokens.remove(k)).collect();
+        eprintln!(
+            "fastpath: lcore {lcore_id} polls {}",
+            rx.iter()
+                .map(|q| format!("{}/{}", q.port(), q.queue()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let worker = RouterWorker {
+            lcore: *lcore_id,
+            rx,
+            tx,
+            punt: punt_p,
+            inject: inj_c,
+            pipeline: Pipeline {
+                fib: fib.clone(),
+                neigh: table.clone(),
+                macs: macs.clone(),
+                pad_short: pad_short.clone(),
+            },
+            timed: args.stage_cycles,
+        };
+        let c = Arc::new(LcoreCounters::new(*lcore_id, max_port));
+        let (cc, st, hb) = (c.clone(), stop.clone(), handback.clone());
+        match lcore::launch(*lcore_id, move || worker.run(cc, st, hb)) {
+            Ok(job) => {
+                jobs.push(job);
+                counters.push(c);
+            }
+            Err(e) => {
+                launch_err = Some(e);
+                stop.store(true, Ordering::SeqCst);
+                break;
+            }
+        }
+    }
+    // RX queues no worker polls are drained at shutdown.
+    handback
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .rx
+        .extend(std::mem::take(&mut rx_tokens).into_values());
+
+    let main = Arc::new(LcoreCounters::new(lcore::main_lcore(), max_port));
+    let mut control = ControlPlane::new(
+        &addrs,
+        writer,
+        NeighParams::default(),
+        punt_rx,
+        inject_tx,
+        pool,
+        main.clone(),
+    );
+    if launch_err.is_none() {
+        eprintln!(
+            "fastpath: routing{}; Ctrl-C to stop",
+            match args.duration {
+                Some(d) => format!(" for {d} s"),
+                None => String::new(),
+            }
+        );
+        control_loop(args, &stop, started, ports, &mut control);
+    }
+    stop.store(true, Ordering::SeqCst);
+    let mut failed = Vec::new();
+    for job in jobs {
+        let lcore = job.lcore();
+        if job.join() != 0 {
+            failed.push(lcore);
+        }
+    }
+    let duration = started.elapsed();
+
+    // Shutdown: what is punted or waiting, what sits in inject rings, what
+    // devices still hold.
+    let waiting = control.shutdown();
+    let neighbours = control.describe_neighbours();
+    drop(control);
+    let mut hb = std::mem::take(&mut *handback.lock().unwrap_or_else(|p| p.into_inner()));
+    let mut injected = 0;
+    for mut ring in hb.inject.drain(..) {
+        let mut burst = crate::dpdk::MbufBurst::new();
+        while ring.dequeue_burst(&mut burst) != 0 {
+            for m in burst.drain() {
+                main.dropped(m.meta().out_port, hooks::DropReason::ShutdownDrain, 1);
+                injected += 1;
+            }
+        }
+    }
+    let drained = forward::drain(&mut hb.rx, pool.in_use() as u64, &main);
+    drop(hb);
+    if waiting + injected + drained > 0 {
+        eprintln!(
+            "fastpath: at shutdown dropped {waiting} packets waiting in the control plane, \
+             {injected} in inject rings, {drained} drained from RX queues"
+        );
+    }
+    counters.push(main);
+    drop(fib);
+    if let Some(e) = launch_err {
+        return Err(e.into());
+    }
+    if !failed.is_empty() {
+        return Err(RunError::Dpdk(DpdkError {
+            what: format!("worker lcore(s) {failed:?}"),
+            code: libc::EIO,
+            reason: "the routing loop failed (see above)".into(),
+        }));
+    }
+    let mut cycles = [0u64; STAGES.len()];
+    let mut timed = 0;
+    for c in &counters {
+        let (cy, n) = c.stage_snapshot();
+        for (a, b) in cycles.iter_mut().zip(cy) {
+            *a += b;
+        }
+        timed += n;
+    }
+    let stages = if timed > 0 {
+        STAGES
+            .iter()
+            .zip(cycles)
+            .map(|(n, c)| (*n, c as f64 / timed as f64))
+            .collect()
+    } else {
+        BTreeMap::new()
+    };
+    Ok((
+        duration,
+        counters.iter().map(|c| (c.lcore, c.snapshot())).collect(),
+        stages,
+        neighbours,
+    ))
+}
+
+/// The main lcore: the control plane, statistics every `--stats-period`, until
+/// a stop signal or the end of `--duration`.
+fn control_loop(
+    args: &AppArgs,
+    stop: &AtomicBool,
+    started: Instant,
+    ports: &[Port],
+    control: &mut ControlPlane<'_>,
+) {
+    let deadline = args.duration.map(|d| started + Duration::from_secs_f64(d));
+    let period = (args.stats_period > 0.0).then(|| Duration::from_secs_f64(args.stats_period));
+    let mut last_at = Instant::now();
+    let mut last: Vec<PortStats> = ports.iter().map(|p| p.stats()).collect();
+    let mut next_print = period.map(|p| last_at + p);
+    while !stop.load(Ordering::Relaxed) {
+        let handled = control.poll();
+        let now = Instant::now();
+        if deadline.is_some_and(|d| now >= d) {
+            break;
+        }
+        if let (Some(at), Some(p)) = (next_print, period) {
+            if now >= at {
+                let cur: Vec<PortStats> = ports.iter().map(|p| p.stats()).collect();
+                print_rates(started, now - last_at, ports, &last, &cur);
+                last = cur;
+                last_at = now;
+                next_print = Some(at + p);
+            }
+        }
+        if handled == 0 {
+            // The control plane is not a poll-mode core: nap while idle.
+            std::thread::sleep(Duration::from_micros(500));
+        }
+    }
+}

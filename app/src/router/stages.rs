@@ -1,0 +1,254 @@
+//! The router's per-burst pipeline, stage by stage over the whole burst (VPP
+//! style): l2 (`eth_type_trans`) → local / ip (header checks, one LPM bulk
+//! lookup, TTL) → neigh (cached header, two 64-bit stores) → dispose (TX
+//! buffer, punt ring, or a counted drop). Safe Rust over the DPDK layer.
+
+use super::fib::{Fib, HopKind, NEIGH_BY_DST};
+use super::punt::Punt;
+use super::txbuf::TxBuffer;
+use crate::counters::{LcoreCounters, STAGES};
+use crate::dpdk::{tsc, Mbuf, MbufBurst, BURST_SIZE};
+use crate::neigh::NeighTable;
+use crate::stage::ip::{ipv4_forward_ttl, ipv4_input, CsumFlag, Ipv4Ok};
+use crate::stage::l2::eth_type_trans;
+use hooks::wire::ethernet::{ethertype, HEADER_LEN, MIN_FRAME_LEN};
+use hooks::{DropReason, PacketMeta, PacketType};
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+
+/// What happens to one packet of the burst.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    /// IPv4 for the ip stage.
+    Ipv4,
+    /// Routed, for the neigh stage (neighbour index or NEIGH_BY_DST).
+    Neigh(u32),
+    /// Out of this port.
+    Forward(u16),
+    Punt(Punt),
+    Drop(DropReason),
+}
+
+/// IP protocol number of ICMP.
+const IPPROTO_ICMP: u8 = 1;
+
+/// What every worker shares, read-only: the FIB, the neighbour table and the
+/// ports' MAC addresses (indexed by port id).
+pub struct Pipeline {
+    pub fib: Arc<Fib>,
+    pub neigh: Arc<NeighTable>,
+    pub macs: Arc<[[u8; 6]]>,
+    /// Per port id: the device hands over frames as the sender's kernel made
+    /// them, unpadded (af_packet, tap, memif, ring: no wire in between), so
+    /// frames under 60 bytes are padded as a NIC's wire would before l2 judges
+    /// runts. Physical NICs deliver padded frames and keep the runt check.
+    pub pad_short: Arc<[bool]>,
+}
+
+/// Where a worker's packets go: its TX buffers (indexed by port id) and the
+/// punt burst for the control plane.
+pub struct Outputs<'a> {
+    pub tx: &'a mut [Option<TxBuffer>],
+    pub punt: &'a mut MbufBurst,
+    pub counters: &'a LcoreCounters,
+}
+
+#[inline(always)]
+fn csum_flag(m: &Mbuf) -> CsumFlag {
+    match m.rx_ip_checksum() {
+        Some(true) => CsumFlag::Good,
+        Some(false) => CsumFlag::Bad,
+        None => CsumFlag::Unknown,
+    }
+}
+
+impl Pipeline {
+    /// Run one received burst from `port` through every stage. Every mbuf
+    /// ends in a TX buffer, in `out.punt`, or freed under a drop reason; the
+    /// burst is empty afterwards. With `timed`, TSC per stage is added to
+    /// the lcore's stage counters.
+    #[inline(always)]
+    pub fn process(&self, port: u16, burst: &mut MbufBurst, out: &mut Outputs<'_>, timed: bool) {
+        let n = burst.len();
+        let mut t = [0u64; STAGES.len() + 1];
+        if timed {
+            t[0] = tsc();
+        }
+        let mut metas = [PacketMeta::received_on(port); BURST_SIZE];
+        let mut verdicts = [Verdict::Ipv4; BURST_SIZE];
+        let mac = &self.macs[usize::from(port)];
+        if self.pad_short[usize::from(port)] {
+            pad_short_frames(burst);
+        }
+
+        // l2: eth_type_trans.
+        for (i, m) in burst.as_slice().iter().enumerate() {
+            verdicts[i] = match eth_type_trans(m.data(), mac, &mut metas[i]) {
+                Err(r) => Verdict::Drop(r),
+                Ok(()) => l2_verdict(&metas[i]),
+            };
+        }
+        if timed {
+            t[1] = tsc();
+        }
+
+        // ip: header checks, one bulk route lookup, local / forward, TTL.
+        let mut oks = [Ipv4Ok::EMPTY; BURST_SIZE];
+        let mut idx = [0u8; BURST_SIZE];
+        let mut dsts = [0u32; BURST_SIZE];
+        let mut k = 0;
+        for (i, m) in burst.as_slice().iter().enumerate() {
+            if verdicts[i] != Verdict::Ipv4 {
+                continue;
+            }
+            match ipv4_input(m.data(), &metas[i], csum_flag(m)) {
+                Ok(ok) => {
+                    oks[k] = ok;
+                    idx[k] = i as u8;
+                    dsts[k] = u32::from(ok.dst);
+                    k += 1;
+                }
+                Err(r) => verdicts[i] = Verdict::Drop(r),
+            }
+        }
+        let mut ids = [0u32; BURST_SIZE];
+        self.fib.lookup_bulk(&dsts[..k], &mut ids[..k]);
+        let mbufs = burst.as_mut_slice();
+        for j in 0..k {
+            let i = usize::from(idx[j]);
+            verdicts[i] = self.route(&mut mbufs[i], &mut metas[i], &oks[j], ids[j]);
+        }
+        if timed {
+            t[2] = tsc();
+        }
+
+        // neigh: the cached Ethernet header in front of the IP header.
+        for (i, m) in mbufs.iter_mut().enumerate() {
+            if let Verdict::Neigh(neigh) = verdicts[i] {
+                verdicts[i] = self.neigh_output(m, &metas[i], neigh);
+            }
+        }
+        if timed {
+            t[3] = tsc();
+        }
+
+        // dispose: TX buffers, punt ring, drops.
+        let mut dropped = MbufBurst::new();
+        for (i, m) in burst.drain().enumerate() {
+            match verdicts[i] {
+                Verdict::Forward(p) => match out.tx.get_mut(usize::from(p)) {
+                    Some(Some(txb)) => txb.push(m, out.counters),
+                    _ => drop_one(&mut dropped, m, out.counters, p, DropReason::NoRoute),
+                },
+                Verdict::Punt(reason) => {
+                    let mut m = m;
+                    let meta = m.meta_mut();
+                    *meta = metas[i];
+                    meta.punt = reason as u8;
+                    out.counters.punted(port, 1);
+                    // Room is certain: the punt burst is emptied after every burst.
+                    let _ = out.punt.push(m);
+                }
+                Verdict::Drop(r) => drop_one(&mut dropped, m, out.counters, port, r),
+                Verdict::Ipv4 | Verdict::Neigh(_) => {
+                    drop_one(&mut dropped, m, out.counters, port, DropReason::NoRoute)
+                }
+            }
+        }
+        drop(dropped);
+        for txb in out.tx.iter_mut().flatten() {
+            txb.flush(out.counters);
+        }
+        if timed {
+            t[4] = tsc();
+            out.counters.stage_cycles(&t, n as u64);
+        }
+    }
+
+    /// Route one checked IPv4 packet with its LPM result.
+    #[inline(always)]
+    fn route(&self, m: &mut Mbuf, meta: &mut PacketMeta, ok: &Ipv4Ok, id: u32) -> Verdict {
+        let Some(hop) = self.fib.hop(id) else {
+            return Verdict::Drop(DropReason::NoRoute);
+        };
+        match hop.kind {
+            HopKind::Forward => {}
+            HopKind::Local if ok.protocol == IPPROTO_ICMP => return Verdict::Punt(Punt::LocalIcmp),
+            HopKind::Local => return Verdict::Drop(DropReason::LocalUnsupported),
+            HopKind::NotUnicast => return Verdict::Drop(DropReason::NotUnicast),
+        }
+        if ok.ttl <= 1 {
+            return Verdict::Punt(Punt::TtlExceeded);
+        }
+        let l3 = usize::from(meta.l3_offset);
+        if ok.trimmed_len - l3 > usize::from(hop.mtu) {
+            return Verdict::Drop(DropReason::MtuExceeded);
+        }
+        if let Err(r) = ipv4_forward_ttl(m.data_mut(), l3) {
+            return Verdict::Drop(r);
+        }
+        // Untagged Ethernet header and no padding from here on.
+        if !m.trim_to(ok.trimmed_len as u16) || !m.adj((l3 - HEADER_LEN) as u16) {
+            return Verdict::Drop(DropReason::Ipv4BadTotalLength);
+        }
+        meta.l3_offset = HEADER_LEN as u16;
+        meta.out_port = hop.port;
+        meta.next_hop = if hop.gateway != 0 {
+            hop.gateway
+        } else {
+            u32::from(ok.dst)
+        };
+        Verdict::Neigh(hop.neigh)
+    }
+
+    /// Neighbour output: the cached header, or a punt to resolve the next hop.
+    #[inline(always)]
+    fn neigh_output(&self, m: &mut Mbuf, meta: &PacketMeta, neigh: u32) -> Verdict {
+        let index = if neigh != NEIGH_BY_DST {
+            Some(neigh as usize)
+        } else {
+            self.neigh.lookup(Ipv4Addr::from(meta.next_hop))
+        };
+        if let (Some(i), Some(slot)) = (index, m.eth_slot_mut()) {
+            if self.neigh.entry(i).hh_output(slot) {
+                return Verdict::Forward(meta.out_port);
+            }
+        }
+        Verdict::Punt(Punt::Resolve)
+    }
+}
+
+/// Pad frames under `MIN_FRAME_LEN` from devices without a wire.
+#[cold]
+fn pad_short_frames(burst: &mut MbufBurst) {
+    for m in burst.as_mut_slice() {
+        if m.data().len() < MIN_FRAME_LEN {
+            m.pad_to(MIN_FRAME_LEN);
+        }
+    }
+}
+
+/// Verdict of the l2 stage for a translated frame.
+#[inline(always)]
+fn l2_verdict(meta: &PacketMeta) -> Verdict {
+    match meta.protocol {
+        ethertype::IPV4 if meta.packet_type == PacketType::Host => Verdict::Ipv4,
+        ethertype::IPV4 => Verdict::Drop(DropReason::NotUnicast),
+        ethertype::ARP => Verdict::Punt(Punt::Arp),
+        _ => Verdict::Drop(DropReason::UnsupportedProtocol),
+    }
+}
+
+#[cold]
+fn drop_one(
+    dropped: &mut MbufBurst,
+    m: Mbuf,
+    counters: &LcoreCounters,
+    port: u16,
+    reason: DropReason,
+) {
+    counters.dropped(port, reason, 1);
+    if let Err(m) = dropped.push(m) {
+        drop(m);
+    }
+}

@@ -1,0 +1,54 @@
+//! Per-port TX buffer of one worker: packets routed to a port collect here
+//! and leave in one `tx_burst` when the buffer is full or the burst is done.
+
+use crate::counters::LcoreCounters;
+use crate::dpdk::{Mbuf, MbufBurst, TxQueue};
+use hooks::DropReason;
+
+/// A TX queue and the packets waiting for it.
+pub struct TxBuffer {
+    queue: TxQueue,
+    pending: MbufBurst,
+}
+
+impl TxBuffer {
+    pub fn new(queue: TxQueue) -> Self {
+        TxBuffer {
+            queue,
+            pending: MbufBurst::new(),
+        }
+    }
+
+    /// Port id of the queue.
+    #[inline(always)]
+    pub fn port(&self) -> u16 {
+        self.queue.port()
+    }
+
+    /// Queue a packet; sends the buffer first when it is full.
+    #[inline(always)]
+    pub fn push(&mut self, m: Mbuf, counters: &LcoreCounters) {
+        if self.pending.is_full() {
+            self.flush(counters);
+        }
+        // Cannot fail: the buffer has room after a flush.
+        let _ = self.pending.push(m);
+    }
+
+    /// Send what is buffered; what the driver refuses is freed and counted.
+    #[inline(always)]
+    pub fn flush(&mut self, counters: &LcoreCounters) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let out = self.queue.tx_burst(&mut self.pending);
+        counters.tx(self.queue.port(), out.sent as u64);
+        if out.dropped != 0 {
+            counters.dropped(
+                self.queue.port(),
+                DropReason::TxQueueFull,
+                out.dropped as u64,
+            );
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! A router worker lcore: polls its RX queues, runs each burst through the
+//! pipeline, sends what the control plane injects, and punts what it must.
+
+use super::stages::{Outputs, Pipeline};
+use super::txbuf::TxBuffer;
+use crate::counters::LcoreCounters;
+use crate::dpdk::{MbufBurst, RingConsumer, RingProducer, RxQueue};
+use hooks::DropReason;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+
+/// What a worker gives back when it stops, for the main lcore's shutdown
+/// drain: its RX queues and the consumer side of its inject ring.
+#[derive(Default)]
+pub struct Handback {
+    pub rx: Vec<RxQueue>,
+    pub inject: Vec<RingConsumer>,
+}
+
+/// One worker's queues, rings and shared tables.
+pub struct RouterWorker {
+    pub lcore: u32,
+    pub rx: Vec<RxQueue>,
+    /// TX buffers indexed by port id (`None` for ports not in use).
+    pub tx: Vec<Option<TxBuffer>>,
+    /// Worker → control.
+    pub punt: RingProducer,
+    /// Control → worker: packets to send (`meta.out_port` says where).
+    pub inject: RingConsumer,
+    pub pipeline: Pipeline,
+    /// Time each stage with the TSC.
+    pub timed: bool,
+}
+
+impl RouterWorker {
+    /// Poll until `stop`; then flush, and hand the RX queues and the inject
+    /// ring back. Nothing received is in flight when this returns: it was
+    /// sent, dropped and counted, or is in the punt ring (the control plane's).
+    pub fn run(
+        mut self,
+        counters: Arc<LcoreCounters>,
+        stop: Arc<AtomicBool>,
+        handback: Arc<Mutex<Handback>>,
+    ) -> i32 {
+        let mut burst = MbufBurst::new();
+        let mut punt = MbufBurst::new();
+        let mut injected = MbufBurst::new();
+        while !stop.load(Relaxed) {
+            for q in self.rx.iter_mut() {
+                let n = q.rx_burst(&mut burst);
+                if n == 0 {
+                    continue;
+                }
+                let port = q.port();
+                counters.rx(port, n as u64);
+                let mut out = Outputs {
+                    tx: &mut self.tx,
+                    punt: &mut punt,
+                    counters: &counters,
+                };
+                self.pipeline
+                    .process(port, &mut burst, &mut out, self.timed);
+                if !punt.is_empty() {
+                    punt_to_control(&mut self.punt, &mut punt, &counters);
+                }
+            }
+            if self.inject.dequeue_burst(&mut injected) != 0 {
+                send_injected(&mut self.tx, &mut injected, &counters);
+            }
+        }
+        for txb in self.tx.iter_mut().flatten() {
+            txb.flush(&counters);
+        }
+        let mut hb = handback.lock().unwrap_or_else(|p| p.into_inner());
+        hb.rx.append(&mut self.rx);
+        hb.inject.push(self.inject);
+        0
+    }
+}
+
+/// Hand the punted packets to the control lcore; a full ring drops them.
+#[cold]
+fn punt_to_control(ring: &mut RingProducer, punt: &mut MbufBurst, counters: &LcoreCounters) {
+    ring.enqueue_burst(punt);
+    for m in punt.drain() {
+        counters.dropped(m.meta().in_port, DropReason::ControlRingFull, 1);
+    }
+}
+
+/// Send what the control plane injected, through the TX buffers.
+#[cold]
+fn send_injected(tx: &mut [Option<TxBuffer>], injected: &mut MbufBurst, counters: &LcoreCounters) {
+    for m in injected.drain() {
+        let port = m.meta().out_port;
+        match tx.get_mut(usize::from(port)) {
+            Some(Some(txb)) => txb.push(m, counters),
+            _ => counters.dropped(port, DropReason::NoRoute, 1),
+        }
+    }
+    for txb in tx.iter_mut().flatten() {
+        txb.flush(counters);
+    }
+}

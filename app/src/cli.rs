@@ -29,6 +29,11 @@ pub struct AppArgs {
     #[arg(long)]
     pub stage_cycles: bool,
 
+    /// Router mode: a neighbour confirmed by ARP stays reachable this long,
+    /// then turns stale and is re-probed (the kernel's base_reachable_time).
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub neigh_reachable: f64,
+
     /// Forward every packet received on port RX to port TX, e.g. `--forward 0:1`.
     /// Repeat for more pairs. Default: ports paired 0<->1, 2<->3, ... both ways.
     #[arg(long = "forward", value_name = "RX:TX", value_parser = parse_forward)]
@@ -114,6 +119,12 @@ impl AppArgs {
             if !(d.is_finite() && d > 0.0) {
                 return Err(format!("--duration {d}: give a positive number of seconds"));
             }
+        }
+        if !(self.neigh_reachable.is_finite() && self.neigh_reachable > 0.0) {
+            return Err(format!(
+                "--neigh-reachable {}: give a positive number of seconds",
+                self.neigh_reachable
+            ));
         }
         if !(self.stats_period.is_finite() && self.stats_period >= 0.0) {
             return Err(format!(

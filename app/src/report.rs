@@ -77,6 +77,9 @@ pub struct Report {
     /// The neighbour table at exit (router mode): address, MAC, state.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub neighbours: Vec<String>,
+    /// What the control plane did (router mode): ARP, ICMP, neighbours.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub control: BTreeMap<&'static str, u64>,
 }
 
 fn by_reason(d: &DropCounters) -> BTreeMap<&'static str, u64> {
@@ -157,6 +160,7 @@ impl Report {
             mbufs,
             stage_cycles_per_packet: BTreeMap::new(),
             neighbours: Vec::new(),
+            control: BTreeMap::new(),
         }
     }
 
@@ -274,6 +278,14 @@ impl Report {
                 })
                 .collect();
             let _ = writeln!(s, "cycles per packet: {}", stages.join(", "));
+        }
+        if !self.control.is_empty() {
+            let parts: Vec<String> = self
+                .control
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            let _ = writeln!(s, "control plane events: {}", parts.join(", "));
         }
         if !self.neighbours.is_empty() {
             let _ = writeln!(s, "neighbours:");

@@ -110,6 +110,9 @@ pub fn fib_entries(
 pub struct Fib {
     lpm: Lpm,
     hops: Vec<NextHop>,
+    /// Next-hop id of the default route (`0.0.0.0/0`), which `rte_lpm` cannot
+    /// hold (depth 1..=32): a miss becomes this id. `LPM_MISS` when none.
+    default: u32,
 }
 
 impl Fib {
@@ -117,6 +120,7 @@ impl Fib {
     /// into `lpm`; identical next hops share one id.
     pub fn build(mut lpm: Lpm, entries: &[FibEntry]) -> Result<Fib, DpdkError> {
         let mut hops: Vec<NextHop> = Vec::new();
+        let mut default = LPM_MISS;
         for e in entries {
             let id = match hops.iter().position(|h| *h == e.hop) {
                 Some(id) => id,
@@ -125,16 +129,27 @@ impl Fib {
                     hops.len() - 1
                 }
             };
-            lpm.add(e.prefix, e.len, id as u32)?;
+            if e.len == 0 {
+                default = id as u32;
+            } else {
+                lpm.add(e.prefix, e.len, id as u32)?;
+            }
         }
-        Ok(Fib { lpm, hops })
+        Ok(Fib { lpm, hops, default })
     }
 
-    /// Next-hop ids of a burst of destinations (host order); [`LPM_MISS`] for
-    /// no route.
+    /// Next-hop ids of a burst of destinations (host order); a miss is the
+    /// default route's id, or [`LPM_MISS`] without one.
     #[inline(always)]
     pub fn lookup_bulk(&self, dsts: &[u32], ids: &mut [u32]) {
         self.lpm.lookup_bulk(dsts, ids);
+        if self.default != LPM_MISS {
+            for id in ids.iter_mut() {
+                if *id == LPM_MISS {
+                    *id = self.default;
+                }
+            }
+        }
     }
 
     /// The next hop of an id from `lookup_bulk` (`None` for a miss).
@@ -148,8 +163,7 @@ impl Fib {
 
     /// The next hop for one destination.
     pub fn lookup(&self, dst: Ipv4Addr) -> Option<&NextHop> {
-        self.lpm
-            .lookup(dst)
-            .and_then(|id| self.hops.get(id as usize))
+        let id = self.lpm.lookup(dst).unwrap_or(self.default);
+        self.hop(id)
     }
 }

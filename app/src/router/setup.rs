@@ -154,11 +154,12 @@ pub fn run(
         eal, args, cfg, &port_ids, &placement, &pool, &mut ports, stop,
     );
     match outcome {
-        Ok((duration, counts, stages, neighbours)) => {
+        Ok((duration, counts, stages, neighbours, events)) => {
             let mut report = finish(eal, ports, pool, duration, &counts);
             let add = |r: &mut Report| {
                 r.stage_cycles_per_packet = stages.clone();
                 r.neighbours = neighbours.clone();
+                r.control = events.clone();
             };
             match &mut report {
                 Ok(r) => add(r),
@@ -180,6 +181,7 @@ type Outcome = (
     crate::runtime::LcoreCounts,
     BTreeMap<&'static str, f64>,
     Vec<String>,
+    BTreeMap<&'static str, u64>,
 );
 
 #[allow(clippy::too_many_arguments)]
@@ -221,7 +223,23 @@ fn route(
             )
         })?;
         if let Some(mac) = spec.mac {
-            port.set_mac(mac)?;
+            port.set_mac(mac).map_err(|e| {
+                RunError::Usage(
+                    cfg.error_at(
+                        spec.line,
+                        format!(
+                            "[[port]] field `mac`: cannot set {} on port {} ({}): {}; \
+                             remove `mac` to keep the port's own address {}",
+                            crate::config::format_mac(&mac),
+                            port.id(),
+                            port.name(),
+                            e.reason,
+                            crate::config::format_mac(&port.mac())
+                        ),
+                    )
+                    .to_string(),
+                )
+            })?;
         }
         if !port.set_mtu(spec.mtu)? {
             eprintln!(
@@ -354,7 +372,10 @@ fn route(
     let mut control = ControlPlane::new(
         &addrs,
         writer,
-        NeighParams::default(),
+        NeighParams {
+            reachable: Duration::from_secs_f64(args.neigh_reachable),
+            ..NeighParams::default()
+        },
         punt_rx,
         inject_tx,
         pool,
@@ -384,6 +405,7 @@ fn route(
     // devices still hold.
     let waiting = control.shutdown();
     let neighbours = control.describe_neighbours();
+    let events: BTreeMap<&'static str, u64> = control.stats().fields().into_iter().collect();
     drop(control);
     let mut hb = std::mem::take(&mut *handback.lock().unwrap_or_else(|p| p.into_inner()));
     let mut injected = 0;
@@ -439,6 +461,7 @@ fn route(
         counters.iter().map(|c| (c.lcore, c.snapshot())).collect(),
         stages,
         neighbours,
+        events,
     ))
 }
 

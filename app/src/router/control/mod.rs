@@ -50,6 +50,46 @@ impl Default for NeighParams {
     }
 }
 
+/// What the control plane did, for the exit report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ControlStats {
+    /// ARP requests sent to resolve a next hop (broadcast).
+    pub arp_requests: u64,
+    /// Unicast ARP probes of stale neighbours.
+    pub arp_probes: u64,
+    /// ARP replies sent for our addresses.
+    pub arp_replies: u64,
+    /// ICMP echo replies sent.
+    pub echo_replies: u64,
+    /// ICMP time exceeded sent.
+    pub icmp_errors: u64,
+    /// ICMP errors not sent: over the rate limit.
+    pub icmp_rate_limited: u64,
+    /// Neighbours resolved or refreshed from ARP.
+    pub neigh_learned: u64,
+    /// Neighbours that went reachable -> stale.
+    pub neigh_stale: u64,
+    /// Resolutions that failed (no answer after every probe).
+    pub neigh_failed: u64,
+}
+
+impl ControlStats {
+    /// Name and value of each counter.
+    pub fn fields(&self) -> [(&'static str, u64); 9] {
+        [
+            ("arp_requests", self.arp_requests),
+            ("arp_probes", self.arp_probes),
+            ("arp_replies", self.arp_replies),
+            ("echo_replies", self.echo_replies),
+            ("icmp_errors", self.icmp_errors),
+            ("icmp_rate_limited", self.icmp_rate_limited),
+            ("neigh_learned", self.neigh_learned),
+            ("neigh_stale", self.neigh_stale),
+            ("neigh_failed", self.neigh_failed),
+        ]
+    }
+}
+
 /// One of our ports as the control plane sees it.
 #[derive(Clone, Copy, Debug)]
 pub struct PortAddr {
@@ -102,6 +142,7 @@ pub struct ControlPlane<'a> {
     icmp_errors: TokenBucket,
     start: Instant,
     next_age: Instant,
+    stats: ControlStats,
 }
 
 impl<'a> ControlPlane<'a> {
@@ -138,7 +179,13 @@ impl<'a> ControlPlane<'a> {
             icmp_errors: TokenBucket::new(100.0, 50.0, now),
             start: now,
             next_age: now + Duration::from_secs(1),
+            stats: ControlStats::default(),
         }
+    }
+
+    /// What the control plane has done so far.
+    pub fn stats(&self) -> ControlStats {
+        self.stats
     }
 
     /// The neighbour clock: milliseconds since start (coarse, so `confirmed`
@@ -242,6 +289,7 @@ impl<'a> ControlPlane<'a> {
                 && m.trim_to(ARP_FRAME_LEN as u16)
                 && frames::arp_reply_in_place(m.data_mut(), &req, port.mac)
             {
+                self.stats.arp_replies += 1;
                 return self.send(m, port_id);
             }
             return self.drop(m, port_id, DropReason::ArpInvalid);
@@ -267,6 +315,7 @@ impl<'a> ControlPlane<'a> {
         let now = Instant::now();
         match self.neigh.resolve(arp.sender_ip, &hdr, self.now_ms(now)) {
             Ok(i) => {
+                self.stats.neigh_learned += 1;
                 self.failed_at.remove(&i);
                 if let Some(res) = self.pending.remove(&i) {
                     self.flush_queue(i, res);
@@ -313,6 +362,7 @@ impl<'a> ControlPlane<'a> {
                 && frames::echo_reply_in_place(m.data_mut(), port.mac).is_ok()
         });
         if ok {
+            self.stats.echo_replies += 1;
             self.send(m, meta.in_port);
         } else {
             self.drop(m, meta.in_port, DropReason::IcmpInvalid);
@@ -335,7 +385,11 @@ impl<'a> ControlPlane<'a> {
         let peer_mac = EthernetFrame::new_checked(data)
             .map(|e| e.src_addr())
             .unwrap_or([0; 6]);
-        if !frames::may_send_icmp_error(orig) || !self.icmp_errors.take(Instant::now()) {
+        if !frames::may_send_icmp_error(orig) {
+            return;
+        }
+        if !self.icmp_errors.take(Instant::now()) {
+            self.stats.icmp_rate_limited += 1;
             return;
         }
         let mut buf = [0u8; ICMP_ERROR_MAX];
@@ -349,6 +403,7 @@ impl<'a> ControlPlane<'a> {
             port.addr,
         ) {
             drop(m);
+            self.stats.icmp_errors += 1;
             self.originate(&buf[..n], meta.in_port);
         }
     }
@@ -408,6 +463,11 @@ impl<'a> ControlPlane<'a> {
         let frame = frames::arp_request(port.mac, port.addr, res.target, res.unicast);
         res.next_at = now + self.params.retrans * (1 << res.sent.min(8));
         res.sent += 1;
+        if res.unicast.is_some() {
+            self.stats.arp_probes += 1;
+        } else {
+            self.stats.arp_requests += 1;
+        }
         let out = res.port;
         self.originate(&frame, out);
     }
@@ -442,6 +502,7 @@ impl<'a> ControlPlane<'a> {
             return;
         };
         let _ = self.neigh.set_state(res.target, NeighState::Failed);
+        self.stats.neigh_failed += 1;
         self.failed_at.insert(index, now);
         let n = res.queue.len() as u64;
         self.counters.dropped(res.port, DropReason::NeighFailed, n);
@@ -452,9 +513,11 @@ impl<'a> ControlPlane<'a> {
     /// unanswered probes make them fail.
     fn age(&mut self, now: Instant) {
         let reachable_ms = self.params.reachable.as_millis() as u64;
-        if self.neigh.age(self.now_ms(now), reachable_ms) == 0 {
+        let aged = self.neigh.age(self.now_ms(now), reachable_ms);
+        if aged == 0 {
             return;
         }
+        self.stats.neigh_stale += aged as u64;
         let table = self.neigh.table().clone();
         for (index, e) in table.iter() {
             if e.state() != NeighState::Stale || e.is_static() || self.pending.contains_key(&index)

@@ -1,0 +1,282 @@
+//! The routing pipeline on crafted frames: net_pcap0 (10.0.1.1/24) receives
+//! one frame of each kind, net_pcap1 (10.0.2.1/24) is the way to the routes.
+//! Asserted: the exact bytes of every frame that leaves either port (routed
+//! with TTL - 1 and the neighbour's header, VLAN stripped, padding trimmed;
+//! ARP reply, echo reply, time exceeded from the control plane) and the exact
+//! count of every drop reason.
+
+mod common;
+use common::*;
+use hooks::wire::checksum;
+use hooks::wire::Ipv4Packet;
+use std::time::Duration;
+
+/// net_pcap's MAC is 02:70:63:61:70:<port id> ("pcap").
+const MAC0: [u8; 6] = [0x02, 0x70, 0x63, 0x61, 0x70, 0x00];
+const MAC1: [u8; 6] = [0x02, 0x70, 0x63, 0x61, 0x70, 0x01];
+const HOST_A: [u8; 6] = [0x02, 0xaa, 0, 0, 0, 0x02];
+const NEIGH_22: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 0x22];
+const NEIGH_23: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 0x23];
+
+const CONFIG: &str = r#"
+[[port]]
+device = "net_pcap0"
+address = "10.0.1.1/24"
+
+[[port]]
+device = "net_pcap1"
+address = "10.0.2.1/24"
+
+[[route]]
+prefix = "198.51.100.0/24"
+via = "10.0.2.2"
+
+[[route]]
+prefix = "198.51.100.7/32"
+via = "10.0.2.3"
+
+[[neighbour]]
+address = "10.0.2.2"
+mac = "02:bb:00:00:00:22"
+
+[[neighbour]]
+address = "10.0.2.3"
+mac = "02:bb:00:00:00:23"
+"#;
+
+fn eth(dst: [u8; 6], src: [u8; 6], ethertype: u16) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&ethertype.to_be_bytes());
+    f
+}
+
+/// IPv4 header (IHL 5, right checksum) + `payload`.
+fn ipv4(src: [u8; 4], dst: [u8; 4], ttl: u8, protocol: u8, payload: &[u8]) -> Vec<u8> {
+    let mut p = vec![0u8; 20];
+    p[0] = 0x45;
+    let total = (20 + payload.len()) as u16;
+    p[2..4].copy_from_slice(&total.to_be_bytes());
+    p[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
+    p[8] = ttl;
+    p[9] = protocol;
+    p[12..16].copy_from_slice(&src);
+    p[16..20].copy_from_slice(&dst);
+    let c = checksum::checksum(&p);
+    p[10..12].copy_from_slice(&c.to_be_bytes());
+    p.extend_from_slice(payload);
+    p
+}
+
+fn udp_to(dst: [u8; 4], ttl: u8) -> Vec<u8> {
+    let mut f = eth(MAC0, HOST_A, 0x0800);
+    f.extend(ipv4(
+        [10, 0, 1, 2],
+        dst,
+        ttl,
+        17,
+        &[
+            0x30, 0x39, 0x00, 0x35, 0, 26, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+            16, 17, 18,
+        ],
+    ));
+    f
+}
+
+/// What `frame` (untagged, IP at 14) looks like routed to `neigh`.
+fn routed(frame: &[u8], neigh: [u8; 6]) -> Vec<u8> {
+    let mut out = eth(neigh, MAC1, 0x0800);
+    let mut ip = frame[14..].to_vec();
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    ip.truncate(total);
+    ip[8] -= 1;
+    ip[10..12].fill(0);
+    let c = checksum::checksum(&ip[..20]);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    out.extend(ip);
+    out
+}
+
+#[test]
+fn every_kind_of_frame_ends_where_it_should() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    std::fs::write(p("router.toml"), CONFIG).unwrap();
+
+    let good = udp_to([198, 51, 100, 9], 64);
+    let host32 = udp_to([198, 51, 100, 7], 64);
+    let mut tagged = eth(MAC0, HOST_A, 0x8100);
+    tagged.extend_from_slice(&[0x00, 0x05, 0x08, 0x00]);
+    tagged.extend_from_slice(&good[14..]);
+    let mut padded = eth(MAC0, HOST_A, 0x0800);
+    padded.extend(ipv4(
+        [10, 0, 1, 2],
+        [198, 51, 100, 10],
+        9,
+        17,
+        &[0, 1, 0, 2, 0, 8, 0, 0],
+    ));
+    padded.resize(60, 0xee);
+
+    let mut runt = udp_to([198, 51, 100, 9], 64);
+    runt.truncate(59);
+    let mut other_host = good.clone();
+    other_host[..6].copy_from_slice(&[0x02, 0xcc, 0, 0, 0, 1]);
+    let mut bcast = good.clone();
+    bcast[..6].fill(0xff);
+    let mut llc = eth(MAC0, HOST_A, 0x0026);
+    llc.extend_from_slice(&[0x42, 0x42, 0x03]);
+    llc.resize(60, 0);
+    let mut bad_ihl = good.clone();
+    bad_ihl[14] = 0x44;
+    let mut bad_csum = good.clone();
+    bad_csum[24] ^= 0xff;
+    let mut long_total = good.clone();
+    long_total[16..18].copy_from_slice(&200u16.to_be_bytes());
+    long_total[24..26].fill(0);
+    let c = checksum::checksum(&long_total[14..34]);
+    long_total[24..26].copy_from_slice(&c.to_be_bytes());
+    let ttl1 = udp_to([198, 51, 100, 9], 1);
+    let no_route = udp_to([203, 0, 113, 1], 64);
+    let mut ipv6 = eth(MAC0, HOST_A, 0x86dd);
+    ipv6.resize(80, 0x60);
+    let mut tcp_to_us = eth(MAC0, HOST_A, 0x0800);
+    tcp_to_us.extend(ipv4([10, 0, 1, 2], [10, 0, 1, 1], 64, 6, &[0; 20]));
+    tcp_to_us.resize(60, 0);
+    let mut echo_msg = vec![8, 0, 0, 0, 0x12, 0x34, 0, 1, b'h', b'i'];
+    let c = checksum::checksum(&echo_msg);
+    echo_msg[2..4].copy_from_slice(&c.to_be_bytes());
+    let mut echo = eth(MAC0, HOST_A, 0x0800);
+    echo.extend(ipv4([10, 0, 1, 2], [10, 0, 2, 1], 64, 1, &echo_msg));
+    echo.resize(60, 0);
+    let mut arp_req = eth([0xff; 6], HOST_A, 0x0806);
+    arp_req.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
+    arp_req.extend_from_slice(&HOST_A);
+    arp_req.extend_from_slice(&[10, 0, 1, 2, 0, 0, 0, 0, 0, 0, 10, 0, 1, 1]);
+    arp_req.resize(60, 0);
+
+    let input = vec![
+        good.clone(),
+        host32.clone(),
+        tagged,
+        padded.clone(),
+        runt,
+        other_host,
+        bcast,
+        llc,
+        bad_ihl,
+        bad_csum,
+        long_total,
+        ttl1.clone(),
+        no_route,
+        ipv6,
+        tcp_to_us,
+        echo.clone(),
+        arp_req,
+    ];
+    write_pcap(&p("in.pcap"), &input);
+    write_pcap(&p("empty.pcap"), &[]);
+
+    let mut cmd = fastpath();
+    cmd.args(eal_args(
+        "rtpcap",
+        &[
+            format!(
+                "net_pcap0,rx_pcap={},tx_pcap={}",
+                p("in.pcap").display(),
+                p("out0.pcap").display()
+            ),
+            format!(
+                "net_pcap1,rx_pcap={},tx_pcap={}",
+                p("empty.pcap").display(),
+                p("out1.pcap").display()
+            ),
+        ],
+    ))
+    .args(["--", "--config"])
+    .arg(p("router.toml"))
+    .args(["--duration", "2", "--stats-json"])
+    .arg(p("stats.json"));
+    let r = run(cmd, Duration::from_secs(60));
+    assert_success(&r);
+    assert!(r.stderr.contains("mac 02:70:63:61:70:00"), "{}", r.stderr);
+
+    // Port 1: the routed frames, in order, exactly.
+    let out1 = fastpath::pcap::read(std::fs::File::open(p("out1.pcap")).unwrap()).unwrap();
+    let expect1 = vec![
+        routed(&good, NEIGH_22),
+        routed(&host32, NEIGH_23),
+        routed(&good, NEIGH_22),
+        routed(&padded, NEIGH_22),
+    ];
+    assert_eq!(out1.len(), expect1.len(), "{out1:02x?}");
+    for (i, (a, b)) in out1.iter().zip(&expect1).enumerate() {
+        assert_eq!(a, b, "routed frame {i}");
+    }
+    let ip = Ipv4Packet::new_checked(&out1[0][14..]).unwrap();
+    assert!(ip.verify_checksum());
+    assert_eq!(ip.ttl(), 63);
+
+    // Port 0: from the control plane, in punt order: time exceeded, echo
+    // reply, ARP reply.
+    let out0 = fastpath::pcap::read(std::fs::File::open(p("out0.pcap")).unwrap()).unwrap();
+    assert_eq!(out0.len(), 3, "{out0:02x?}");
+    let te = &out0[0];
+    assert_eq!(&te[..12], &[HOST_A, MAC0].concat()[..]);
+    let te_ip = Ipv4Packet::new_checked(&te[14..]).unwrap();
+    assert_eq!(te_ip.src_addr().octets(), [10, 0, 1, 1]);
+    assert_eq!(te_ip.dst_addr().octets(), [10, 0, 1, 2]);
+    assert!(te_ip.verify_checksum());
+    assert_eq!((te[34], te[35]), (11, 0), "ICMP time exceeded");
+    assert_eq!(&te[42..], &ttl1[14..14 + 28], "quotes header + 8 bytes");
+
+    let reply = &out0[1];
+    assert_eq!(&reply[..12], &[HOST_A, MAC0].concat()[..]);
+    let rip = Ipv4Packet::new_checked(&reply[14..]).unwrap();
+    assert_eq!(rip.src_addr().octets(), [10, 0, 2, 1]);
+    assert_eq!(rip.dst_addr().octets(), [10, 0, 1, 2]);
+    assert!(rip.verify_checksum());
+    assert_eq!(reply.len(), 14 + 30, "trimmed to the IP total length");
+    assert_eq!(reply[34], 0, "echo reply");
+    assert_eq!(&reply[38..], &echo_msg[4..], "ident, seq and data echoed");
+    assert_eq!(
+        checksum::checksum(&reply[34..]),
+        0,
+        "ICMP checksum verifies"
+    );
+
+    let arp = &out0[2];
+    let mut expect_arp = eth(HOST_A, MAC0, 0x0806);
+    expect_arp.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, 2]);
+    expect_arp.extend_from_slice(&MAC0);
+    expect_arp.extend_from_slice(&[10, 0, 1, 1]);
+    expect_arp.extend_from_slice(&HOST_A);
+    expect_arp.extend_from_slice(&[10, 0, 1, 2]);
+    assert_eq!(arp, &expect_arp);
+
+    let s = read_json(&p("stats.json"));
+    let drops = &s["totals"]["drops"];
+    for (reason, n) in [
+        ("runt", 1),
+        ("other_host", 1),
+        ("not_unicast", 1),
+        ("ieee_802_3", 1),
+        ("ipv4_bad_ihl", 1),
+        ("ipv4_bad_checksum", 1),
+        ("ipv4_bad_total_length", 1),
+        ("ttl_exceeded", 1),
+        ("no_route", 1),
+        ("unsupported_protocol", 1),
+        ("local_unsupported", 1),
+    ] {
+        assert_eq!(drops[reason], n, "{reason}: {s}");
+    }
+    assert_eq!(s["totals"]["dropped"], 11, "{s}");
+    assert_eq!(s["totals"]["rx"], input.len() as u64);
+    assert_eq!(s["totals"]["tx"], 4 + 3);
+    assert_eq!(s["totals"]["punted"], 3, "ttl, echo, arp");
+    assert_eq!(s["totals"]["originated"], 1, "the time exceeded");
+    assert_eq!(s["totals"]["balanced"], true);
+    assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
+}

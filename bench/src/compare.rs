@@ -25,7 +25,31 @@ pub struct Options {
     pub hugepages: bool,
     /// Extra app arguments for fastpath (the setup being measured).
     pub fastpath_args: Vec<String>,
+    /// Extra fastpath runs with `--stage-cycles` after the rounds, for the
+    /// cycles-per-stage table (0: none).
+    pub stage_runs: usize,
 }
+
+/// net_pcap's MAC for port 0 (02:70:63:61:70:<port id>, "pcap"): router-mode
+/// frames are addressed to it.
+pub const PCAP0_MAC: [u8; 6] = [0x02, 0x70, 0x63, 0x61, 0x70, 0x00];
+
+/// The router config of the benchmark: port 0 (pcap replay) receives, a
+/// static route sends the flows' destinations out of port 1 (null) to a
+/// static neighbour, so every packet takes the full l2 -> ip -> neigh path.
+pub fn router_config(spec: &FlowSpec) -> String {
+    let [a, b, _, _] = spec.dst_ip;
+    format!(
+        "# fastpath-bench router setup: pcap replay -> route -> null\n\
+         [[port]]\ndevice = \"net_pcap0\"\naddress = \"10.255.0.1/24\"\n\n\
+         [[port]]\ndevice = \"net_null0\"\naddress = \"10.255.1.1/24\"\n\n\
+         [[route]]\nprefix = \"{a}.{b}.0.0/16\"\nvia = \"10.255.1.2\"\n\n\
+         [[neighbour]]\naddress = \"10.255.1.2\"\nmac = \"02:00:00:00:00:99\"\n"
+    )
+}
+
+/// Median cycles per packet of each pipeline stage over the `--stage-cycles` runs.
+pub type StageCycles = Vec<(String, f64)>;
 
 /// One round: both tools' median TX rate.
 #[derive(Clone, Copy, Debug, serde::Serialize)]
@@ -40,6 +64,8 @@ pub struct Summary {
     pub rounds: Vec<Round>,
     pub testpmd_cmd: String,
     pub fastpath_cmd: String,
+    /// Cycles per packet per stage (router mode), with the command.
+    pub stage_cycles: Option<(StageCycles, String)>,
 }
 
 impl Summary {
@@ -111,6 +137,12 @@ fn testpmd_cmd(o: &Options, pcap: &Path) -> Command {
         MBUFS,
         "-a",
     ]);
+    c
+}
+
+fn fastpath_timed_cmd(o: &Options, pcap: &Path) -> Command {
+    let mut c = fastpath_cmd(o, pcap);
+    c.arg("--stage-cycles");
     c
 }
 
@@ -216,10 +248,38 @@ pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Summary, Strin
             fastpath_pps: fp,
         });
     }
+    let mut stage_cycles = None;
+    if o.stage_runs > 0 {
+        let mut runs: Vec<StageCycles> = Vec::new();
+        for i in 0..o.stage_runs {
+            let out = run_for(fastpath_timed_cmd(o, &pcap), None)?;
+            let cycles = rates::stage_cycles(&out).ok_or("fastpath printed no stage cycles")?;
+            progress(&format!(
+                "stage cycles run {}: {}",
+                i + 1,
+                cycles
+                    .iter()
+                    .map(|(n, c)| format!("{n} {c:.1}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            runs.push(cycles);
+        }
+        let medians = runs[0]
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| {
+                let v: Vec<f64> = runs.iter().filter_map(|r| r.get(i).map(|x| x.1)).collect();
+                (name.clone(), rates::median(&v).unwrap_or(0.0))
+            })
+            .collect();
+        stage_cycles = Some((medians, show(&fastpath_timed_cmd(o, &pcap))));
+    }
     Ok(Summary {
         rounds,
         testpmd_cmd: show(&testpmd_cmd(o, &pcap)),
         fastpath_cmd: show(&fastpath_cmd(o, &pcap)),
+        stage_cycles,
     })
 }
 
@@ -285,6 +345,33 @@ pub fn markdown(title: &str, s: &Summary, target: Option<f64>, machine: &str) ->
          dropped, median of the rest.\n\n```\n{}\n{}\n```",
         s.testpmd_cmd, s.fastpath_cmd
     );
+    if let Some((stages, cmd)) = &s.stage_cycles {
+        let pipeline: f64 = stages
+            .iter()
+            .filter(|(n, _)| n != "tx")
+            .map(|(_, c)| c)
+            .sum();
+        let _ = writeln!(
+            m,
+            "\nCycles per packet by stage (TSC read around each stage once per burst, \
+             divided by the packets of the burst; median of the runs):\n"
+        );
+        let _ = writeln!(m, "| stage | cycles / packet |");
+        let _ = writeln!(m, "|---|---:|");
+        for (n, c) in stages {
+            let _ = writeln!(m, "| {n} | {c:.1} |");
+        }
+        let _ = writeln!(
+            m,
+            "| **l2 + ip + neigh** | **{pipeline:.1}** (target <= 40: **{}**) |",
+            if pipeline <= 40.0 { "met" } else { "not met" }
+        );
+        let _ = writeln!(
+            m,
+            "\n`tx` is the dispose step: TX buffers, `tx_burst` into the null device, \
+             and punts.\n\n```\n{cmd}\n```"
+        );
+    }
     m
 }
 
@@ -349,9 +436,38 @@ mod tests {
             ],
             testpmd_cmd: "t".into(),
             fastpath_cmd: "f".into(),
+            stage_cycles: None,
         };
         assert!((s.median_ratio() - 0.9).abs() < 1e-9);
         let md = markdown("T", &s, Some(0.95), "m");
         assert!(md.contains("not met"), "{md}");
+        assert!(!md.contains("Cycles per packet"), "{md}");
+    }
+
+    #[test]
+    fn stage_table_sums_the_pipeline_without_tx() {
+        let s = Summary {
+            rounds: vec![Round {
+                testpmd_pps: 10.0,
+                fastpath_pps: 7.0,
+            }],
+            testpmd_cmd: "t".into(),
+            fastpath_cmd: "f".into(),
+            stage_cycles: Some((
+                vec![
+                    ("l2".into(), 10.0),
+                    ("ip".into(), 20.0),
+                    ("neigh".into(), 5.0),
+                    ("tx".into(), 30.0),
+                ],
+                "f --stage-cycles".into(),
+            )),
+        };
+        let md = markdown("T", &s, Some(0.6), "m");
+        assert!(
+            md.contains("| **l2 + ip + neigh** | **35.0** (target <= 40: **met**) |"),
+            "{md}"
+        );
+        assert!(md.contains("Target: ratio >= 0.60: **met**"), "{md}");
     }
 }

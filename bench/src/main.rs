@@ -60,12 +60,21 @@ enum Cmd {
         /// Do not write the results file.
         #[arg(long)]
         no_write: bool,
-        /// Section name in the results file.
-        #[arg(long, default_value = "forward-io")]
-        section: String,
-        /// Target ratio to report against.
-        #[arg(long, default_value_t = 0.95)]
-        target: f64,
+        /// Measure the IPv4 router (l2 -> ip -> neigh, no hooks) instead of
+        /// plain forwarding: frames to port 0's MAC, routed via a static route
+        /// and neighbour out of port 1; plus cycles per stage.
+        #[arg(long)]
+        router: bool,
+        /// Runs with --stage-cycles for the cycles table (router mode).
+        #[arg(long, default_value_t = 3)]
+        stage_runs: usize,
+        /// Section name in the results file (default: forward-io, or
+        /// router-ipv4 with --router).
+        #[arg(long)]
+        section: Option<String>,
+        /// Target ratio to report against (default: 0.95, or 0.6 with --router).
+        #[arg(long)]
+        target: Option<f64>,
         /// Run without hugepages even when they are available.
         #[arg(long)]
         no_huge: bool,
@@ -112,6 +121,8 @@ fn run(cmd: Cmd) -> Result<(), String> {
             testpmd,
             results,
             no_write,
+            router,
+            stage_runs,
             section,
             target,
             no_huge,
@@ -129,20 +140,35 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 ));
             }
             let hugepages = !no_huge && compare::hugepages_available();
+            let mut spec = FlowSpec {
+                frame_size: size,
+                flows,
+                ..Default::default()
+            };
+            let workdir =
+                std::env::temp_dir().join(format!("fastpath-bench-{}", std::process::id()));
+            let mut fastpath_args = Vec::new();
+            if router {
+                spec.dst_mac = compare::PCAP0_MAC;
+                std::fs::create_dir_all(&workdir).map_err(|e| e.to_string())?;
+                let cfg = workdir.join("router.toml");
+                std::fs::write(&cfg, compare::router_config(&spec))
+                    .map_err(|e| format!("{}: {e}", cfg.display()))?;
+                fastpath_args = vec!["--config".to_string(), cfg.display().to_string()];
+            }
+            let section = section
+                .unwrap_or_else(|| if router { "router-ipv4" } else { "forward-io" }.to_string());
+            let target = target.unwrap_or(if router { 0.6 } else { 0.95 });
             let opts = compare::Options {
                 rounds,
                 seconds,
-                spec: FlowSpec {
-                    frame_size: size,
-                    flows,
-                    ..Default::default()
-                },
+                spec,
                 fastpath,
                 testpmd,
-                workdir: std::env::temp_dir()
-                    .join(format!("fastpath-bench-{}", std::process::id())),
+                workdir,
                 hugepages,
-                fastpath_args: Vec::new(),
+                fastpath_args,
+                stage_runs: if router { stage_runs } else { 0 },
             };
             eprintln!(
                 "comparing {rounds} rounds of {seconds} s, {size}-byte frames, {}",
@@ -150,9 +176,16 @@ fn run(cmd: Cmd) -> Result<(), String> {
             );
             let summary = compare::run(&opts, |l| eprintln!("{l}"))?;
             let _ = std::fs::remove_dir_all(&opts.workdir);
-            let title = format!(
-                "Forwarding only (issue: foundation): pcap replay -> null, {size}-byte frames"
-            );
+            let title = if router {
+                format!(
+                    "IPv4 router, no hooks (issue: IPv4 fast path): pcap replay -> l2 -> ip (LPM) \
+                     -> neigh -> null, {size}-byte frames"
+                )
+            } else {
+                format!(
+                    "Forwarding only (issue: foundation): pcap replay -> null, {size}-byte frames"
+                )
+            };
             let md = compare::markdown(&title, &summary, Some(target), &machine(hugepages));
             println!("{md}");
             if !no_write {

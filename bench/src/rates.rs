@@ -64,9 +64,34 @@ pub fn median(v: &[f64]) -> Option<f64> {
     })
 }
 
+/// The stage cycles fastpath prints at exit with `--stage-cycles`
+/// ("cycles per packet: l2 5.1, ip 10.2, neigh 3.3, tx 20.0").
+pub fn stage_cycles(out: &str) -> Option<Vec<(String, f64)>> {
+    let line = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("cycles per packet:"))?;
+    let v: Vec<(String, f64)> = line
+        .split(',')
+        .filter_map(|part| {
+            let (name, value) = part.trim().rsplit_once(' ')?;
+            Some((name.to_string(), value.parse().ok()?))
+        })
+        .collect();
+    (!v.is_empty()).then_some(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stage_cycles_parse() {
+        let out = "x\ncycles per packet: l2 5.1, ip 10.25, neigh 3.0, tx 20.0\nmbufs: ...";
+        let v = stage_cycles(out).unwrap();
+        assert_eq!(v.len(), 4);
+        assert_eq!(v[1], ("ip".to_string(), 10.25));
+        assert_eq!(stage_cycles("nothing"), None);
+    }
 
     #[test]
     fn reads_fastpath_lines() {

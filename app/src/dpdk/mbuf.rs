@@ -100,12 +100,23 @@ impl Mbuf {
 
     /// Remove `n` bytes from the front of a single-segment packet (e.g. the
     /// VLAN tags before re-writing an untagged Ethernet header); false, and no
-    /// change, if the first segment is shorter.
+    /// change, if it is multi-segment or shorter. Done here, not through the
+    /// `rte_pktmbuf_adj` shim: it runs per routed packet, usually with n = 0.
     #[inline(always)]
     pub fn adj(&mut self, n: u16) -> bool {
-        // SAFETY: we own the mbuf exclusively; rte_pktmbuf_adj checks the length
-        // and moves data_off within the buffer, or returns NULL and changes nothing.
-        !unsafe { sys::rte_pktmbuf_adj(self.0.as_ptr(), n) }.is_null()
+        if n == 0 {
+            return true;
+        }
+        // SAFETY: we own the mbuf exclusively; data_off grows by at most
+        // data_len, so the data stays inside the buffer.
+        let m = unsafe { self.0.as_mut() };
+        if m.nb_segs != 1 || m.data_len < n {
+            return false;
+        }
+        m.data_off += n;
+        m.data_len -= n;
+        m.pkt_len -= u32::from(n);
+        true
     }
 
     /// Cut a single-segment packet to `len` bytes (e.g. Ethernet padding after

@@ -35,6 +35,23 @@ impl TxBuffer {
         let _ = self.pending.push(m);
     }
 
+    /// Send a whole burst routed to this port (the common case: one output
+    /// port for every packet of the burst): what is buffered goes first, then
+    /// the burst in one `tx_burst`, without copying it into the buffer.
+    #[inline(always)]
+    pub fn send_burst(&mut self, burst: &mut MbufBurst, counters: &LcoreCounters) {
+        self.flush(counters);
+        let out = self.queue.tx_burst(burst);
+        counters.tx(self.queue.port(), out.sent as u64);
+        if out.dropped != 0 {
+            counters.dropped(
+                self.queue.port(),
+                DropReason::TxQueueFull,
+                out.dropped as u64,
+            );
+        }
+    }
+
     /// Send what is buffered; what the driver refuses is freed and counted.
     #[inline(always)]
     pub fn flush(&mut self, counters: &LcoreCounters) {

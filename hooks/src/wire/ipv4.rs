@@ -177,7 +177,12 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     /// The header checksum is right: the header sums to `0xffff`.
     #[inline]
     pub fn verify_checksum(&self) -> bool {
-        checksum::sum(self.header_bytes()) == 0xffff
+        let bytes = self.header_bytes();
+        match bytes.first_chunk::<MIN_HEADER_LEN>() {
+            // No options: the unrolled form.
+            Some(h) if bytes.len() == MIN_HEADER_LEN => checksum::sum20(h) == 0xffff,
+            _ => checksum::sum(bytes) == 0xffff,
+        }
     }
 }
 
@@ -293,11 +298,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     pub fn decrement_ttl(&mut self) -> Option<u8> {
         let h = self.header_mut()?;
         let ttl = h[TTL].checked_sub(1)?;
-        let old = be16(h, TTL);
         h[TTL] = ttl;
-        let new = be16(h, TTL);
-        let check = checksum::update(be16(h, CHECKSUM), old, new);
-        set_be16(h, CHECKSUM, check);
+        // The word (TTL, protocol) dropped by 0x0100, so the checksum rises
+        // by 0x0100 with an end-around carry: the kernel's ip_decrease_ttl,
+        // three operations. Equal to RFC 1624 eqn. 3 and to a recomputation.
+        let check = u32::from(be16(h, CHECKSUM)) + 0x0100;
+        set_be16(h, CHECKSUM, (check + u32::from(check >= 0xffff)) as u16);
         Some(ttl)
     }
 }
@@ -488,6 +494,33 @@ mod tests {
             } else {
                 assert_eq!(incremental, 0x0000);
             }
+        }
+    }
+
+    #[test]
+    fn decrement_ttl_equals_rfc1624_and_recomputation() {
+        let mut rng = Rng(0x5eed_1234_abcd_ef01);
+        for _ in 0..20_000 {
+            let mut buf = HEADER;
+            for b in buf.iter_mut().skip(1) {
+                *b = rng.next() as u8;
+            }
+            buf[0] = 0x45;
+            let mut p = Ipv4Packet::new_checked(&mut buf[..]).unwrap();
+            if p.ttl() == 0 {
+                p.set_ttl(1);
+            }
+            p.fill_checksum();
+            let old_check = p.checksum();
+            let old_word = u16::from_be_bytes([buf[TTL], buf[PROTOCOL]]);
+            let mut p = Ipv4Packet::new_checked(&mut buf[..]).unwrap();
+            p.decrement_ttl().unwrap();
+            let got = p.checksum();
+            let new_word = u16::from_be_bytes([buf[TTL], buf[PROTOCOL]]);
+            assert_eq!(got, checksum::update(old_check, old_word, new_word));
+            let mut p = Ipv4Packet::new_checked(&mut buf[..]).unwrap();
+            p.fill_checksum();
+            assert_eq!(got, p.checksum(), "{buf:02x?}");
         }
     }
 

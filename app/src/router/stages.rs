@@ -9,7 +9,7 @@ use super::txbuf::TxBuffer;
 use crate::counters::{LcoreCounters, STAGES};
 use crate::dpdk::{tsc, Mbuf, MbufBurst, BURST_SIZE};
 use crate::neigh::NeighTable;
-use crate::stage::ip::{ipv4_forward_ttl, ipv4_input, CsumFlag, Ipv4Ok};
+use crate::stage::ip::{ipv4_forward_ttl_fixed, ipv4_input, CsumFlag, Ipv4Ok};
 use crate::stage::l2::eth_type_trans;
 use hooks::wire::ethernet::{ethertype, HEADER_LEN, MIN_FRAME_LEN};
 use hooks::{DropReason, PacketMeta, PacketType};
@@ -200,14 +200,19 @@ impl Pipeline {
             return Verdict::Punt(Punt::TtlExceeded);
         }
         let l3 = usize::from(meta.l3_offset);
-        if ok.trimmed_len - l3 > usize::from(hop.mtu) {
+        if usize::from(ok.trimmed_len) - l3 > usize::from(hop.mtu) {
             return Verdict::Drop(DropReason::MtuExceeded);
         }
-        if let Err(r) = ipv4_forward_ttl(m.data_mut(), l3) {
-            return Verdict::Drop(r);
+        let data = m.data_mut();
+        let header = data.get_mut(l3..).and_then(|b| b.first_chunk_mut());
+        match header.map(ipv4_forward_ttl_fixed) {
+            Some(Ok(_)) => {}
+            Some(Err(r)) => return Verdict::Drop(r),
+            None => return Verdict::Drop(DropReason::Ipv4Truncated),
         }
         // Untagged Ethernet header and no padding from here on.
-        if !m.trim_to(ok.trimmed_len as u16) || !m.adj((l3 - HEADER_LEN) as u16) {
+        let trimmed = usize::from(ok.trimmed_len) == data.len() || m.trim_to(ok.trimmed_len);
+        if !trimmed || !m.adj((l3 - HEADER_LEN) as u16) {
             return Verdict::Drop(DropReason::Ipv4BadTotalLength);
         }
         meta.l3_offset = HEADER_LEN as u16;

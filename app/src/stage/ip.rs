@@ -24,9 +24,9 @@ pub enum CsumFlag {
 pub struct Ipv4Ok {
     /// Frame length without Ethernet padding (L3 offset + total length):
     /// trim the packet to it.
-    pub trimmed_len: usize,
+    pub trimmed_len: u16,
     /// Offset of the L4 header (L3 offset + IHL × 4, options skipped).
-    pub l4_offset: usize,
+    pub l4_offset: u16,
     /// Destination address, for the route lookup.
     pub dst: Ipv4Addr,
     /// TTL on arrival (forwarding needs > 1).
@@ -78,8 +78,9 @@ pub fn ipv4_input(
         return Err(DropReason::Ipv4BadTotalLength);
     }
     Ok(Ipv4Ok {
-        trimmed_len: l3 + total_len,
-        l4_offset: l3 + header_len,
+        // Both fit: the frame (an mbuf segment) is at most 65535 bytes.
+        trimmed_len: (l3 + total_len) as u16,
+        l4_offset: (l3 + header_len) as u16,
         dst: ip.dst_addr(),
         ttl: ip.ttl(),
         protocol: ip.protocol(),
@@ -95,6 +96,24 @@ fn header_error(bytes: &[u8], e: WireError) -> DropReason {
         _ if e == WireError::Malformed => DropReason::Ipv4BadIhl,
         _ => DropReason::Ipv4Truncated,
     }
+}
+
+/// [`ipv4_forward_ttl`] on a header [`ipv4_input`] already accepted: only
+/// its first 20 bytes are needed, so no re-parsing. TTL 1 or 0 is
+/// `TtlExceeded` and left as it is.
+#[inline(always)]
+pub fn ipv4_forward_ttl_fixed(h: &mut [u8; MIN_HEADER_LEN]) -> Result<u8, DropReason> {
+    const TTL: usize = 8;
+    const CHECK: usize = 10;
+    if h[TTL] <= 1 {
+        return Err(DropReason::TtlExceeded);
+    }
+    h[TTL] -= 1;
+    // The kernel's ip_decrease_ttl (see Ipv4Packet::decrement_ttl).
+    let check = u32::from(u16::from_be_bytes([h[CHECK], h[CHECK + 1]])) + 0x0100;
+    let check = (check + u32::from(check >= 0xffff)) as u16;
+    h[CHECK..CHECK + 2].copy_from_slice(&check.to_be_bytes());
+    Ok(h[TTL])
 }
 
 /// Decrement the TTL of the IPv4 header at `l3_offset` and update its
@@ -353,6 +372,21 @@ mod tests {
             // The next hop refuses to forward it.
             assert_eq!(input(&f, CsumFlag::Unknown).unwrap().ttl, 1);
             assert_eq!(ipv4_forward_ttl(&mut f, 14), Err(DropReason::TtlExceeded));
+        }
+    }
+
+    #[test]
+    fn fixed_forward_ttl_equals_the_general_one() {
+        for ttl in 0..=255u8 {
+            for ihl in [5, 6] {
+                let mut a = packet(ihl, 8, 0);
+                a[22] = ttl;
+                refill(&mut a);
+                let mut b = a.clone();
+                let fixed = ipv4_forward_ttl_fixed((&mut b[14..34]).try_into().unwrap());
+                assert_eq!(ipv4_forward_ttl(&mut a, 14), fixed, "ttl {ttl}");
+                assert_eq!(a, b, "ttl {ttl} ihl {ihl}");
+            }
         }
     }
 

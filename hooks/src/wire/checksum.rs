@@ -35,7 +35,7 @@ pub fn sum20(h: &[u8; 20]) -> u16 {
             h[4 * i + 3],
         ]));
     }
-    u16::from_be(fold(acc))
+    u16::from_be(fold_short(acc))
 }
 
 /// One's-complement sum of `data` as big-endian 16-bit words, folded, not

@@ -9,7 +9,7 @@ use super::txbuf::TxBuffer;
 use crate::counters::{LcoreCounters, STAGES};
 use crate::dpdk::{tsc, Mbuf, MbufBurst, BURST_SIZE};
 use crate::neigh::NeighTable;
-use crate::stage::ip::{ipv4_forward_ttl_fixed, ipv4_input, CsumFlag, Ipv4Ok};
+use crate::stage::ip::{ipv4_forward_ttl_fixed, ipv4_input_into, CsumFlag, Ipv4Ok};
 use crate::stage::l2::eth_type_trans;
 use hooks::wire::ethernet::{ethertype, HEADER_LEN, MIN_FRAME_LEN};
 use hooks::{DropReason, PacketMeta, PacketType};
@@ -45,12 +45,38 @@ pub struct Pipeline {
     pub pad_short: Arc<[bool]>,
 }
 
+/// Per-burst working arrays, owned by the worker and reused burst after
+/// burst, so that no burst pays for initialising them: every stage writes
+/// an element before it reads it.
+pub struct Scratch {
+    metas: [PacketMeta; BURST_SIZE],
+    verdicts: [Verdict; BURST_SIZE],
+    oks: [Ipv4Ok; BURST_SIZE],
+    idx: [u8; BURST_SIZE],
+    dsts: [u32; BURST_SIZE],
+    ids: [u32; BURST_SIZE],
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch {
+            metas: [PacketMeta::default(); BURST_SIZE],
+            verdicts: [Verdict::Ipv4; BURST_SIZE],
+            oks: [Ipv4Ok::EMPTY; BURST_SIZE],
+            idx: [0; BURST_SIZE],
+            dsts: [0; BURST_SIZE],
+            ids: [0; BURST_SIZE],
+        }
+    }
+}
+
 /// Where a worker's packets go: its TX buffers (indexed by port id) and the
 /// punt burst for the control plane.
 pub struct Outputs<'a> {
     pub tx: &'a mut [Option<TxBuffer>],
     pub punt: &'a mut MbufBurst,
     pub counters: &'a LcoreCounters,
+    pub scratch: &'a mut Scratch,
 }
 
 #[inline(always)]
@@ -74,8 +100,14 @@ impl Pipeline {
         if timed {
             t[0] = tsc();
         }
-        let mut metas = [PacketMeta::received_on(port); BURST_SIZE];
-        let mut verdicts = [Verdict::Ipv4; BURST_SIZE];
+        let Scratch {
+            metas,
+            verdicts,
+            oks,
+            idx,
+            dsts,
+            ids,
+        } = &mut *out.scratch;
         let mac = &self.macs[usize::from(port)];
         if self.pad_short[usize::from(port)] {
             pad_short_frames(burst);
@@ -83,6 +115,7 @@ impl Pipeline {
 
         // l2: eth_type_trans.
         for (i, m) in burst.as_slice().iter().enumerate() {
+            metas[i] = PacketMeta::received_on(port);
             verdicts[i] = match eth_type_trans(m.data(), mac, &mut metas[i]) {
                 Err(r) => Verdict::Drop(r),
                 Ok(()) => l2_verdict(&metas[i]),
@@ -93,25 +126,20 @@ impl Pipeline {
         }
 
         // ip: header checks, one bulk route lookup, local / forward, TTL.
-        let mut oks = [Ipv4Ok::EMPTY; BURST_SIZE];
-        let mut idx = [0u8; BURST_SIZE];
-        let mut dsts = [0u32; BURST_SIZE];
         let mut k = 0;
         for (i, m) in burst.as_slice().iter().enumerate() {
             if verdicts[i] != Verdict::Ipv4 {
                 continue;
             }
-            match ipv4_input(m.data(), &metas[i], csum_flag(m)) {
-                Ok(ok) => {
-                    oks[k] = ok;
+            match ipv4_input_into(m.data(), &metas[i], csum_flag(m), &mut oks[k]) {
+                Ok(()) => {
                     idx[k] = i as u8;
-                    dsts[k] = u32::from(ok.dst);
+                    dsts[k] = u32::from(oks[k].dst);
                     k += 1;
                 }
                 Err(r) => verdicts[i] = Verdict::Drop(r),
             }
         }
-        let mut ids = [0u32; BURST_SIZE];
         self.fib.lookup_bulk(&dsts[..k], &mut ids[..k]);
         let mbufs = burst.as_mut_slice();
         for j in 0..k {

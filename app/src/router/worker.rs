@@ -1,7 +1,7 @@
 //! A router worker lcore: polls its RX queues, runs each burst through the
 //! pipeline, sends what the control plane injects, and punts what it must.
 
-use super::stages::{Outputs, Pipeline};
+use super::stages::{Outputs, Pipeline, Scratch};
 use super::txbuf::TxBuffer;
 use crate::counters::LcoreCounters;
 use crate::dpdk::{MbufBurst, RingConsumer, RingProducer, RxQueue};
@@ -45,6 +45,7 @@ impl RouterWorker {
         let mut burst = MbufBurst::new();
         let mut punt = MbufBurst::new();
         let mut injected = MbufBurst::new();
+        let mut scratch = Box::<Scratch>::default();
         while !stop.load(Relaxed) {
             for q in self.rx.iter_mut() {
                 let n = q.rx_burst(&mut burst);
@@ -57,6 +58,7 @@ impl RouterWorker {
                     tx: &mut self.tx,
                     punt: &mut punt,
                     counters: &counters,
+                    scratch: &mut scratch,
                 };
                 self.pipeline
                     .process(port, &mut burst, &mut out, self.timed);

@@ -55,6 +55,21 @@ pub fn ipv4_input(
     meta: &PacketMeta,
     nic_csum: CsumFlag,
 ) -> Result<Ipv4Ok, DropReason> {
+    let mut ok = Ipv4Ok::EMPTY;
+    ipv4_input_into(frame, meta, nic_csum, &mut ok).map(|()| ok)
+}
+
+/// [`ipv4_input`] writing its result into `out` field by field: the burst
+/// loop keeps results in a fixed array, and a whole `Result<Ipv4Ok, _>`
+/// built on the stack and then copied costs a store-forwarding stall per
+/// packet (narrow stores read back by a wide load).
+#[inline(always)]
+pub fn ipv4_input_into(
+    frame: &[u8],
+    meta: &PacketMeta,
+    nic_csum: CsumFlag,
+    out: &mut Ipv4Ok,
+) -> Result<(), DropReason> {
     let l3 = usize::from(meta.l3_offset);
     let bytes = frame.get(l3..).unwrap_or(&[]);
     let ip = match Ipv4Packet::new_checked(bytes) {
@@ -77,14 +92,13 @@ pub fn ipv4_input(
     if total_len > bytes.len() || total_len < header_len {
         return Err(DropReason::Ipv4BadTotalLength);
     }
-    Ok(Ipv4Ok {
-        // Both fit: the frame (an mbuf segment) is at most 65535 bytes.
-        trimmed_len: (l3 + total_len) as u16,
-        l4_offset: (l3 + header_len) as u16,
-        dst: ip.dst_addr(),
-        ttl: ip.ttl(),
-        protocol: ip.protocol(),
-    })
+    // Both fit: the frame (an mbuf segment) is at most 65535 bytes.
+    out.trimmed_len = (l3 + total_len) as u16;
+    out.l4_offset = (l3 + header_len) as u16;
+    out.dst = ip.dst_addr();
+    out.ttl = ip.ttl();
+    out.protocol = ip.protocol();
+    Ok(())
 }
 
 /// The drop reason for a header `Ipv4Packet::new_checked` refused: the

@@ -100,75 +100,29 @@ impl Pipeline {
         if timed {
             t[0] = tsc();
         }
-        let Scratch {
-            metas,
-            verdicts,
-            oks,
-            idx,
-            dsts,
-            ids,
-        } = &mut *out.scratch;
-        let mac = &self.macs[usize::from(port)];
+        let port_mac = self.macs[usize::from(port)];
         if self.pad_short[usize::from(port)] {
             pad_short_frames(burst);
         }
-
-        // l2: eth_type_trans.
-        for (i, m) in burst.as_slice().iter().enumerate() {
-            metas[i] = PacketMeta::received_on(port);
-            verdicts[i] = match eth_type_trans(m.data(), mac, &mut metas[i]) {
-                Err(r) => Verdict::Drop(r),
-                Ok(()) => l2_verdict(&metas[i]),
-            };
-        }
+        let scratch = &mut *out.scratch;
+        self.l2_stage(port, &port_mac, burst.as_slice(), scratch);
         if timed {
             t[1] = tsc();
         }
-
-        // ip: header checks, one bulk route lookup, local / forward, TTL.
-        let mut k = 0;
-        for (i, m) in burst.as_slice().iter().enumerate() {
-            if verdicts[i] != Verdict::Ipv4 {
-                continue;
-            }
-            match ipv4_input_into(m.data(), &metas[i], csum_flag(m), &mut oks[k]) {
-                Ok(()) => {
-                    idx[k] = i as u8;
-                    dsts[k] = u32::from(oks[k].dst);
-                    k += 1;
-                }
-                Err(r) => verdicts[i] = Verdict::Drop(r),
-            }
-        }
-        self.fib.lookup_bulk(&dsts[..k], &mut ids[..k]);
-        let mbufs = burst.as_mut_slice();
-        for j in 0..k {
-            let i = usize::from(idx[j]);
-            verdicts[i] = self.route(&mut mbufs[i], &mut metas[i], &oks[j], ids[j]);
-        }
+        self.ip_stage(burst.as_mut_slice(), scratch);
         if timed {
             t[2] = tsc();
         }
-
-        // neigh: the cached Ethernet header in front of the IP header.
-        let mut forwarded = 0;
-        let first_out = metas[0].out_port;
-        let mut one_port = true;
-        for (i, m) in mbufs.iter_mut().enumerate() {
-            if let Verdict::Neigh(neigh) = verdicts[i] {
-                verdicts[i] = self.neigh_output(m, &metas[i], neigh);
-                if verdicts[i] == Verdict::Forward(metas[i].out_port) {
-                    forwarded += 1;
-                    one_port &= metas[i].out_port == first_out;
-                }
-            }
-        }
+        let (forwarded, first_out) = self.neigh_stage(burst.as_mut_slice(), scratch);
         if timed {
             t[3] = tsc();
         }
+        let Scratch {
+            metas, verdicts, ..
+        } = &*out.scratch;
 
         // The common case: the whole burst leaves by one port, in one call.
-        if forwarded == n && one_port {
+        if forwarded == n {
             if let Some(Some(txb)) = out.tx.get_mut(usize::from(first_out)) {
                 txb.send_burst(burst, out.counters);
                 if timed {
@@ -209,6 +163,68 @@ impl Pipeline {
         if timed {
             t[4] = tsc();
             out.counters.stage_cycles(&t, n as u64);
+        }
+    }
+
+    /// l2: `eth_type_trans` of every frame, and what follows from it.
+    #[inline(always)]
+    fn l2_stage(&self, port: u16, port_mac: &[u8; 6], mbufs: &[Mbuf], s: &mut Scratch) {
+        for (i, m) in mbufs.iter().enumerate() {
+            s.metas[i] = PacketMeta::received_on(port);
+            s.verdicts[i] = match eth_type_trans(m.data(), port_mac, &mut s.metas[i]) {
+                Err(r) => Verdict::Drop(r),
+                Ok(()) => l2_verdict(&s.metas[i]),
+            };
+        }
+    }
+
+    /// ip: header checks, one bulk route lookup, local / forward, TTL.
+    #[inline(always)]
+    fn ip_stage(&self, mbufs: &mut [Mbuf], s: &mut Scratch) {
+        let mut k = 0;
+        for (i, m) in mbufs.iter().enumerate() {
+            if s.verdicts[i] != Verdict::Ipv4 {
+                continue;
+            }
+            match ipv4_input_into(m.data(), &s.metas[i], csum_flag(m), &mut s.oks[k]) {
+                Ok(()) => {
+                    s.idx[k] = i as u8;
+                    s.dsts[k] = u32::from(s.oks[k].dst);
+                    k += 1;
+                }
+                Err(r) => s.verdicts[i] = Verdict::Drop(r),
+            }
+        }
+        self.fib.lookup_bulk(&s.dsts[..k], &mut s.ids[..k]);
+        for j in 0..k {
+            let i = usize::from(s.idx[j]);
+            if let Some(m) = mbufs.get_mut(i) {
+                s.verdicts[i] = self.route(m, &mut s.metas[i], &s.oks[j], s.ids[j]);
+            }
+        }
+    }
+
+    /// neigh: the cached Ethernet header in front of every routed packet.
+    /// Returns how many are ready to go and, when they all leave by the
+    /// same port, that port (else `u16::MAX`).
+    #[inline(always)]
+    fn neigh_stage(&self, mbufs: &mut [Mbuf], s: &mut Scratch) -> (usize, u16) {
+        let mut forwarded = 0;
+        let mut first_out = None;
+        let mut one_port = true;
+        for (i, m) in mbufs.iter_mut().enumerate() {
+            if let Verdict::Neigh(neigh) = s.verdicts[i] {
+                let out_port = s.metas[i].out_port;
+                s.verdicts[i] = self.neigh_output(m, &s.metas[i], neigh);
+                if s.verdicts[i] == Verdict::Forward(out_port) {
+                    forwarded += 1;
+                    one_port &= *first_out.get_or_insert(out_port) == out_port;
+                }
+            }
+        }
+        match first_out {
+            Some(p) if one_port => (forwarded, p),
+            _ => (forwarded, u16::MAX),
         }
     }
 

@@ -46,6 +46,14 @@ pub fn eth_type_trans(
     if meta.packet_type == PacketType::OtherHost {
         return Err(DropReason::OtherHost);
     }
+    // Untagged IPv4 or ARP, nearly every frame: no tags to walk.
+    let ty = u16::from_be_bytes([head[12], head[13]]);
+    if ty == ethertype::IPV4 || ty == ethertype::ARP {
+        meta.protocol = ty;
+        meta.vlan = 0;
+        meta.l3_offset = HEADER_LEN as u16;
+        return Ok(());
+    }
     let l3 = vlan_get_protocol(head)?;
     meta.protocol = l3.protocol;
     meta.vlan = l3.vlan;

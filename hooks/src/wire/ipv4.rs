@@ -180,7 +180,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         let bytes = self.header_bytes();
         match bytes.first_chunk::<MIN_HEADER_LEN>() {
             // No options: the unrolled form.
-            Some(h) if bytes.len() == MIN_HEADER_LEN => checksum::sum20(h) == 0xffff,
+            Some(h) if bytes.len() == MIN_HEADER_LEN => checksum::verify20(h),
             _ => checksum::sum(bytes) == 0xffff,
         }
     }

@@ -135,22 +135,11 @@ impl Mbuf {
         true
     }
 
-    /// The 16 bytes that end 14 bytes into the data (2 bytes of headroom and
-    /// the Ethernet header slot): where neighbour output writes the cached
-    /// header as two 64-bit stores. `None` without 2 bytes of headroom or 14
-    /// bytes of data.
+    /// The frame's Ethernet header bytes (the first 14 of the data), where
+    /// neighbour output writes; `None` for a shorter first segment.
     #[inline(always)]
-    pub fn eth_slot_mut(&mut self) -> Option<&mut [u8; 16]> {
-        let m = self.raw();
-        if m.data_off < 2 || m.data_len < 14 {
-            return None;
-        }
-        // SAFETY: data_off >= 2 so the slot starts inside the buffer, and it ends
-        // 14 bytes into the data, which data_len >= 14 keeps in bounds; &mut self
-        // gives exclusive access for the borrow; [u8; 16] has alignment 1.
-        Some(unsafe {
-            &mut *((m.buf_addr as *mut u8).add(m.data_off as usize - 2) as *mut [u8; 16])
-        })
+    pub fn eth_header_mut(&mut self) -> Option<&mut [u8; 14]> {
+        self.data_mut().first_chunk_mut()
     }
 
     /// Empty the packet (data length 0, default headroom, one segment) so it

@@ -5,7 +5,7 @@
 //! `confirm` is the one write the data path may make (like the kernel's
 //! `dst_confirm`), and it writes only when the time moves forward.
 
-use super::hh::{EthHeader, HhCache, HH_SLOT};
+use super::hh::{EthHeader, HhCache, ETH_HLEN};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 
@@ -111,16 +111,26 @@ impl NeighEntry {
         &self.hh
     }
 
-    /// Neighbour output: if the state is valid, copy the header slot to `dst`
-    /// (the 16 bytes ending at the IP header) and return true; otherwise leave
+    /// Neighbour output: if the state is valid, write the header to `dst`
+    /// (the frame's first 14 bytes) and return true; otherwise leave
     /// `dst` alone and return false (the caller queues the packet).
     #[inline(always)]
-    pub fn hh_output(&self, dst: &mut [u8; HH_SLOT]) -> bool {
+    pub fn hh_output(&self, dst: &mut [u8; ETH_HLEN]) -> bool {
         if !self.state().is_valid() {
             return false;
         }
         self.hh.copy_to(dst);
         true
+    }
+
+    /// The cached header's two words if the state is valid: one consistent
+    /// read that a burst can reuse for every packet to this neighbour.
+    #[inline(always)]
+    pub fn hh_snapshot(&self) -> Option<[u64; 2]> {
+        if !self.state().is_valid() {
+            return None;
+        }
+        Some(self.hh.read_words())
     }
 
     /// When the neighbour was last confirmed reachable.
@@ -171,6 +181,7 @@ impl NeighEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::neigh::hh::HH_PAD;
 
     const HDR: EthHeader = EthHeader {
         dst: [0x02, 0, 0, 0, 0, 1],
@@ -225,17 +236,21 @@ mod tests {
     fn hh_output_only_when_valid() {
         let e = NeighEntry::new();
         e.set_hh(&HDR);
-        let mut dst = [0xffu8; HH_SLOT];
+        let mut dst = [0xffu8; ETH_HLEN];
         for s in [NeighState::Incomplete, NeighState::Failed] {
             e.set_state(s);
             assert!(!e.hh_output(&mut dst));
-            assert_eq!(dst, [0xff; HH_SLOT]);
+            assert_eq!(dst, [0xff; ETH_HLEN]);
         }
         for s in [NeighState::Reachable, NeighState::Stale] {
-            dst = [0xff; HH_SLOT];
+            dst = [0xff; ETH_HLEN];
             e.set_state(s);
             assert!(e.hh_output(&mut dst));
-            assert_eq!(dst, HDR.slot());
+            assert_eq!(&dst[..], &HDR.slot()[HH_PAD..]);
+            assert_eq!(
+                e.hh_snapshot().map(|w| w[1].to_ne_bytes()[6..].to_vec()),
+                Some(vec![8, 0])
+            );
         }
     }
 

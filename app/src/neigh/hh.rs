@@ -2,15 +2,21 @@
 //! `hh_cache` as read by `neigh_hh_output`.
 //!
 //! The 16-byte slot holds the 14-byte Ethernet header in its last 14 bytes, after
-//! 2 bytes of padding (the kernel's `HH_DATA_MOD` alignment), so the slot ends
-//! where the IP header starts. Output copies all 16 bytes to `l3_offset - 16`
-//! as two 64-bit stores; the padding lands in headroom, in front of the frame.
+//! 2 bytes of padding (the kernel's `HH_DATA_MOD` alignment):
 //!
 //! ```text
 //! byte   0..2     2..8      8..14     14..16
 //!        padding  dst MAC   src MAC   ethertype (big endian)
 //! word   [0] = bytes 0..8             [1] = bytes 8..16
 //! ```
+//!
+//! Output writes the 14 header bytes as two overlapping 64-bit stores, header
+//! bytes 0..8 and 6..14, not the kernel's 16 bytes at `l3 - 16`. The kernel
+//! aligns the Ethernet header at 2 mod 16 (`NET_IP_ALIGN`), so its 16-byte copy
+//! is aligned; a DPDK mbuf's data starts cache-line aligned (128 bytes of
+//! headroom), so the 16 bytes at `l3 - 16` would straddle two cache lines and
+//! dirty the headroom's, which nothing else touches: a split store and a cold
+//! line per packet. The overlapping stores stay in the frame's first line.
 //!
 //! Ordering is DPDK's `rte_seqcount` (rte_seqcount.h). The two words are atomics:
 //! a racy plain read is undefined behaviour in Rust, even when retried.
@@ -68,6 +74,19 @@ fn slot_words(s: &[u8; HH_SLOT]) -> [u64; 2] {
     ]
 }
 
+/// Write the header held in slot words (from [`HhCache::read_words`] or
+/// [`NeighEntry::hh_snapshot`](super::NeighEntry::hh_snapshot)) to the 14
+/// bytes of a frame's Ethernet header: two overlapping 64-bit stores, bytes
+/// 0..8 and 6..14 (the two bytes in both get the same value).
+#[inline(always)]
+pub fn store_header(dst: &mut [u8; ETH_HLEN], words: [u64; 2]) {
+    let mut slot = [0u8; HH_SLOT];
+    slot[..8].copy_from_slice(&words[0].to_ne_bytes());
+    slot[8..].copy_from_slice(&words[1].to_ne_bytes());
+    dst[..8].copy_from_slice(&slot[HH_PAD..HH_PAD + 8]);
+    dst[6..].copy_from_slice(&slot[HH_PAD + 6..]);
+}
+
 /// The cached header of one neighbour: a sequence count and two words.
 /// Readers never write to it.
 #[derive(Debug, Default)]
@@ -115,13 +134,10 @@ impl HhCache {
         s
     }
 
-    /// Copy the slot to `dst` (the 16 bytes ending at the IP header, i.e.
-    /// `frame[l3_offset - 16..l3_offset]`) as two 64-bit stores.
+    /// Write the header to a frame's first 14 bytes (see [`store_header`]).
     #[inline(always)]
-    pub fn copy_to(&self, dst: &mut [u8; HH_SLOT]) {
-        let [w0, w1] = self.read_words();
-        dst[..8].copy_from_slice(&w0.to_ne_bytes());
-        dst[8..].copy_from_slice(&w1.to_ne_bytes());
+    pub fn copy_to(&self, dst: &mut [u8; ETH_HLEN]) {
+        store_header(dst, self.read_words());
     }
 
     /// The cached Ethernet header, consistent.
@@ -211,17 +227,14 @@ mod tests {
     }
 
     #[test]
-    fn copy_to_fills_the_16_bytes_before_l3() {
+    fn copy_to_writes_exactly_the_14_header_bytes() {
         let hh = HhCache::new();
         hh.write(&HDR);
         let mut frame = [0xeeu8; 64];
-        let l3 = 20;
-        let dst: &mut [u8; HH_SLOT] = (&mut frame[l3 - HH_SLOT..l3]).try_into().unwrap();
+        let dst: &mut [u8; ETH_HLEN] = (&mut frame[..ETH_HLEN]).try_into().unwrap();
         hh.copy_to(dst);
-        assert_eq!(&frame[l3 - ETH_HLEN..l3], &SLOT[HH_PAD..]);
-        assert_eq!(&frame[l3 - HH_SLOT..l3 - ETH_HLEN], &[0, 0]);
-        assert!(frame[..l3 - HH_SLOT].iter().all(|&b| b == 0xee));
-        assert!(frame[l3..].iter().all(|&b| b == 0xee));
+        assert_eq!(&frame[..ETH_HLEN], &SLOT[HH_PAD..]);
+        assert!(frame[ETH_HLEN..].iter().all(|&b| b == 0xee));
     }
 
     #[test]

@@ -12,5 +12,5 @@ pub mod hh;
 pub mod table;
 
 pub use entry::{NeighEntry, NeighFlags, NeighState};
-pub use hh::{EthHeader, HhCache, HH_SLOT};
+pub use hh::{store_header, EthHeader, HhCache, ETH_HLEN, HH_SLOT};
 pub use table::{NeighError, NeighTable, NeighWriter};

@@ -8,7 +8,7 @@ use super::punt::Punt;
 use super::txbuf::TxBuffer;
 use crate::counters::{LcoreCounters, STAGES};
 use crate::dpdk::{tsc, Mbuf, MbufBurst, BURST_SIZE};
-use crate::neigh::NeighTable;
+use crate::neigh::{store_header, NeighTable};
 use crate::stage::ip::{ipv4_forward_ttl_fixed, ipv4_input_into, CsumFlag, Ipv4Ok};
 use crate::stage::l2::eth_type_trans;
 use hooks::wire::ethernet::{ethertype, HEADER_LEN, MIN_FRAME_LEN};
@@ -205,22 +205,49 @@ impl Pipeline {
     }
 
     /// neigh: the cached Ethernet header in front of every routed packet.
-    /// Returns how many are ready to go and, when they all leave by the
-    /// same port, that port (else `u16::MAX`).
+    /// A neighbour's header is read (seqlock) once per burst and reused for
+    /// the packets that follow to the same neighbour: a burst sees one
+    /// consistent header per neighbour. Returns how many packets are ready
+    /// to go and, when they all leave by one port, that port (else
+    /// `u16::MAX`).
     #[inline(always)]
     fn neigh_stage(&self, mbufs: &mut [Mbuf], s: &mut Scratch) -> (usize, u16) {
         let mut forwarded = 0;
         let mut first_out = None;
         let mut one_port = true;
+        // (neighbour index, its header words if usable); u32::MAX: none yet.
+        let mut cached: (u32, Option<[u64; 2]>) = (u32::MAX, None);
+        let mut last_dst: (u32, u32) = (0, u32::MAX);
         for (i, m) in mbufs.iter_mut().enumerate() {
-            if let Verdict::Neigh(neigh) = s.verdicts[i] {
-                let out_port = s.metas[i].out_port;
-                s.verdicts[i] = self.neigh_output(m, &s.metas[i], neigh);
-                if s.verdicts[i] == Verdict::Forward(out_port) {
-                    forwarded += 1;
-                    one_port &= *first_out.get_or_insert(out_port) == out_port;
-                }
+            let Verdict::Neigh(neigh) = s.verdicts[i] else {
+                continue;
+            };
+            let meta = &s.metas[i];
+            let index = if neigh != NEIGH_BY_DST {
+                neigh
+            } else if meta.next_hop == last_dst.0 {
+                last_dst.1
+            } else {
+                let found = self.neigh.lookup(Ipv4Addr::from(meta.next_hop));
+                let index = found.map_or(u32::MAX, |x| x as u32);
+                last_dst = (meta.next_hop, index);
+                index
+            };
+            if index != cached.0 {
+                let words = (index != u32::MAX)
+                    .then(|| self.neigh.entry(index as usize).hh_snapshot())
+                    .flatten();
+                cached = (index, words);
             }
+            s.verdicts[i] = match (cached.1, m.eth_header_mut()) {
+                (Some(words), Some(slot)) => {
+                    store_header(slot, words);
+                    forwarded += 1;
+                    one_port &= *first_out.get_or_insert(meta.out_port) == meta.out_port;
+                    Verdict::Forward(meta.out_port)
+                }
+                _ => Verdict::Punt(Punt::Resolve),
+            };
         }
         match first_out {
             Some(p) if one_port => (forwarded, p),
@@ -267,22 +294,6 @@ impl Pipeline {
             u32::from(ok.dst)
         };
         Verdict::Neigh(hop.neigh)
-    }
-
-    /// Neighbour output: the cached header, or a punt to resolve the next hop.
-    #[inline(always)]
-    fn neigh_output(&self, m: &mut Mbuf, meta: &PacketMeta, neigh: u32) -> Verdict {
-        let index = if neigh != NEIGH_BY_DST {
-            Some(neigh as usize)
-        } else {
-            self.neigh.lookup(Ipv4Addr::from(meta.next_hop))
-        };
-        if let (Some(i), Some(slot)) = (index, m.eth_slot_mut()) {
-            if self.neigh.entry(i).hh_output(slot) {
-                return Verdict::Forward(meta.out_port);
-            }
-        }
-        Verdict::Punt(Punt::Resolve)
     }
 }
 

@@ -334,7 +334,7 @@ impl<'a> ControlPlane<'a> {
     fn flush_queue(&mut self, index: usize, res: Resolution) {
         for mut m in res.queue {
             let entry = self.neigh.table().entry(index);
-            let written = m.eth_slot_mut().is_some_and(|s| entry.hh_output(s));
+            let written = m.eth_header_mut().is_some_and(|s| entry.hh_output(s));
             if written {
                 self.send(m, res.port);
             } else {
@@ -424,7 +424,7 @@ impl<'a> ControlPlane<'a> {
         let entry = self.neigh.table().entry(index);
         // Resolved since the worker looked: send it now.
         if entry.state().is_valid() {
-            if m.eth_slot_mut().is_some_and(|s| entry.hh_output(s)) {
+            if m.eth_header_mut().is_some_and(|s| entry.hh_output(s)) {
                 return self.send(m, out);
             }
             return self.drop(m, out, DropReason::NeighFailed);

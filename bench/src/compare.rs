@@ -28,6 +28,9 @@ pub struct Options {
     /// Extra fastpath runs with `--stage-cycles` after the rounds, for the
     /// cycles-per-stage table (0: none).
     pub stage_runs: usize,
+    /// Other testpmd forwarding engines to measure on the same setup, for
+    /// scale (e.g. macswap, 5tswap, csum), `stage_runs` times each.
+    pub reference_modes: Vec<String>,
 }
 
 /// net_pcap's MAC for port 0 (02:70:63:61:70:<port id>, "pcap"): router-mode
@@ -66,6 +69,8 @@ pub struct Summary {
     pub fastpath_cmd: String,
     /// Cycles per packet per stage (router mode), with the command.
     pub stage_cycles: Option<(StageCycles, String)>,
+    /// Median TX rate of each reference testpmd engine.
+    pub reference: Vec<(String, f64)>,
 }
 
 impl Summary {
@@ -126,10 +131,14 @@ fn eal_args(o: &Options, pcap: &Path, prefix: &str) -> Vec<String> {
 const MBUFS: &str = "16383";
 
 fn testpmd_cmd(o: &Options, pcap: &Path) -> Command {
+    testpmd_mode_cmd(o, pcap, "io")
+}
+
+fn testpmd_mode_cmd(o: &Options, pcap: &Path, mode: &str) -> Command {
     let mut c = Command::new(&o.testpmd);
     c.args(eal_args(o, pcap, "cmp-testpmd")).args([
         "--",
-        "--forward-mode=io",
+        &format!("--forward-mode={mode}"),
         "--nb-cores=1",
         "--stats-period",
         "1",
@@ -275,11 +284,24 @@ pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Summary, Strin
             .collect();
         stage_cycles = Some((medians, show(&fastpath_timed_cmd(o, &pcap))));
     }
+    let mut reference = Vec::new();
+    for mode in &o.reference_modes {
+        let mut v = Vec::new();
+        for _ in 0..o.stage_runs.max(1) {
+            let out = run_for(testpmd_mode_cmd(o, &pcap, mode), Some(o.seconds + 1))?;
+            let pps = rates::steady_median(&rates::testpmd_tx_pps(&out, 1), 1)
+                .ok_or_else(|| format!("testpmd {mode} printed no rate samples"))?;
+            progress(&format!("reference: testpmd {mode} {:.2} Mpps", pps / 1e6));
+            v.push(pps);
+        }
+        reference.push((mode.clone(), rates::median(&v).unwrap_or(0.0)));
+    }
     Ok(Summary {
         rounds,
         testpmd_cmd: show(&testpmd_cmd(o, &pcap)),
         fastpath_cmd: show(&fastpath_cmd(o, &pcap)),
         stage_cycles,
+        reference,
     })
 }
 
@@ -345,6 +367,40 @@ pub fn markdown(title: &str, s: &Summary, target: Option<f64>, machine: &str) ->
          dropped, median of the rest.\n\n```\n{}\n{}\n```",
         s.testpmd_cmd, s.fastpath_cmd
     );
+    if !s.reference.is_empty() {
+        let io = rates::median(&tp).unwrap_or(0.0);
+        let _ = writeln!(
+            m,
+            "\nFor scale, other `dpdk-testpmd` engines on the same setup (median of the \
+             runs; same command with another `--forward-mode`):\n"
+        );
+        let _ = writeln!(
+            m,
+            "| testpmd engine | what it does per packet | Mpps | ratio to io |"
+        );
+        let _ = writeln!(m, "|---|---|---:|---:|");
+        for (mode, pps) in &s.reference {
+            let what = match mode.as_str() {
+                "macswap" => "swap the Ethernet addresses",
+                "5tswap" => "swap MACs, IPs and L4 ports",
+                "csum" => "parse L2-L4, check and fill checksums in software",
+                _ => "",
+            };
+            let _ = writeln!(
+                m,
+                "| {mode} | {what} | {:.2} | {:.3} |",
+                pps / 1e6,
+                if io > 0.0 { pps / io } else { 0.0 }
+            );
+        }
+        let _ = writeln!(
+            m,
+            "| *fastpath router* | *l2, IPv4 checks with checksum, LPM, TTL, neighbour header* | \
+             *{:.2}* | *{:.3}* |",
+            mpps(&fp),
+            s.median_ratio()
+        );
+    }
     if let Some((stages, cmd)) = &s.stage_cycles {
         let pipeline: f64 = stages
             .iter()
@@ -437,6 +493,7 @@ mod tests {
             testpmd_cmd: "t".into(),
             fastpath_cmd: "f".into(),
             stage_cycles: None,
+            reference: Vec::new(),
         };
         assert!((s.median_ratio() - 0.9).abs() < 1e-9);
         let md = markdown("T", &s, Some(0.95), "m");
@@ -462,6 +519,7 @@ mod tests {
                 ],
                 "f --stage-cycles".into(),
             )),
+            reference: vec![("csum".into(), 4.0)],
         };
         let md = markdown("T", &s, Some(0.6), "m");
         assert!(
@@ -469,5 +527,11 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("Target: ratio >= 0.60: **met**"), "{md}");
+        assert!(
+            md.contains(
+                "| csum | parse L2-L4, check and fill checksums in software | 0.00 | 0.400 |"
+            ),
+            "{md}"
+        );
     }
 }

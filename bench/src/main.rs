@@ -65,9 +65,14 @@ enum Cmd {
         /// and neighbour out of port 1; plus cycles per stage.
         #[arg(long)]
         router: bool,
-        /// Runs with --stage-cycles for the cycles table (router mode).
+        /// Runs with --stage-cycles for the cycles table (router mode), and
+        /// runs of each reference testpmd engine.
         #[arg(long, default_value_t = 3)]
         stage_runs: usize,
+        /// Reference testpmd engines measured for scale (router mode), comma
+        /// separated; empty for none.
+        #[arg(long, default_value = "macswap,5tswap,csum", value_delimiter = ',')]
+        reference_modes: Vec<String>,
         /// Section name in the results file (default: forward-io, or
         /// router-ipv4 with --router).
         #[arg(long)]
@@ -123,6 +128,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
             no_write,
             router,
             stage_runs,
+            reference_modes,
             section,
             target,
             no_huge,
@@ -169,6 +175,14 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 hugepages,
                 fastpath_args,
                 stage_runs: if router { stage_runs } else { 0 },
+                reference_modes: if router {
+                    reference_modes
+                        .into_iter()
+                        .filter(|m| !m.is_empty())
+                        .collect()
+                } else {
+                    Vec::new()
+                },
             };
             eprintln!(
                 "comparing {rounds} rounds of {seconds} s, {size}-byte frames, {}",

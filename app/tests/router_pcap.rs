@@ -280,3 +280,144 @@ fn every_kind_of_frame_ends_where_it_should() {
     assert_eq!(s["totals"]["balanced"], true);
     assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
 }
+
+/// A config with one port per side and no neighbours: on-link next hops
+/// must be resolved by ARP.
+const CONFIG_NO_NEIGH: &str = r#"
+[[port]]
+device = "net_pcap0"
+address = "10.0.1.1/24"
+
+[[port]]
+device = "net_pcap1"
+address = "10.0.2.1/24"
+"#;
+
+/// Run fastpath on pcaps: `in0` into port 0, `in1` into port 1; returns the
+/// frames each port sent and the statistics.
+fn run_pcaps(
+    test: &str,
+    config: &str,
+    in0: &[Vec<u8>],
+    in1: &[Vec<u8>],
+    secs: &str,
+) -> (Vec<Vec<u8>>, Vec<Vec<u8>>, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    std::fs::write(p("router.toml"), config).unwrap();
+    write_pcap(&p("in0.pcap"), in0);
+    write_pcap(&p("in1.pcap"), in1);
+    let mut cmd = fastpath();
+    cmd.args(eal_args(
+        test,
+        &[
+            format!(
+                "net_pcap0,rx_pcap={},tx_pcap={}",
+                p("in0.pcap").display(),
+                p("out0.pcap").display()
+            ),
+            format!(
+                "net_pcap1,rx_pcap={},tx_pcap={}",
+                p("in1.pcap").display(),
+                p("out1.pcap").display()
+            ),
+        ],
+    ))
+    .args(["--", "--config"])
+    .arg(p("router.toml"))
+    .args(["--duration", secs, "--stats-json"])
+    .arg(p("stats.json"));
+    let r = run(cmd, Duration::from_secs(60));
+    assert_success(&r);
+    let read = |n: &str| fastpath::pcap::read(std::fs::File::open(p(n)).unwrap()).unwrap();
+    (
+        read("out0.pcap"),
+        read("out1.pcap"),
+        read_json(&p("stats.json")),
+    )
+}
+
+/// Is `f` an ARP request from port 1 for `target`?
+fn is_arp_request_for(f: &[u8], target: [u8; 4]) -> bool {
+    f.len() >= 42
+        && f[..6] == [0xff; 6]
+        && f[6..12] == MAC1
+        && f[12..14] == [0x08, 0x06]
+        && f[20..22] == [0, 1]
+        && f[22..28] == MAC1
+        && f[28..32] == [10, 0, 2, 1]
+        && f[38..42] == target
+}
+
+#[test]
+fn unresolved_next_hop_queues_retries_with_backoff_then_fails() {
+    // 100 packets to a connected address nobody answers for.
+    let frames: Vec<Vec<u8>> = (0..100).map(|_| udp_to([10, 0, 2, 77], 64)).collect();
+    let (out0, out1, s) = run_pcaps("rtunres", CONFIG_NO_NEIGH, &frames, &[], "3");
+    assert!(out0.is_empty(), "{out0:02x?}");
+    // The first request, and retries after 250 and 500 ms; fails 1 s later.
+    assert_eq!(out1.len(), 3, "{out1:02x?}");
+    assert!(out1.iter().all(|f| is_arp_request_for(f, [10, 0, 2, 77])));
+    let drops = &s["totals"]["drops"];
+    assert_eq!(drops["neigh_queue_full"], 36, "{s}");
+    assert_eq!(drops["neigh_failed"], 64, "{s}");
+    assert_eq!(s["control"]["arp_requests"], 3, "{s}");
+    assert_eq!(s["control"]["neigh_failed"], 1, "{s}");
+    assert_eq!(s["totals"]["originated"], 3);
+    assert_eq!(s["totals"]["tx"], 3);
+    assert_eq!(s["totals"]["balanced"], true);
+    assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
+    let n = s["neighbours"].as_array().unwrap();
+    assert!(
+        n.iter()
+            .any(|e| e.as_str().unwrap().starts_with("10.0.2.77")
+                && e.as_str().unwrap().contains("Failed")),
+        "{n:?}"
+    );
+}
+
+#[test]
+fn an_arp_reply_releases_the_waiting_packets() {
+    let frames: Vec<Vec<u8>> = (0..100).map(|_| udp_to([10, 0, 2, 77], 64)).collect();
+    // The neighbour's reply to us, on port 1 (it may arrive before or after
+    // the packets are queued: either way they leave with its MAC).
+    let nb = [0x02, 0xdd, 0, 0, 0, 0x77];
+    let mut reply = eth(MAC1, nb, 0x0806);
+    reply.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, 2]);
+    reply.extend_from_slice(&nb);
+    reply.extend_from_slice(&[10, 0, 2, 77]);
+    reply.extend_from_slice(&MAC1);
+    reply.extend_from_slice(&[10, 0, 2, 1]);
+    reply.resize(60, 0);
+    let (_, out1, s) = run_pcaps("rtreply", CONFIG_NO_NEIGH, &frames, &[reply], "2");
+    let expect = routed(&frames[0], nb);
+    let sent = out1.iter().filter(|f| **f == expect).count();
+    let requests = out1
+        .iter()
+        .filter(|f| is_arp_request_for(f, [10, 0, 2, 77]))
+        .count();
+    assert_eq!(
+        sent + requests,
+        out1.len(),
+        "only routed frames and ARP requests: {out1:02x?}"
+    );
+    assert!(requests <= 1, "no retry once answered: {requests}");
+    let drops = &s["totals"]["drops"];
+    // At most 64 wait; whatever did not fit was counted.
+    assert!(sent >= 64, "{sent} sent: {s}");
+    assert_eq!(
+        sent as u64 + drops["neigh_queue_full"].as_u64().unwrap(),
+        100,
+        "{s}"
+    );
+    assert_eq!(drops["neigh_failed"], 0, "{s}");
+    assert_eq!(s["totals"]["balanced"], true);
+    assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
+    let n = s["neighbours"].as_array().unwrap();
+    assert!(
+        n.iter()
+            .any(|e| e.as_str().unwrap().starts_with("10.0.2.77")
+                && e.as_str().unwrap().contains("02:dd:00:00:00:77 Reachable")),
+        "{n:?}"
+    );
+}

@@ -371,12 +371,34 @@ pub(crate) fn log_port_up(port: &Port, cfg: &PortConfig) {
 /// The main lcore: wait for a stop signal or the end of `--duration`, printing
 /// per-port rates every `--stats-period`.
 fn control_loop(args: &AppArgs, stop: &AtomicBool, started: Instant, ports: &[Port]) {
+    main_lcore_loop(
+        args,
+        stop,
+        started,
+        ports,
+        Duration::from_millis(20),
+        || false,
+    );
+}
+
+/// The main lcore's loop in either mode: run `work` (the control plane; true
+/// when it did something) until a stop signal or the end of `--duration`,
+/// print per-port rates every `--stats-period`, and nap `idle` when idle.
+pub(crate) fn main_lcore_loop(
+    args: &AppArgs,
+    stop: &AtomicBool,
+    started: Instant,
+    ports: &[Port],
+    idle: Duration,
+    mut work: impl FnMut() -> bool,
+) {
     let deadline = args.duration.map(|d| started + Duration::from_secs_f64(d));
     let period = (args.stats_period > 0.0).then(|| Duration::from_secs_f64(args.stats_period));
     let mut last_at = Instant::now();
     let mut last: Vec<PortStats> = ports.iter().map(|p| p.stats()).collect();
     let mut next_print = period.map(|p| last_at + p);
     while !stop.load(Ordering::Relaxed) {
+        let busy = work();
         let now = Instant::now();
         if deadline.is_some_and(|d| now >= d) {
             break;
@@ -390,16 +412,18 @@ fn control_loop(args: &AppArgs, stop: &AtomicBool, started: Instant, ports: &[Po
                 next_print = Some(at + p);
             }
         }
-        let mut nap = Duration::from_millis(20);
-        if let Some(d) = deadline {
-            nap = nap.min(d.saturating_duration_since(now));
+        if !busy {
+            let nap = match deadline {
+                Some(d) => idle.min(d.saturating_duration_since(now)),
+                None => idle,
+            };
+            std::thread::sleep(nap);
         }
-        std::thread::sleep(nap);
     }
 }
 
 #[cold]
-pub(crate) fn print_rates(
+fn print_rates(
     started: Instant,
     dt: Duration,
     ports: &[Port],

@@ -13,13 +13,13 @@ use crate::config::{DeviceRef, RouterConfig};
 use crate::counters::{LcoreCounters, STAGES};
 use crate::dpdk::port::describe_ports;
 use crate::dpdk::{
-    lcore, mbuf_ring, DpdkError, Eal, Lpm, Mempool, Port, PortConfig, PortStats, RxQueue, TxQueue,
+    lcore, mbuf_ring, DpdkError, Eal, Lpm, Mempool, Port, PortConfig, RxQueue, TxQueue,
 };
 use crate::forward;
 use crate::neigh::{EthHeader, NeighTable};
 use crate::report::Report;
 use crate::runtime::{
-    default_pool_size, finish, log_port_up, print_rates, RunError, MEMPOOL_CACHE,
+    default_pool_size, finish, log_port_up, main_lcore_loop, RunError, MEMPOOL_CACHE,
 };
 use hooks::wire::ethernet::ethertype;
 use std::collections::BTreeMap;
@@ -389,7 +389,15 @@ fn route(
                 None => String::new(),
             }
         );
-        control_loop(args, &stop, started, ports, &mut control);
+        // The control plane is not a poll-mode core: it naps while idle.
+        main_lcore_loop(
+            args,
+            &stop,
+            started,
+            ports,
+            Duration::from_micros(500),
+            || control.poll() > 0,
+        );
     }
     stop.store(true, Ordering::SeqCst);
     let mut failed = Vec::new();
@@ -463,40 +471,4 @@ fn route(
         neighbours,
         events,
     ))
-}
-
-/// The main lcore: the control plane, statistics every `--stats-period`, until
-/// a stop signal or the end of `--duration`.
-fn control_loop(
-    args: &AppArgs,
-    stop: &AtomicBool,
-    started: Instant,
-    ports: &[Port],
-    control: &mut ControlPlane<'_>,
-) {
-    let deadline = args.duration.map(|d| started + Duration::from_secs_f64(d));
-    let period = (args.stats_period > 0.0).then(|| Duration::from_secs_f64(args.stats_period));
-    let mut last_at = Instant::now();
-    let mut last: Vec<PortStats> = ports.iter().map(|p| p.stats()).collect();
-    let mut next_print = period.map(|p| last_at + p);
-    while !stop.load(Ordering::Relaxed) {
-        let handled = control.poll();
-        let now = Instant::now();
-        if deadline.is_some_and(|d| now >= d) {
-            break;
-        }
-        if let (Some(at), Some(p)) = (next_print, period) {
-            if now >= at {
-                let cur: Vec<PortStats> = ports.iter().map(|p| p.stats()).collect();
-                print_rates(started, now - last_at, ports, &last, &cur);
-                last = cur;
-                last_at = now;
-                next_print = Some(at + p);
-            }
-        }
-        if handled == 0 {
-            // The control plane is not a poll-mode core: nap while idle.
-            std::thread::sleep(Duration::from_micros(500));
-        }
-    }
 }

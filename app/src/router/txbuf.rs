@@ -41,15 +41,7 @@ impl TxBuffer {
     #[inline(always)]
     pub fn send_burst(&mut self, burst: &mut MbufBurst, counters: &LcoreCounters) {
         self.flush(counters);
-        let out = self.queue.tx_burst(burst);
-        counters.tx(self.queue.port(), out.sent as u64);
-        if out.dropped != 0 {
-            counters.dropped(
-                self.queue.port(),
-                DropReason::TxQueueFull,
-                out.dropped as u64,
-            );
-        }
+        send_on(&mut self.queue, burst, counters);
     }
 
     /// Send what is buffered; what the driver refuses is freed and counted.
@@ -58,14 +50,17 @@ impl TxBuffer {
         if self.pending.is_empty() {
             return;
         }
-        let out = self.queue.tx_burst(&mut self.pending);
-        counters.tx(self.queue.port(), out.sent as u64);
-        if out.dropped != 0 {
-            counters.dropped(
-                self.queue.port(),
-                DropReason::TxQueueFull,
-                out.dropped as u64,
-            );
-        }
+        send_on(&mut self.queue, &mut self.pending, counters);
+    }
+}
+
+/// One `tx_burst` of `burst` on `queue`, counted: sent, or freed as
+/// `tx_queue_full`.
+#[inline(always)]
+fn send_on(queue: &mut TxQueue, burst: &mut MbufBurst, counters: &LcoreCounters) {
+    let out = queue.tx_burst(burst);
+    counters.tx(queue.port(), out.sent as u64);
+    if out.dropped != 0 {
+        counters.dropped(queue.port(), DropReason::TxQueueFull, out.dropped as u64);
     }
 }

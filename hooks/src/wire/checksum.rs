@@ -22,10 +22,9 @@ const fn fold_short(sum: u64) -> u16 {
     s as u16
 }
 
-/// [`sum`] of an IPv4 header without options: five 32-bit additions,
-/// fully unrolled.
+/// The five 32-bit words of a 20-byte header, added in native byte order.
 #[inline(always)]
-pub fn sum20(h: &[u8; 20]) -> u16 {
+fn wide_sum20(h: &[u8; 20]) -> u64 {
     let mut acc: u64 = 0;
     for i in 0..5 {
         acc += u64::from(u32::from_ne_bytes([
@@ -35,7 +34,14 @@ pub fn sum20(h: &[u8; 20]) -> u16 {
             h[4 * i + 3],
         ]));
     }
-    u16::from_be(fold_short(acc))
+    acc
+}
+
+/// [`sum`] of an IPv4 header without options: five 32-bit additions,
+/// fully unrolled.
+#[inline(always)]
+pub fn sum20(h: &[u8; 20]) -> u16 {
+    u16::from_be(fold_short(wide_sum20(h)))
 }
 
 /// Whether an IPv4 header without options has a right checksum, i.e.
@@ -45,15 +51,7 @@ pub fn sum20(h: &[u8; 20]) -> u16 {
 /// 0xffff, in either byte order. A multiply replaces the three fold steps.
 #[inline(always)]
 pub fn verify20(h: &[u8; 20]) -> bool {
-    let mut acc: u64 = 0;
-    for i in 0..5 {
-        acc += u64::from(u32::from_ne_bytes([
-            h[4 * i],
-            h[4 * i + 1],
-            h[4 * i + 2],
-            h[4 * i + 3],
-        ]));
-    }
+    let acc = wide_sum20(h);
     acc != 0 && acc.is_multiple_of(0xffff)
 }
 

@@ -2,8 +2,8 @@
 //! one frame of each kind, net_pcap1 (10.0.2.1/24) is the way to the routes.
 //! Asserted: the exact bytes of every frame that leaves either port (routed
 //! with TTL - 1 and the neighbour's header, VLAN stripped, padding trimmed;
-//! ARP reply, echo reply, time exceeded from the control plane) and the exact
-//! count of every drop reason.
+//! ARP reply, echo reply, time exceeded and net unreachable from the control
+//! plane) and the exact count of every drop reason.
 
 mod common;
 use common::*;
@@ -169,7 +169,7 @@ fn every_kind_of_frame_ends_where_it_should() {
         bad_csum,
         long_total,
         ttl1.clone(),
-        no_route,
+        no_route.clone(),
         ipv6,
         tcp_to_us,
         echo.clone(),
@@ -218,20 +218,22 @@ fn every_kind_of_frame_ends_where_it_should() {
     assert!(ip.verify_checksum());
     assert_eq!(ip.ttl(), 63);
 
-    // Port 0: from the control plane, in punt order: time exceeded, echo
-    // reply, ARP reply.
+    // Port 0: from the control plane, in punt order: time exceeded, net
+    // unreachable, echo reply, ARP reply.
     let out0 = fastpath::pcap::read(std::fs::File::open(p("out0.pcap")).unwrap()).unwrap();
-    assert_eq!(out0.len(), 3, "{out0:02x?}");
-    let te = &out0[0];
-    assert_eq!(&te[..12], &[HOST_A, MAC0].concat()[..]);
-    let te_ip = Ipv4Packet::new_checked(&te[14..]).unwrap();
-    assert_eq!(te_ip.src_addr().octets(), [10, 0, 1, 1]);
-    assert_eq!(te_ip.dst_addr().octets(), [10, 0, 1, 2]);
-    assert!(te_ip.verify_checksum());
-    assert_eq!((te[34], te[35]), (11, 0), "ICMP time exceeded");
-    assert_eq!(&te[42..], &ttl1[14..14 + 28], "quotes header + 8 bytes");
+    assert_eq!(out0.len(), 4, "{out0:02x?}");
+    for (err, orig, kind) in [(&out0[0], &ttl1, (11, 0)), (&out0[1], &no_route, (3, 0))] {
+        assert_eq!(&err[..12], &[HOST_A, MAC0].concat()[..]);
+        let ip = Ipv4Packet::new_checked(&err[14..]).unwrap();
+        assert_eq!(ip.src_addr().octets(), [10, 0, 1, 1]);
+        assert_eq!(ip.dst_addr().octets(), [10, 0, 1, 2]);
+        assert!(ip.verify_checksum());
+        assert_eq!((err[34], err[35]), kind, "ICMP type and code");
+        assert_eq!(checksum::checksum(&err[34..]), 0, "ICMP checksum verifies");
+        assert_eq!(&err[42..], &orig[14..14 + 28], "quotes header + 8 bytes");
+    }
 
-    let reply = &out0[1];
+    let reply = &out0[2];
     assert_eq!(&reply[..12], &[HOST_A, MAC0].concat()[..]);
     let rip = Ipv4Packet::new_checked(&reply[14..]).unwrap();
     assert_eq!(rip.src_addr().octets(), [10, 0, 2, 1]);
@@ -246,7 +248,7 @@ fn every_kind_of_frame_ends_where_it_should() {
         "ICMP checksum verifies"
     );
 
-    let arp = &out0[2];
+    let arp = &out0[3];
     let mut expect_arp = eth(HOST_A, MAC0, 0x0806);
     expect_arp.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, 2]);
     expect_arp.extend_from_slice(&MAC0);
@@ -274,9 +276,13 @@ fn every_kind_of_frame_ends_where_it_should() {
     }
     assert_eq!(s["totals"]["dropped"], 11, "{s}");
     assert_eq!(s["totals"]["rx"], input.len() as u64);
-    assert_eq!(s["totals"]["tx"], 4 + 3);
-    assert_eq!(s["totals"]["punted"], 3, "ttl, echo, arp");
-    assert_eq!(s["totals"]["originated"], 1, "the time exceeded");
+    assert_eq!(s["totals"]["tx"], 4 + 4);
+    assert_eq!(s["totals"]["punted"], 4, "ttl, no route, echo, arp");
+    assert_eq!(
+        s["totals"]["originated"], 2,
+        "time exceeded, net unreachable"
+    );
+    assert_eq!(s["control"]["icmp_errors"], 2);
     assert_eq!(s["totals"]["balanced"], true);
     assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
 }
@@ -420,4 +426,27 @@ fn an_arp_reply_releases_the_waiting_packets() {
                 && e.as_str().unwrap().contains("02:dd:00:00:00:77 Reachable")),
         "{n:?}"
     );
+}
+
+#[test]
+fn a_no_route_flood_is_answered_at_a_bounded_rate() {
+    // 1000 packets without a route, read and routed within a few ms: one
+    // 100 ms period of the worker's budget of 10 unreachable punts (a
+    // descheduled worker on a loaded machine may straddle two or three).
+    let frames: Vec<Vec<u8>> = (0..1000).map(|_| udp_to([203, 0, 113, 9], 64)).collect();
+    let (out0, out1, s) = run_pcaps("rtflood", CONFIG_NO_NEIGH, &frames, &[], "1.5");
+    assert!(out1.is_empty());
+    assert!(
+        (10..=30).contains(&out0.len()),
+        "ICMP net unreachable sent: {}",
+        out0.len()
+    );
+    assert!(out0
+        .iter()
+        .all(|f| f[12..14] == [0x08, 0x00] && f[34] == 3 && f[35] == 0));
+    assert_eq!(s["totals"]["drops"]["no_route"], 1000, "{s}");
+    assert_eq!(s["totals"]["punted"], out0.len() as u64, "{s}");
+    assert_eq!(s["totals"]["drops"]["control_ring_full"], 0, "{s}");
+    assert_eq!(s["totals"]["balanced"], true);
+    assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
 }

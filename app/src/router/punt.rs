@@ -15,6 +15,9 @@ pub enum Punt {
     /// the packet waits for ARP. Its TTL is already decremented and its frame
     /// is trimmed to an untagged Ethernet header (`l3_offset` 14).
     Resolve = 4,
+    /// No route to the destination: an ICMP destination unreachable is due
+    /// (the worker punts at most a few per second; the rest are plain drops).
+    NoRoute = 5,
 }
 
 impl Punt {
@@ -25,6 +28,7 @@ impl Punt {
             2 => Some(Punt::LocalIcmp),
             3 => Some(Punt::TtlExceeded),
             4 => Some(Punt::Resolve),
+            5 => Some(Punt::NoRoute),
             _ => None,
         }
     }
@@ -36,10 +40,16 @@ mod tests {
 
     #[test]
     fn codes_round_trip() {
-        for p in [Punt::Arp, Punt::LocalIcmp, Punt::TtlExceeded, Punt::Resolve] {
+        for p in [
+            Punt::Arp,
+            Punt::LocalIcmp,
+            Punt::TtlExceeded,
+            Punt::Resolve,
+            Punt::NoRoute,
+        ] {
             assert_eq!(Punt::from_code(p as u8), Some(p));
         }
         assert_eq!(Punt::from_code(0), None);
-        assert_eq!(Punt::from_code(5), None);
+        assert_eq!(Punt::from_code(6), None);
     }
 }

@@ -344,6 +344,7 @@ fn route(
                 neigh: table.clone(),
                 macs: macs.clone(),
                 pad_short: pad_short.clone(),
+                tsc_hz: crate::dpdk::tsc_hz(),
             },
             timed: args.stage_cycles,
         };

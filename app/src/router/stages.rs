@@ -43,12 +43,18 @@ pub struct Pipeline {
     /// frames under 60 bytes are padded as a NIC's wire would before l2 judges
     /// runts. Physical NICs deliver padded frames and keep the runt check.
     pub pad_short: Arc<[bool]>,
+    /// TSC ticks per second (rate limit of ICMP unreachable punts).
+    pub tsc_hz: u64,
 }
 
 /// Per-burst working arrays, owned by the worker and reused burst after
 /// burst, so that no burst pays for initialising them: every stage writes
 /// an element before it reads it.
 pub struct Scratch {
+    /// ICMP unreachable punts left in this period, and when it ends (TSC):
+    /// a no-route flood must not fill the punt ring.
+    unreachable_budget: u32,
+    unreachable_period_end: u64,
     metas: [PacketMeta; BURST_SIZE],
     verdicts: [Verdict; BURST_SIZE],
     oks: [Ipv4Ok; BURST_SIZE],
@@ -60,6 +66,8 @@ pub struct Scratch {
 impl Default for Scratch {
     fn default() -> Self {
         Scratch {
+            unreachable_budget: 0,
+            unreachable_period_end: 0,
             metas: [PacketMeta::default(); BURST_SIZE],
             verdicts: [Verdict::Ipv4; BURST_SIZE],
             oks: [Ipv4Ok::EMPTY; BURST_SIZE],
@@ -200,6 +208,13 @@ impl Pipeline {
             let i = usize::from(s.idx[j]);
             if let Some(m) = mbufs.get_mut(i) {
                 s.verdicts[i] = self.route(m, &mut s.metas[i], &s.oks[j], s.ids[j]);
+                if s.verdicts[i] == Verdict::Drop(DropReason::NoRoute) {
+                    s.verdicts[i] = no_route(
+                        &mut s.unreachable_budget,
+                        &mut s.unreachable_period_end,
+                        self.tsc_hz,
+                    );
+                }
             }
         }
     }
@@ -295,6 +310,25 @@ impl Pipeline {
         };
         Verdict::Neigh(hop.neigh)
     }
+}
+
+/// ICMP unreachable punts each worker may make per 100 ms.
+const UNREACHABLE_PER_PERIOD: u32 = 10;
+
+/// A packet without a route: punted for an ICMP destination unreachable
+/// while this worker's budget lasts (10 per 100 ms), else dropped here.
+#[cold]
+fn no_route(budget: &mut u32, period_end: &mut u64, tsc_hz: u64) -> Verdict {
+    if *budget == 0 {
+        let now = tsc();
+        if now < *period_end {
+            return Verdict::Drop(DropReason::NoRoute);
+        }
+        *period_end = now + tsc_hz / 10;
+        *budget = UNREACHABLE_PER_PERIOD;
+    }
+    *budget -= 1;
+    Verdict::Punt(Punt::NoRoute)
 }
 
 /// Pad frames under `MIN_FRAME_LEN` from devices without a wire.

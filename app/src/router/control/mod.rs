@@ -23,6 +23,9 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// ICMP destination unreachable code 0: network unreachable (no route).
+const ICMP_NET_UNREACHABLE: u8 = 0;
+
 /// Timers and bounds of neighbour resolution (the kernel's neigh parameters).
 #[derive(Clone, Copy, Debug)]
 pub struct NeighParams {
@@ -61,7 +64,7 @@ pub struct ControlStats {
     pub arp_replies: u64,
     /// ICMP echo replies sent.
     pub echo_replies: u64,
-    /// ICMP time exceeded sent.
+    /// ICMP errors sent (time exceeded, destination unreachable).
     pub icmp_errors: u64,
     /// ICMP errors not sent: over the rate limit.
     pub icmp_rate_limited: u64,
@@ -216,7 +219,15 @@ impl<'a> ControlPlane<'a> {
         match Punt::from_code(meta.punt) {
             Some(Punt::Arp) => self.arp_input(m),
             Some(Punt::LocalIcmp) => self.echo(m),
-            Some(Punt::TtlExceeded) => self.ttl_exceeded(m),
+            Some(Punt::TtlExceeded) => {
+                self.icmp_error(m, DropReason::TtlExceeded, icmp::kind::TIME_EXCEEDED, 0)
+            }
+            Some(Punt::NoRoute) => self.icmp_error(
+                m,
+                DropReason::NoRoute,
+                icmp::kind::DEST_UNREACHABLE,
+                ICMP_NET_UNREACHABLE,
+            ),
             Some(Punt::Resolve) => self.resolve(m),
             None => self.drop(m, meta.in_port, DropReason::UnsupportedProtocol),
         }
@@ -369,10 +380,11 @@ impl<'a> ControlPlane<'a> {
         }
     }
 
-    fn ttl_exceeded(&mut self, m: Mbuf) {
+    /// Drop `m` for `reason` and answer its sender with an ICMP error from
+    /// the input port's address (RFC 1812 rules, rate-limited).
+    fn icmp_error(&mut self, m: Mbuf, reason: DropReason, msg_type: u8, code: u8) {
         let meta = *m.meta();
-        self.counters
-            .dropped(meta.in_port, DropReason::TtlExceeded, 1);
+        self.counters.dropped(meta.in_port, reason, 1);
         let Some(port) = self.port(meta.in_port) else {
             return;
         };
@@ -394,13 +406,7 @@ impl<'a> ControlPlane<'a> {
         }
         let mut buf = [0u8; ICMP_ERROR_MAX];
         if let Some(n) = frames::icmp_error(
-            &mut buf,
-            icmp::kind::TIME_EXCEEDED,
-            0,
-            orig,
-            port.mac,
-            peer_mac,
-            port.addr,
+            &mut buf, msg_type, code, orig, port.mac, peer_mac, port.addr,
         ) {
             drop(m);
             self.stats.icmp_errors += 1;

@@ -80,11 +80,17 @@ fn slot_words(s: &[u8; HH_SLOT]) -> [u64; 2] {
 /// 0..8 and 6..14 (the two bytes in both get the same value).
 #[inline(always)]
 pub fn store_header(dst: &mut [u8; ETH_HLEN], words: [u64; 2]) {
-    let mut slot = [0u8; HH_SLOT];
-    slot[..8].copy_from_slice(&words[0].to_ne_bytes());
-    slot[8..].copy_from_slice(&words[1].to_ne_bytes());
-    dst[..8].copy_from_slice(&slot[HH_PAD..HH_PAD + 8]);
-    dst[6..].copy_from_slice(&slot[HH_PAD + 6..]);
+    let [w0, w1] = words;
+    // Slot bytes 2..10 as one word, shifted in registers: going through a
+    // 16-byte array on the stack would read back across two fresh stores (a
+    // store-forwarding stall per packet).
+    let head = if cfg!(target_endian = "little") {
+        (w0 >> 16) | (w1 << 48)
+    } else {
+        (w0 << 16) | (w1 >> 48)
+    };
+    dst[..8].copy_from_slice(&head.to_ne_bytes());
+    dst[6..].copy_from_slice(&w1.to_ne_bytes());
 }
 
 /// The cached header of one neighbour: a sequence count and two words.

@@ -57,8 +57,8 @@ fn routes_between_two_namespaces() {
     cmd.args(eal_args(
         "router",
         &[
-            format!("net_af_packet0,iface={}", topo.router_if("a")),
-            format!("net_af_packet1,iface={}", topo.router_if("b")),
+            format!("net_af_packet0,iface={},framecnt=4096", topo.router_if("a")),
+            format!("net_af_packet1,iface={},framecnt=4096", topo.router_if("b")),
         ],
     ))
     .args(["--", "--config"])

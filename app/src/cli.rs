@@ -115,18 +115,29 @@ pub fn split_args(args: Vec<String>) -> (Vec<String>, Vec<String>) {
 impl AppArgs {
     /// Check what can be checked before EAL starts.
     pub fn validate(&self) -> Result<(), String> {
+        // A year is plenty, and keeps Instant arithmetic far from overflow.
+        const MAX_SECS: f64 = 365.0 * 24.0 * 3600.0;
         if let Some(d) = self.duration {
-            if !(d.is_finite() && d > 0.0) {
-                return Err(format!("--duration {d}: give a positive number of seconds"));
+            if !(d.is_finite() && d > 0.0 && d <= MAX_SECS) {
+                return Err(format!(
+                    "--duration {d}: give a positive number of seconds, at most {MAX_SECS} (a year); \
+                     without --duration fastpath runs until Ctrl-C"
+                ));
             }
         }
-        if !(self.neigh_reachable.is_finite() && self.neigh_reachable > 0.0) {
+        if !(self.neigh_reachable.is_finite()
+            && self.neigh_reachable > 0.0
+            && self.neigh_reachable <= MAX_SECS)
+        {
             return Err(format!(
-                "--neigh-reachable {}: give a positive number of seconds",
+                "--neigh-reachable {}: give a positive number of seconds, at most {MAX_SECS}",
                 self.neigh_reachable
             ));
         }
-        if !(self.stats_period.is_finite() && self.stats_period >= 0.0) {
+        if !(self.stats_period.is_finite()
+            && self.stats_period >= 0.0
+            && self.stats_period <= MAX_SECS)
+        {
             return Err(format!(
                 "--stats-period {}: give 0 (off) or a positive number of seconds",
                 self.stats_period
@@ -203,5 +214,18 @@ mod tests {
         assert!(parse(&["--rx-desc", "8"]).is_err());
         assert!(parse(&["--duration", "0"]).unwrap().validate().is_err());
         assert!(parse(&["--duration", "1.5"]).unwrap().validate().is_ok());
+        assert!(parse(&["--duration", "1e20"]).unwrap().validate().is_err());
+        assert!(parse(&["--neigh-reachable", "1e20"])
+            .unwrap()
+            .validate()
+            .is_err());
+        assert!(parse(&["--neigh-reachable", "0"])
+            .unwrap()
+            .validate()
+            .is_err());
+        assert!(parse(&["--stats-period", "1e300"])
+            .unwrap()
+            .validate()
+            .is_err());
     }
 }

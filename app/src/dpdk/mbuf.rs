@@ -142,24 +142,15 @@ impl Mbuf {
         self.data_mut().first_chunk_mut()
     }
 
-    /// Empty the packet (data length 0, default headroom, one segment) so it
-    /// can be rebuilt with [`append`](Self::append); metadata is kept.
-    pub fn reset_data(&mut self) {
-        let meta = *self.meta();
-        // SAFETY: we own the mbuf; rte_pktmbuf_reset only rewrites its header
-        // fields (lengths, offsets, flags), not the private area.
-        unsafe { sys::rte_pktmbuf_reset(self.0.as_ptr()) };
-        *self.meta_mut() = meta;
-    }
-
     /// Pad a single-segment packet with zero bytes up to `len` (what a NIC
-    /// does on the wire for frames under 60 bytes); false if it cannot.
+    /// does on the wire for frames under 60 bytes); false, and no change, if
+    /// it is multi-segment, needs more than 64 bytes, or has no tailroom.
     pub fn pad_to(&mut self, len: usize) -> bool {
         let have = self.data().len();
         if have >= len {
             return true;
         }
-        self.nb_segs() == 1 && self.append(&[0u8; 64][..(len - have).min(64)]) && len - have <= 64
+        self.nb_segs() == 1 && len - have <= 64 && self.append(&[0u8; 64][..len - have])
     }
 
     /// Length of the whole packet over every segment.

@@ -314,9 +314,18 @@ fn route(
     let handback = Arc::new(Mutex::new(Handback::default()));
     let started = Instant::now();
     let mut launch_err = None;
-    for (w, (lcore_id, queues)) in placement.iter().enumerate() {
-        let (punt_p, punt_c) = mbuf_ring(&format!("punt_{lcore_id}"), RING_SIZE, eal.socket_id())?;
-        let (inj_p, inj_c) = mbuf_ring(&format!("inject_{lcore_id}"), RING_SIZE, eal.socket_id())?;
+    // Every ring exists before the first worker starts: a failure after a
+    // launch would return with that worker still polling ports and the pool
+    // that the caller is about to close and free.
+    let mut worker_rings = Vec::new();
+    for (lcore_id, _) in placement {
+        let punt = mbuf_ring(&format!("punt_{lcore_id}"), RING_SIZE, eal.socket_id())?;
+        let inject = mbuf_ring(&format!("inject_{lcore_id}"), RING_SIZE, eal.socket_id())?;
+        worker_rings.push((punt, inject));
+    }
+    for ((w, (lcore_id, queues)), ((punt_p, punt_c), (inj_p, inj_c))) in
+        placement.iter().enumerate().zip(worker_rings)
+    {
         punt_rx.push(punt_c);
         inject_tx.push(inj_p);
         let mut tx: Vec<Option<TxBuffer>> = (0..max_port).map(|_| None).collect();

@@ -450,3 +450,30 @@ fn a_no_route_flood_is_answered_at_a_bounded_rate() {
     assert_eq!(s["totals"]["balanced"], true);
     assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
 }
+
+#[test]
+fn a_ping_flood_to_the_router_is_answered_at_the_punt_rate() {
+    // 2000 echo requests to 10.0.1.1 in a few ms: the worker punts 128 per
+    // 10 ms and drops the rest itself, so the ring never overflows.
+    let mut msg = vec![8, 0, 0, 0, 0x12, 0x34, 0, 1, b'x', b'y'];
+    let c = checksum::checksum(&msg);
+    msg[2..4].copy_from_slice(&c.to_be_bytes());
+    let mut echo = eth(MAC0, HOST_A, 0x0800);
+    echo.extend(ipv4([10, 0, 1, 2], [10, 0, 1, 1], 64, 1, &msg));
+    echo.resize(60, 0);
+    let frames = vec![echo; 2000];
+    let (out0, _, s) = run_pcaps("rtpingflood", CONFIG_NO_NEIGH, &frames, &[], "1.5");
+    let replies = out0.len() as u64;
+    assert!((128..=1024).contains(&replies), "{replies} replies");
+    assert!(out0.iter().all(|f| f[34] == 0), "echo replies only");
+    let drops = &s["totals"]["drops"];
+    assert_eq!(
+        drops["punt_rate_limited"].as_u64().unwrap(),
+        2000 - replies,
+        "{s}"
+    );
+    assert_eq!(drops["control_ring_full"], 0, "{s}");
+    assert_eq!(s["control"]["echo_replies"], replies);
+    assert_eq!(s["totals"]["balanced"], true);
+    assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
+}

@@ -49,11 +49,13 @@ pub enum DropReason {
     NeighFailed = 20,
     /// Larger than the output port's MTU (fastpath does not fragment).
     MtuExceeded = 21,
+    /// Meant for the control plane, over the worker's rate for that kind.
+    PuntRateLimited = 22,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 22] = [
+    pub const ALL: [DropReason; 23] = [
         DropReason::TxQueueFull,
         DropReason::Runt,
         DropReason::OtherHost,
@@ -76,6 +78,7 @@ impl DropReason {
         DropReason::NeighQueueFull,
         DropReason::NeighFailed,
         DropReason::MtuExceeded,
+        DropReason::PuntRateLimited,
     ];
     /// Number of reasons: the length of a counter array.
     pub const COUNT: usize = Self::ALL.len();
@@ -105,6 +108,7 @@ impl DropReason {
             DropReason::NeighQueueFull => "neigh_queue_full",
             DropReason::NeighFailed => "neigh_failed",
             DropReason::MtuExceeded => "mtu_exceeded",
+            DropReason::PuntRateLimited => "punt_rate_limited",
         }
     }
 
@@ -165,12 +169,15 @@ impl DropReason {
             }
             DropReason::NeighFailed => "neighbour failed: the next hop did not answer ARP requests",
             DropReason::MtuExceeded => "larger than the output MTU (no fragmentation)",
+            DropReason::PuntRateLimited => {
+                "for the control plane but over the worker's rate (ARP, ping or resolution flood)"
+            }
         }
     }
 }
 
 // Discriminants run 0..COUNT: a reason missing from ALL would index past the counters.
-const _: () = assert!(DropReason::MtuExceeded as usize == DropReason::COUNT - 1);
+const _: () = assert!(DropReason::PuntRateLimited as usize == DropReason::COUNT - 1);
 
 /// One counter per drop reason, owned by one lcore.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

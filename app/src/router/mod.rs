@@ -3,6 +3,7 @@
 //! the control plane (ARP, ICMP, neighbour resolution and aging) and talks to
 //! the workers only through single-producer single-consumer rings.
 
+pub mod budget;
 pub mod control;
 pub mod fib;
 pub mod punt;

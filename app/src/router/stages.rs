@@ -3,6 +3,7 @@
 //! lookup, TTL) → neigh (cached header, two 64-bit stores) → dispose (TX
 //! buffer, punt ring, or a counted drop). Safe Rust over the DPDK layer.
 
+use super::budget::{over_budget_reason, PuntBudgets};
 use super::fib::{Fib, HopKind, NEIGH_BY_DST};
 use super::punt::Punt;
 use super::txbuf::TxBuffer;
@@ -51,10 +52,8 @@ pub struct Pipeline {
 /// burst, so that no burst pays for initialising them: every stage writes
 /// an element before it reads it.
 pub struct Scratch {
-    /// ICMP unreachable punts left in this period, and when it ends (TSC):
-    /// a no-route flood must not fill the punt ring.
-    unreachable_budget: u32,
-    unreachable_period_end: u64,
+    /// How many more packets of each kind this worker may punt.
+    budgets: PuntBudgets,
     metas: [PacketMeta; BURST_SIZE],
     verdicts: [Verdict; BURST_SIZE],
     oks: [Ipv4Ok; BURST_SIZE],
@@ -66,8 +65,7 @@ pub struct Scratch {
 impl Default for Scratch {
     fn default() -> Self {
         Scratch {
-            unreachable_budget: 0,
-            unreachable_period_end: 0,
+            budgets: PuntBudgets::default(),
             metas: [PacketMeta::default(); BURST_SIZE],
             verdicts: [Verdict::Ipv4; BURST_SIZE],
             oks: [Ipv4Ok::EMPTY; BURST_SIZE],
@@ -126,8 +124,11 @@ impl Pipeline {
             t[3] = tsc();
         }
         let Scratch {
-            metas, verdicts, ..
-        } = &*out.scratch;
+            metas,
+            verdicts,
+            budgets,
+            ..
+        } = &mut *out.scratch;
 
         // The common case: the whole burst leaves by one port, in one call.
         if forwarded == n {
@@ -149,6 +150,13 @@ impl Pipeline {
                     Some(Some(txb)) => txb.push(m, out.counters),
                     _ => drop_one(&mut dropped, m, out.counters, p, DropReason::NoRoute),
                 },
+                Verdict::Punt(reason) if !budgets.take(reason, tsc(), self.tsc_hz) => drop_one(
+                    &mut dropped,
+                    m,
+                    out.counters,
+                    port,
+                    over_budget_reason(reason),
+                ),
                 Verdict::Punt(reason) => {
                     let mut m = m;
                     let meta = m.meta_mut();
@@ -208,13 +216,6 @@ impl Pipeline {
             let i = usize::from(s.idx[j]);
             if let Some(m) = mbufs.get_mut(i) {
                 s.verdicts[i] = self.route(m, &mut s.metas[i], &s.oks[j], s.ids[j]);
-                if s.verdicts[i] == Verdict::Drop(DropReason::NoRoute) {
-                    s.verdicts[i] = no_route(
-                        &mut s.unreachable_budget,
-                        &mut s.unreachable_period_end,
-                        self.tsc_hz,
-                    );
-                }
             }
         }
     }
@@ -274,7 +275,8 @@ impl Pipeline {
     #[inline(always)]
     fn route(&self, m: &mut Mbuf, meta: &mut PacketMeta, ok: &Ipv4Ok, id: u32) -> Verdict {
         let Some(hop) = self.fib.hop(id) else {
-            return Verdict::Drop(DropReason::NoRoute);
+            // For an ICMP net unreachable, within the worker's budget.
+            return Verdict::Punt(Punt::NoRoute);
         };
         match hop.kind {
             HopKind::Forward => {}
@@ -310,25 +312,6 @@ impl Pipeline {
         };
         Verdict::Neigh(hop.neigh)
     }
-}
-
-/// ICMP unreachable punts each worker may make per 100 ms.
-const UNREACHABLE_PER_PERIOD: u32 = 10;
-
-/// A packet without a route: punted for an ICMP destination unreachable
-/// while this worker's budget lasts (10 per 100 ms), else dropped here.
-#[cold]
-fn no_route(budget: &mut u32, period_end: &mut u64, tsc_hz: u64) -> Verdict {
-    if *budget == 0 {
-        let now = tsc();
-        if now < *period_end {
-            return Verdict::Drop(DropReason::NoRoute);
-        }
-        *period_end = now + tsc_hz / 10;
-        *budget = UNREACHABLE_PER_PERIOD;
-    }
-    *budget -= 1;
-    Verdict::Punt(Punt::NoRoute)
 }
 
 /// Pad frames under `MIN_FRAME_LEN` from devices without a wire.

@@ -23,6 +23,9 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Bursts taken from each punt ring per round of the control loop.
+const POLL_BURSTS_PER_RING: usize = 8;
+
 /// ICMP destination unreachable code 0: network unreachable (no route).
 const ICMP_NET_UNREACHABLE: u8 = 0;
 
@@ -203,7 +206,12 @@ impl<'a> ControlPlane<'a> {
         let mut burst = MbufBurst::new();
         let mut handled = 0;
         for r in 0..self.punt.len() {
-            while self.punt[r].dequeue_burst(&mut burst) != 0 {
+            // A bounded share per ring per round: one busy worker cannot
+            // starve the others' rings, the timers or the stop signal.
+            for _ in 0..POLL_BURSTS_PER_RING {
+                if self.punt[r].dequeue_burst(&mut burst) == 0 {
+                    break;
+                }
                 for m in burst.drain() {
                     handled += 1;
                     self.handle(m);

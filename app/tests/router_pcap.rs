@@ -477,3 +477,28 @@ fn a_ping_flood_to_the_router_is_answered_at_the_punt_rate() {
     assert_eq!(s["totals"]["balanced"], true);
     assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
 }
+
+#[test]
+fn a_sweep_of_unused_addresses_does_not_fill_the_neighbour_table() {
+    // One packet to each of 200 unused on-link addresses: every resolution
+    // fails, and none of them takes a table entry (only answers do).
+    let config = CONFIG_NO_NEIGH.replace("10.0.2.1/24", "10.1.0.1/16");
+    let frames: Vec<Vec<u8>> = (0..200u8).map(|i| udp_to([10, 1, 7, i + 2], 64)).collect();
+    let (_, out1, s) = run_pcaps("rtsweep", &config, &frames, &[], "3");
+    assert_eq!(out1.len(), 600, "three ARP requests per address");
+    assert_eq!(s["totals"]["drops"]["neigh_failed"], 200, "{s}");
+    assert_eq!(s["control"]["neigh_failed"], 200, "{s}");
+    let n: Vec<&str> = s["neighbours"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(n.len(), 200, "{n:?}");
+    assert!(
+        n.iter().all(|l| l.contains(" - ") && l.ends_with("Failed")),
+        "listed as failed, without a table entry: {n:?}"
+    );
+    assert_eq!(s["totals"]["balanced"], true);
+    assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
+}

@@ -23,6 +23,16 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Resolutions in progress at most (more distinct next hops at once are
+/// dropped as neigh_queue_full until some finish).
+const MAX_RESOLUTIONS: usize = 256;
+/// Packets waiting for resolution at most, over all neighbours: the mbuf
+/// pool keeps room for this many beyond the rings.
+const MAX_QUEUED: usize = 4096;
+
+/// How long a failed resolution is remembered (for the report and the hold).
+const FAILED_REMEMBERED: Duration = Duration::from_secs(60);
+
 /// Bursts taken from each punt ring per round of the control loop.
 const POLL_BURSTS_PER_RING: usize = 8;
 
@@ -139,8 +149,16 @@ pub struct ControlPlane<'a> {
     ports: Vec<Option<PortAddr>>,
     neigh: NeighWriter,
     params: NeighParams,
-    pending: HashMap<usize, Resolution>,
-    failed_at: HashMap<usize, Instant>,
+    /// Resolutions in progress, by address. A neighbour enters the table
+    /// only when it answers (or is a configured gateway): a sweep of unused
+    /// addresses cannot fill the table, which never shrinks.
+    pending: HashMap<Ipv4Addr, Resolution>,
+    /// Packets waiting over all resolutions (bounded by MAX_QUEUED).
+    queued: usize,
+    /// When resolution of an address last failed.
+    failed_at: HashMap<Ipv4Addr, Instant>,
+    /// Whether "neighbour table full" has been said.
+    full_reported: bool,
     punt: Vec<RingConsumer>,
     inject: Vec<RingProducer>,
     pool: &'a Mempool,
@@ -177,7 +195,9 @@ impl<'a> ControlPlane<'a> {
             neigh,
             params,
             pending: HashMap::new(),
+            queued: 0,
             failed_at: HashMap::new(),
+            full_reported: false,
             punt,
             inject,
             pool,
@@ -335,22 +355,32 @@ impl<'a> ControlPlane<'a> {
         match self.neigh.resolve(arp.sender_ip, &hdr, self.now_ms(now)) {
             Ok(i) => {
                 self.stats.neigh_learned += 1;
-                self.failed_at.remove(&i);
-                if let Some(res) = self.pending.remove(&i) {
+                self.failed_at.remove(&arp.sender_ip);
+                if let Some(res) = self.pending.remove(&arp.sender_ip) {
                     self.flush_queue(i, res);
                 }
             }
-            Err(e) => {
-                // Static neighbours are not overwritten; a full table is said once.
-                if !matches!(e, crate::neigh::NeighError::Static(_)) {
-                    eprintln!("fastpath: neighbour {}: {e}", arp.sender_ip);
-                }
-            }
+            // Static neighbours are not overwritten.
+            Err(crate::neigh::NeighError::Static(_)) => {}
+            Err(e) => self.table_full(arp.sender_ip, e),
+        }
+    }
+
+    /// Say once that the table is full (it never shrinks; see NeighTable).
+    #[cold]
+    fn table_full(&mut self, addr: Ipv4Addr, e: crate::neigh::NeighError) {
+        if !self.full_reported {
+            self.full_reported = true;
+            eprintln!(
+                "fastpath: neighbour {addr}: {e}; new neighbours are not learned \
+                 (said once)"
+            );
         }
     }
 
     /// A neighbour resolved: its waiting packets leave with its header.
     fn flush_queue(&mut self, index: usize, res: Resolution) {
+        self.queued -= res.queue.len();
         for mut m in res.queue {
             let entry = self.neigh.table().entry(index);
             let written = m.eth_header_mut().is_some_and(|s| entry.hh_output(s));
@@ -431,28 +461,31 @@ impl<'a> ControlPlane<'a> {
         let Some(port) = self.port(out) else {
             return self.drop(m, out, DropReason::NeighFailed);
         };
-        let index = match self.neigh.insert(target) {
-            Ok(i) => i,
-            Err(_) => return self.drop(m, out, DropReason::NeighFailed),
-        };
-        let entry = self.neigh.table().entry(index);
         // Resolved since the worker looked: send it now.
-        if entry.state().is_valid() {
-            if m.eth_header_mut().is_some_and(|s| entry.hh_output(s)) {
-                return self.send(m, out);
+        if let Some(index) = self.neigh.table().lookup(target) {
+            let entry = self.neigh.table().entry(index);
+            if entry.state().is_valid() {
+                if m.eth_header_mut().is_some_and(|s| entry.hh_output(s)) {
+                    return self.send(m, out);
+                }
+                return self.drop(m, out, DropReason::NeighFailed);
             }
-            return self.drop(m, out, DropReason::NeighFailed);
         }
         let now = Instant::now();
-        if let Some(at) = self.failed_at.get(&index) {
+        if let Some(at) = self.failed_at.get(&target) {
             if now.saturating_duration_since(*at) < self.params.failed_hold {
                 return self.drop(m, out, DropReason::NeighFailed);
             }
-            self.failed_at.remove(&index);
+            self.failed_at.remove(&target);
             let _ = self.neigh.set_state(target, NeighState::Incomplete);
         }
+        let full = self.queued >= MAX_QUEUED
+            || (self.pending.len() >= MAX_RESOLUTIONS && !self.pending.contains_key(&target));
+        if full {
+            return self.drop(m, out, DropReason::NeighQueueFull);
+        }
         let queue_len = self.params.queue_len;
-        let res = self.pending.entry(index).or_insert_with(|| Resolution {
+        let res = self.pending.entry(target).or_insert_with(|| Resolution {
             port: out,
             target,
             queue: VecDeque::new(),
@@ -464,14 +497,15 @@ impl<'a> ControlPlane<'a> {
             return self.drop(m, out, DropReason::NeighQueueFull);
         }
         res.queue.push_back(m);
+        self.queued += 1;
         if res.sent == 0 {
-            self.solicit(index, port, now);
+            self.solicit(target, port, now);
         }
     }
 
     /// Send the next ARP request of a resolution and schedule the one after.
-    fn solicit(&mut self, index: usize, port: PortAddr, now: Instant) {
-        let Some(res) = self.pending.get_mut(&index) else {
+    fn solicit(&mut self, target: Ipv4Addr, port: PortAddr, now: Instant) {
+        let Some(res) = self.pending.get_mut(&target) else {
             return;
         };
         let frame = frames::arp_request(port.mac, port.addr, res.target, res.unicast);
@@ -488,22 +522,25 @@ impl<'a> ControlPlane<'a> {
 
     /// Retries, failures and aging.
     fn timers(&mut self, now: Instant) {
-        let due: Vec<usize> = self
+        let due: Vec<Ipv4Addr> = self
             .pending
             .iter()
             .filter(|(_, r)| r.next_at <= now)
-            .map(|(i, _)| *i)
+            .map(|(a, _)| *a)
             .collect();
-        for index in due {
-            let Some(res) = self.pending.get(&index) else {
+        for target in due {
+            let Some(res) = self.pending.get(&target) else {
                 continue;
             };
             let port = self.port(res.port);
             match port {
-                Some(p) if res.sent < self.params.probes => self.solicit(index, p, now),
-                _ => self.fail(index, now),
+                Some(p) if res.sent < self.params.probes => self.solicit(target, p, now),
+                _ => self.fail(target, now),
             }
         }
+        // Failures are remembered a minute (the hold is shorter), then forgotten.
+        self.failed_at
+            .retain(|_, at| now.saturating_duration_since(*at) < FAILED_REMEMBERED);
         if now >= self.next_age {
             self.next_age = now + Duration::from_secs(1);
             self.age(now);
@@ -511,13 +548,16 @@ impl<'a> ControlPlane<'a> {
     }
 
     /// Resolution failed: the waiting packets are dropped, the entry fails.
-    fn fail(&mut self, index: usize, now: Instant) {
-        let Some(res) = self.pending.remove(&index) else {
+    fn fail(&mut self, target: Ipv4Addr, now: Instant) {
+        let Some(res) = self.pending.remove(&target) else {
             return;
         };
-        let _ = self.neigh.set_state(res.target, NeighState::Failed);
+        // Only neighbours already in the table (answered before, or a
+        // configured gateway) have an entry to mark.
+        let _ = self.neigh.set_state(target, NeighState::Failed);
         self.stats.neigh_failed += 1;
-        self.failed_at.insert(index, now);
+        self.failed_at.insert(target, now);
+        self.queued -= res.queue.len();
         let n = res.queue.len() as u64;
         self.counters.dropped(res.port, DropReason::NeighFailed, n);
     }
@@ -533,12 +573,12 @@ impl<'a> ControlPlane<'a> {
         }
         self.stats.neigh_stale += aged as u64;
         let table = self.neigh.table().clone();
-        for (index, e) in table.iter() {
-            if e.state() != NeighState::Stale || e.is_static() || self.pending.contains_key(&index)
+        for (_, e) in table.iter() {
+            let target = e.addr();
+            if e.state() != NeighState::Stale || e.is_static() || self.pending.contains_key(&target)
             {
                 continue;
             }
-            let target = e.addr();
             let hdr = e.hh().header();
             let Some(port) = self
                 .ports
@@ -550,7 +590,7 @@ impl<'a> ControlPlane<'a> {
                 continue;
             };
             self.pending.insert(
-                index,
+                target,
                 Resolution {
                     port: port.id,
                     target,
@@ -560,7 +600,7 @@ impl<'a> ControlPlane<'a> {
                     unicast: Some(hdr.dst),
                 },
             );
-            self.solicit(index, port, now);
+            self.solicit(target, port, now);
         }
     }
 
@@ -578,6 +618,7 @@ impl<'a> ControlPlane<'a> {
                 }
             }
         }
+        self.queued = 0;
         for (_, res) in self.pending.drain() {
             let k = res.queue.len() as u64;
             self.counters
@@ -587,10 +628,12 @@ impl<'a> ControlPlane<'a> {
         n
     }
 
-    /// The neighbour table, one line per entry, for the exit report.
+    /// The neighbour table, one line per entry, for the exit report, then
+    /// the addresses whose resolution failed lately and that never answered
+    /// (they have no entry).
     pub fn describe_neighbours(&self) -> Vec<String> {
-        self.neigh
-            .table()
+        let table = self.neigh.table();
+        let mut lines: Vec<String> = table
             .iter()
             .map(|(_, e)| {
                 let h = e.hh().header();
@@ -602,6 +645,18 @@ impl<'a> ControlPlane<'a> {
                     if e.is_static() { " static" } else { "" }
                 )
             })
-            .collect()
+            .collect();
+        let mut failed: Vec<&Ipv4Addr> = self
+            .failed_at
+            .keys()
+            .filter(|a| table.lookup(**a).is_none())
+            .collect();
+        failed.sort();
+        lines.extend(
+            failed
+                .into_iter()
+                .map(|a| format!("{:<15} {:<17} Failed", a.to_string(), "-")),
+        );
+        lines
     }
 }

@@ -91,6 +91,10 @@ fn longest_prefix_wins() {
     assert_eq!(hop([10, 0, 1, 255]).unwrap().kind, HopKind::NotUnicast);
     assert_eq!(hop([255, 255, 255, 255]).unwrap().kind, HopKind::NotUnicast);
     assert_eq!(hop([239, 1, 2, 3]).unwrap().kind, HopKind::NotUnicast);
+    // Never routed, default route or not (RFC 1812 5.3.7).
+    for a in [[0, 1, 2, 3], [127, 0, 0, 1], [240, 0, 0, 1], [254, 1, 1, 1]] {
+        assert_eq!(hop(a).unwrap().kind, HopKind::Martian, "{a:?}");
+    }
 
     // Bulk agrees with single lookups.
     let dsts: Vec<u32> = [

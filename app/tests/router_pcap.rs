@@ -106,9 +106,21 @@ fn every_kind_of_frame_ends_where_it_should() {
 
     let good = udp_to([198, 51, 100, 9], 64);
     let host32 = udp_to([198, 51, 100, 7], 64);
+    // VLAN 5: no VLAN is configured, so not ours. A priority tag (VLAN 0,
+    // PCP 5) is as good as untagged and is routed, untagged.
     let mut tagged = eth(MAC0, HOST_A, 0x8100);
     tagged.extend_from_slice(&[0x00, 0x05, 0x08, 0x00]);
     tagged.extend_from_slice(&good[14..]);
+    let mut prio = eth(MAC0, HOST_A, 0x8100);
+    prio.extend_from_slice(&[0xa0, 0x00, 0x08, 0x00]);
+    prio.extend_from_slice(&good[14..]);
+    // Martians: from loopback, to 240/4.
+    let mut from_loopback = udp_to([198, 51, 100, 9], 64);
+    from_loopback[26..30].copy_from_slice(&[127, 0, 0, 1]);
+    from_loopback[24..26].fill(0);
+    let c = checksum::checksum(&from_loopback[14..34]);
+    from_loopback[24..26].copy_from_slice(&c.to_be_bytes());
+    let to_reserved = udp_to([240, 0, 0, 1], 64);
     let mut padded = eth(MAC0, HOST_A, 0x0800);
     padded.extend(ipv4(
         [10, 0, 1, 2],
@@ -160,7 +172,10 @@ fn every_kind_of_frame_ends_where_it_should() {
         good.clone(),
         host32.clone(),
         tagged,
+        prio,
         padded.clone(),
+        from_loopback,
+        to_reserved,
         runt,
         other_host,
         bcast,
@@ -271,10 +286,12 @@ fn every_kind_of_frame_ends_where_it_should() {
         ("no_route", 1),
         ("unsupported_protocol", 1),
         ("local_unsupported", 1),
+        ("vlan_not_configured", 1),
+        ("martian", 2),
     ] {
         assert_eq!(drops[reason], n, "{reason}: {s}");
     }
-    assert_eq!(s["totals"]["dropped"], 11, "{s}");
+    assert_eq!(s["totals"]["dropped"], 14, "{s}");
     assert_eq!(s["totals"]["rx"], input.len() as u64);
     assert_eq!(s["totals"]["tx"], 4 + 4);
     assert_eq!(s["totals"]["punted"], 4, "ttl, no route, echo, arp");

@@ -51,11 +51,15 @@ pub enum DropReason {
     MtuExceeded = 21,
     /// Meant for the control plane, over the worker's rate for that kind.
     PuntRateLimited = 22,
+    /// A VLAN-tagged frame (VLAN id not 0): no VLAN is configured.
+    VlanNotConfigured = 23,
+    /// A source or destination that is never routed (RFC 1812 5.3.7).
+    Martian = 24,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 23] = [
+    pub const ALL: [DropReason; 25] = [
         DropReason::TxQueueFull,
         DropReason::Runt,
         DropReason::OtherHost,
@@ -79,6 +83,8 @@ impl DropReason {
         DropReason::NeighFailed,
         DropReason::MtuExceeded,
         DropReason::PuntRateLimited,
+        DropReason::VlanNotConfigured,
+        DropReason::Martian,
     ];
     /// Number of reasons: the length of a counter array.
     pub const COUNT: usize = Self::ALL.len();
@@ -109,6 +115,8 @@ impl DropReason {
             DropReason::NeighFailed => "neigh_failed",
             DropReason::MtuExceeded => "mtu_exceeded",
             DropReason::PuntRateLimited => "punt_rate_limited",
+            DropReason::VlanNotConfigured => "vlan_not_configured",
+            DropReason::Martian => "martian",
         }
     }
 
@@ -172,12 +180,18 @@ impl DropReason {
             DropReason::PuntRateLimited => {
                 "for the control plane but over the worker's rate (ARP, ping or resolution flood)"
             }
+            DropReason::VlanNotConfigured => {
+                "VLAN-tagged (id not 0) but no VLAN is configured: not ours, like Linux"
+            }
+            DropReason::Martian => {
+                "martian: source or destination in 0/8, 127/8 or 240/4, or a multicast source"
+            }
         }
     }
 }
 
 // Discriminants run 0..COUNT: a reason missing from ALL would index past the counters.
-const _: () = assert!(DropReason::PuntRateLimited as usize == DropReason::COUNT - 1);
+const _: () = assert!(DropReason::Martian as usize == DropReason::COUNT - 1);
 
 /// One counter per drop reason, owned by one lcore.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -15,6 +15,8 @@ pub enum HopKind {
     Local,
     /// A broadcast or multicast destination: never forwarded.
     NotUnicast,
+    /// A destination never routed (RFC 1812 5.3.7): 0/8, 127/8, 240/4.
+    Martian,
 }
 
 /// `NextHop::neigh` when the neighbour is the destination itself (on-link
@@ -43,11 +45,14 @@ pub struct FibEntry {
     pub hop: NextHop,
 }
 
-/// The prefixes a config installs, in order: every port's connected subnet
-/// (on-link), its address (local) and subnet broadcast (not unicast), the
-/// limited broadcast and multicast ranges (not unicast), then the configured
-/// routes. `port_ids[i]` is the DPDK id of `cfg.ports[i]`; `gateway_neigh`
-/// gives the neighbour-table index of a gateway (adding it if new).
+/// The prefixes a config installs, in order: the configured routes, every
+/// port's connected subnet (on-link), then what no route may override: each
+/// port's address (local) and subnet broadcast (not unicast), the limited
+/// broadcast and multicast (not unicast), and the martian ranges 0/8, 127/8
+/// and 240/4. Later entries replace identical prefixes, so a route for
+/// 224.0.0.0/4 or for one of our addresses cannot take effect.
+/// `port_ids[i]` is the DPDK id of `cfg.ports[i]`; `gateway_neigh` gives the
+/// neighbour-table index of a gateway (adding it if new).
 pub fn fib_entries(
     cfg: &RouterConfig,
     port_ids: &[u16],
@@ -61,32 +66,6 @@ pub fn fib_entries(
         neigh,
         mtu: cfg.ports[i].mtu,
     };
-    for (i, p) in cfg.ports.iter().enumerate() {
-        out.push(FibEntry {
-            prefix: Ipv4Addr::from(p.network()),
-            len: p.prefix_len,
-            hop: hop(HopKind::Forward, i, 0, NEIGH_BY_DST),
-        });
-        out.push(FibEntry {
-            prefix: p.address,
-            len: 32,
-            hop: hop(HopKind::Local, i, 0, NEIGH_BY_DST),
-        });
-        if p.prefix_len <= 30 {
-            out.push(FibEntry {
-                prefix: p.broadcast(),
-                len: 32,
-                hop: hop(HopKind::NotUnicast, i, 0, NEIGH_BY_DST),
-            });
-        }
-    }
-    for (prefix, len) in [(Ipv4Addr::BROADCAST, 32), (Ipv4Addr::new(224, 0, 0, 0), 4)] {
-        out.push(FibEntry {
-            prefix,
-            len,
-            hop: hop(HopKind::NotUnicast, 0, 0, NEIGH_BY_DST),
-        });
-    }
     for r in &cfg.routes {
         let h = match r.next_hop {
             NextHopSpec::Via { gateway, port } => hop(
@@ -103,6 +82,46 @@ pub fn fib_entries(
             hop: h,
         });
     }
+    for (i, p) in cfg.ports.iter().enumerate() {
+        out.push(FibEntry {
+            prefix: Ipv4Addr::from(p.network()),
+            len: p.prefix_len,
+            hop: hop(HopKind::Forward, i, 0, NEIGH_BY_DST),
+        });
+    }
+    for (i, p) in cfg.ports.iter().enumerate() {
+        out.push(FibEntry {
+            prefix: p.address,
+            len: 32,
+            hop: hop(HopKind::Local, i, 0, NEIGH_BY_DST),
+        });
+        if p.prefix_len <= 30 {
+            out.push(FibEntry {
+                prefix: p.broadcast(),
+                len: 32,
+                hop: hop(HopKind::NotUnicast, i, 0, NEIGH_BY_DST),
+            });
+        }
+    }
+    for (prefix, len, kind) in [
+        (Ipv4Addr::BROADCAST, 32, HopKind::NotUnicast),
+        (Ipv4Addr::new(224, 0, 0, 0), 4, HopKind::NotUnicast),
+        (Ipv4Addr::new(0, 0, 0, 0), 8, HopKind::Martian),
+        (Ipv4Addr::new(127, 0, 0, 0), 8, HopKind::Martian),
+        (Ipv4Addr::new(240, 0, 0, 0), 4, HopKind::Martian),
+    ] {
+        out.push(FibEntry {
+            prefix,
+            len,
+            hop: hop(kind, 0, 0, NEIGH_BY_DST),
+        });
+    }
+    // 255.255.255.255 lies in 240/4: it must stay "not unicast".
+    out.push(FibEntry {
+        prefix: Ipv4Addr::BROADCAST,
+        len: 32,
+        hop: hop(HopKind::NotUnicast, 0, 0, NEIGH_BY_DST),
+    });
     out
 }
 

@@ -10,7 +10,9 @@ use super::txbuf::TxBuffer;
 use crate::counters::{LcoreCounters, STAGES};
 use crate::dpdk::{tsc, Mbuf, MbufBurst, BURST_SIZE};
 use crate::neigh::{store_header, NeighTable};
-use crate::stage::ip::{ipv4_forward_ttl_fixed, ipv4_input_into, CsumFlag, Ipv4Ok};
+use crate::stage::ip::{
+    ipv4_forward_ttl_fixed, ipv4_input_into, is_martian_source, CsumFlag, Ipv4Ok,
+};
 use crate::stage::l2::eth_type_trans;
 use hooks::wire::ethernet::{ethertype, HEADER_LEN, MIN_FRAME_LEN};
 use hooks::{DropReason, PacketMeta, PacketType};
@@ -274,12 +276,16 @@ impl Pipeline {
     /// Route one checked IPv4 packet with its LPM result.
     #[inline(always)]
     fn route(&self, m: &mut Mbuf, meta: &mut PacketMeta, ok: &Ipv4Ok, id: u32) -> Verdict {
+        if is_martian_source(ok.src) {
+            return Verdict::Drop(DropReason::Martian);
+        }
         let Some(hop) = self.fib.hop(id) else {
             // For an ICMP net unreachable, within the worker's budget.
             return Verdict::Punt(Punt::NoRoute);
         };
         match hop.kind {
             HopKind::Forward => {}
+            HopKind::Martian => return Verdict::Drop(DropReason::Martian),
             HopKind::Local if ok.protocol == IPPROTO_ICMP => return Verdict::Punt(Punt::LocalIcmp),
             HopKind::Local => return Verdict::Drop(DropReason::LocalUnsupported),
             HopKind::NotUnicast => return Verdict::Drop(DropReason::NotUnicast),
@@ -327,6 +333,11 @@ fn pad_short_frames(burst: &mut MbufBurst) {
 /// Verdict of the l2 stage for a translated frame.
 #[inline(always)]
 fn l2_verdict(meta: &PacketMeta) -> Verdict {
+    // A priority tag (VLAN id 0) is as good as untagged; other tags are for
+    // VLANs this router does not have.
+    if meta.vlan != 0 {
+        return Verdict::Drop(DropReason::VlanNotConfigured);
+    }
     match meta.protocol {
         ethertype::IPV4 if meta.packet_type == PacketType::Host => Verdict::Ipv4,
         ethertype::IPV4 => Verdict::Drop(DropReason::NotUnicast),

@@ -29,6 +29,8 @@ pub struct Ipv4Ok {
     pub l4_offset: u16,
     /// Destination address, for the route lookup.
     pub dst: Ipv4Addr,
+    /// Source address (martian check).
+    pub src: Ipv4Addr,
     /// TTL on arrival (forwarding needs > 1).
     pub ttl: u8,
     /// IP protocol number (1 ICMP, 6 TCP, 17 UDP, ...).
@@ -41,6 +43,7 @@ impl Ipv4Ok {
         trimmed_len: 0,
         l4_offset: 0,
         dst: Ipv4Addr::UNSPECIFIED,
+        src: Ipv4Addr::UNSPECIFIED,
         ttl: 0,
         protocol: 0,
     };
@@ -96,6 +99,7 @@ pub fn ipv4_input_into(
     out.trimmed_len = (l3 + total_len) as u16;
     out.l4_offset = (l3 + header_len) as u16;
     out.dst = ip.dst_addr();
+    out.src = ip.src_addr();
     out.ttl = ip.ttl();
     out.protocol = ip.protocol();
     Ok(())
@@ -110,6 +114,15 @@ fn header_error(bytes: &[u8], e: WireError) -> DropReason {
         _ if e == WireError::Malformed => DropReason::Ipv4BadIhl,
         _ => DropReason::Ipv4Truncated,
     }
+}
+
+/// Whether `a` may never be routed as a source (RFC 1812 5.3.7): "this
+/// network" 0/8, loopback 127/8, multicast 224/4, reserved 240/4 and the
+/// limited broadcast.
+#[inline(always)]
+pub fn is_martian_source(a: Ipv4Addr) -> bool {
+    let first = a.octets()[0];
+    first == 0 || first == 127 || first >= 224
 }
 
 /// [`ipv4_forward_ttl`] on a header [`ipv4_input`] already accepted: only
@@ -205,6 +218,7 @@ mod tests {
             trimmed_len: 60,
             l4_offset: 34,
             dst: DST,
+            src: Ipv4Addr::new(10, 0, 0, 1),
             ttl: 64,
             protocol: 17,
         };
@@ -386,6 +400,30 @@ mod tests {
             // The next hop refuses to forward it.
             assert_eq!(input(&f, CsumFlag::Unknown).unwrap().ttl, 1);
             assert_eq!(ipv4_forward_ttl(&mut f, 14), Err(DropReason::TtlExceeded));
+        }
+    }
+
+    #[test]
+    fn martian_sources() {
+        for a in [
+            [0, 0, 0, 0],
+            [0, 1, 2, 3],
+            [127, 0, 0, 1],
+            [224, 0, 0, 1],
+            [239, 255, 255, 255],
+            [240, 0, 0, 1],
+            [255, 255, 255, 255],
+        ] {
+            assert!(is_martian_source(Ipv4Addr::from(a)), "{a:?}");
+        }
+        for a in [
+            [1, 0, 0, 0],
+            [10, 0, 0, 1],
+            [126, 255, 255, 255],
+            [128, 0, 0, 1],
+            [223, 255, 255, 255],
+        ] {
+            assert!(!is_martian_source(Ipv4Addr::from(a)), "{a:?}");
         }
     }
 

@@ -126,7 +126,7 @@ pub fn may_send_icmp_error(original_ip: &[u8]) -> bool {
         return false;
     };
     let src = ip.src_addr();
-    if src.is_unspecified() || src.is_broadcast() || src.is_multicast() || src.is_loopback() {
+    if crate::stage::ip::is_martian_source(src) {
         return false;
     }
     if ip.frag_offset() != 0 {

@@ -519,3 +519,39 @@ fn a_sweep_of_unused_addresses_does_not_fill_the_neighbour_table() {
     assert_eq!(s["totals"]["balanced"], true);
     assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
 }
+
+#[test]
+fn too_big_with_df_gets_frag_needed_and_without_is_dropped() {
+    let config = CONFIG.replace(
+        "address = \"10.0.2.1/24\"",
+        "address = \"10.0.2.1/24\"\nmtu = 576",
+    );
+    let big = |df: bool| {
+        let mut f = eth(MAC0, HOST_A, 0x0800);
+        f.extend(ipv4([10, 0, 1, 2], [198, 51, 100, 9], 64, 17, &[7; 600]));
+        if df {
+            f[20] = 0x40;
+            f[24..26].fill(0);
+            let c = checksum::checksum(&f[14..34]);
+            f[24..26].copy_from_slice(&c.to_be_bytes());
+        }
+        f
+    };
+    let fits = udp_to([198, 51, 100, 9], 64);
+    let (out0, out1, s) = run_pcaps(
+        "rtmtu",
+        &config,
+        &[big(true), big(false), fits.clone()],
+        &[],
+        "1.5",
+    );
+    assert_eq!(out1, vec![routed(&fits, NEIGH_22)]);
+    assert_eq!(out0.len(), 1, "{out0:02x?}");
+    let e = &out0[0];
+    assert_eq!((e[34], e[35]), (3, 4), "fragmentation needed");
+    assert_eq!(&e[38..42], &[0, 0, 0x02, 0x40], "next-hop MTU 576");
+    assert_eq!(checksum::checksum(&e[34..]), 0);
+    assert_eq!(s["totals"]["drops"]["mtu_exceeded"], 2, "{s}");
+    assert_eq!(s["totals"]["balanced"], true);
+    assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
+}

@@ -1,6 +1,6 @@
 //! Per-worker punt budgets: how many packets of each kind a worker may hand
 //! to the control plane per period. A flood of one kind (ARP, pings to us,
-//! unresolvable next hops, TTL 1, unroutable traffic) then cannot fill the
+//! unresolvable next hops, TTL 1, unroutable or oversized traffic) then cannot fill the
 //! punt ring and starve the others, nor keep the control lcore from its
 //! timers. Over budget, the worker drops the packet itself.
 
@@ -15,7 +15,7 @@ pub struct Rate {
 }
 
 /// The budget of each punt kind, indexed by its code.
-pub const RATES: [Rate; 6] = [
+pub const RATES: [Rate; 7] = [
     // 0: unused.
     Rate {
         packets: 0,
@@ -46,6 +46,11 @@ pub const RATES: [Rate; 6] = [
         packets: 10,
         period_ms: 100,
     },
+    // FragNeeded: 100 per second, for ICMP fragmentation needed.
+    Rate {
+        packets: 10,
+        period_ms: 100,
+    },
 ];
 
 /// What a packet over budget is dropped as: TTL exceeded and no route keep
@@ -55,6 +60,7 @@ pub fn over_budget_reason(kind: Punt) -> DropReason {
     match kind {
         Punt::TtlExceeded => DropReason::TtlExceeded,
         Punt::NoRoute => DropReason::NoRoute,
+        Punt::FragNeeded => DropReason::MtuExceeded,
         Punt::Arp | Punt::LocalIcmp | Punt::Resolve => DropReason::PuntRateLimited,
     }
 }
@@ -113,6 +119,10 @@ mod tests {
             DropReason::TtlExceeded
         );
         assert_eq!(over_budget_reason(Punt::NoRoute), DropReason::NoRoute);
+        assert_eq!(
+            over_budget_reason(Punt::FragNeeded),
+            DropReason::MtuExceeded
+        );
         assert_eq!(over_budget_reason(Punt::Arp), DropReason::PuntRateLimited);
         assert_eq!(
             over_budget_reason(Punt::Resolve),

@@ -18,6 +18,10 @@ pub enum Punt {
     /// No route to the destination: an ICMP destination unreachable is due
     /// (the worker punts at most a few per second; the rest are plain drops).
     NoRoute = 5,
+    /// Larger than the output MTU with Don't Fragment set: an ICMP
+    /// fragmentation needed (with the MTU, for path MTU discovery) is due.
+    /// `meta.out_port` is the port whose MTU it exceeds.
+    FragNeeded = 6,
 }
 
 impl Punt {
@@ -29,6 +33,7 @@ impl Punt {
             3 => Some(Punt::TtlExceeded),
             4 => Some(Punt::Resolve),
             5 => Some(Punt::NoRoute),
+            6 => Some(Punt::FragNeeded),
             _ => None,
         }
     }
@@ -46,10 +51,11 @@ mod tests {
             Punt::TtlExceeded,
             Punt::Resolve,
             Punt::NoRoute,
+            Punt::FragNeeded,
         ] {
             assert_eq!(Punt::from_code(p as u8), Some(p));
         }
         assert_eq!(Punt::from_code(0), None);
-        assert_eq!(Punt::from_code(6), None);
+        assert_eq!(Punt::from_code(7), None);
     }
 }

@@ -265,6 +265,7 @@ fn route(
             mac,
             addr: spec.address,
             prefix_len: spec.prefix_len,
+            mtu: spec.mtu,
         });
         for q in rx {
             rx_tokens.insert((i, q.queue()), q);

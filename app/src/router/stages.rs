@@ -295,7 +295,7 @@ impl Pipeline {
         }
         let l3 = usize::from(meta.l3_offset);
         if usize::from(ok.trimmed_len) - l3 > usize::from(hop.mtu) {
-            return Verdict::Drop(DropReason::MtuExceeded);
+            return too_big(m, meta, hop.port);
         }
         let data = m.data_mut();
         let header = data.get_mut(l3..).and_then(|b| b.first_chunk_mut());
@@ -317,6 +317,22 @@ impl Pipeline {
             u32::from(ok.dst)
         };
         Verdict::Neigh(hop.neigh)
+    }
+}
+
+/// Larger than the output MTU: fastpath does not fragment. With Don't
+/// Fragment set, the sender is told the MTU (ICMP fragmentation needed,
+/// within the worker's budget); without, the packet is dropped.
+#[cold]
+fn too_big(m: &Mbuf, meta: &mut PacketMeta, out_port: u16) -> Verdict {
+    const FLAGS: usize = 6;
+    const DONT_FRAGMENT: u8 = 0x40;
+    let flags = m.data().get(usize::from(meta.l3_offset) + FLAGS).copied();
+    if flags.is_some_and(|f| f & DONT_FRAGMENT != 0) {
+        meta.out_port = out_port;
+        Verdict::Punt(Punt::FragNeeded)
+    } else {
+        Verdict::Drop(DropReason::MtuExceeded)
     }
 }
 

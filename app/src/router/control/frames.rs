@@ -174,6 +174,19 @@ pub fn icmp_error(
     Some(HEADER_LEN + ip_len)
 }
 
+/// Put the next-hop MTU in an ICMP fragmentation-needed frame built by
+/// [`icmp_error`] (bytes 6..8 of the ICMP header, RFC 1191) and fix its
+/// checksum.
+pub fn set_next_hop_mtu(frame: &mut [u8], mtu: u16) {
+    let at = HEADER_LEN + 20;
+    if let Some(msg) = frame.get_mut(at..) {
+        if let Ok(mut p) = IcmpPacket::new_checked(msg) {
+            p.set_seq_no(mtu);
+            p.fill_checksum();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,6 +310,18 @@ mod tests {
         assert_eq!((msg.msg_type(), msg.code()), (11, 0));
         assert!(msg.verify_checksum());
         assert_eq!(&f[42..], &orig_ip[..28]);
+    }
+
+    #[test]
+    fn frag_needed_carries_the_mtu() {
+        let orig = ip_packet(17, &[0; 1480], 64);
+        let mut buf = [0u8; ICMP_ERROR_MAX];
+        let n = icmp_error(&mut buf, 3, 4, &orig[14..], OUR_MAC, PEER_MAC, OUR_IP).unwrap();
+        set_next_hop_mtu(&mut buf[..n], 1400);
+        let msg = IcmpPacket::new_checked(&buf[34..n]).unwrap();
+        assert_eq!((msg.msg_type(), msg.code()), (3, 4));
+        assert_eq!(&buf[34 + 4..34 + 8], &[0, 0, 0x05, 0x78]);
+        assert!(msg.verify_checksum());
     }
 
     #[test]

@@ -38,6 +38,9 @@ const POLL_BURSTS_PER_RING: usize = 8;
 
 /// ICMP destination unreachable code 0: network unreachable (no route).
 const ICMP_NET_UNREACHABLE: u8 = 0;
+/// ICMP destination unreachable code 4: fragmentation needed and DF set;
+/// bytes 6..8 carry the next-hop MTU (RFC 1191).
+const ICMP_FRAG_NEEDED: u8 = 4;
 
 /// Timers and bounds of neighbour resolution (the kernel's neigh parameters).
 #[derive(Clone, Copy, Debug)]
@@ -113,6 +116,7 @@ pub struct PortAddr {
     pub mac: [u8; 6],
     pub addr: Ipv4Addr,
     pub prefix_len: u8,
+    pub mtu: u16,
 }
 
 impl PortAddr {
@@ -255,6 +259,12 @@ impl<'a> ControlPlane<'a> {
                 DropReason::NoRoute,
                 icmp::kind::DEST_UNREACHABLE,
                 ICMP_NET_UNREACHABLE,
+            ),
+            Some(Punt::FragNeeded) => self.icmp_error(
+                m,
+                DropReason::MtuExceeded,
+                icmp::kind::DEST_UNREACHABLE,
+                ICMP_FRAG_NEEDED,
             ),
             Some(Punt::Resolve) => self.resolve(m),
             None => self.drop(m, meta.in_port, DropReason::UnsupportedProtocol),
@@ -447,6 +457,10 @@ impl<'a> ControlPlane<'a> {
             &mut buf, msg_type, code, orig, port.mac, peer_mac, port.addr,
         ) {
             drop(m);
+            if code == ICMP_FRAG_NEEDED && msg_type == icmp::kind::DEST_UNREACHABLE {
+                let mtu = self.port(meta.out_port).map_or(0, |p| p.mtu);
+                frames::set_next_hop_mtu(&mut buf[..n], mtu);
+            }
             self.stats.icmp_errors += 1;
             self.originate(&buf[..n], meta.in_port);
         }

@@ -792,6 +792,28 @@ impl Ctx<'_> {
         next_hop: NextHopSpec,
         line: usize,
     ) -> Result<(), ConfigError> {
+        // An on-link route inside another port's connected subnet: its
+        // neighbours answer ARP on that other port, not on this one.
+        if let NextHopSpec::Connected { port } = next_hop {
+            let inside = ports
+                .iter()
+                .enumerate()
+                .find(|(j, p)| *j != port && p.prefix_len < prefix_len && p.contains(prefix));
+            if let Some((_, p)) = inside {
+                return Err(self.error(
+                    line,
+                    format!(
+                        "[[route]] {prefix}/{prefix_len}: lies inside the connected subnet \
+                         {} of {} (line {}), so its hosts are on that port; an on-link \
+                         route must use `device = {}` or leave the subnet to its port",
+                        p.subnet(),
+                        label(&p.device),
+                        p.line,
+                        device_literal(&p.device)
+                    ),
+                ));
+            }
+        }
         let Some(i) = ports
             .iter()
             .position(|p| p.prefix_len == prefix_len && p.network() == u32::from(prefix))
@@ -1783,6 +1805,25 @@ queues = [
             11,
             &["[[route]] field `via`", "plain IPv4 address"],
         );
+    }
+
+    #[test]
+    fn on_link_route_inside_another_ports_subnet() {
+        assert_err(
+            &route("prefix = \"10.0.1.128/25\"\ndevice = \"net_af_packet1\"\n"),
+            9,
+            &[
+                "10.0.1.128/25",
+                "inside the connected subnet 10.0.1.0/24 of net_af_packet0 (line 1)",
+                "device = \"net_af_packet0\"",
+            ],
+        );
+        // The same route on its own port's side is fine.
+        assert!(RouterConfig::parse(
+            Path::new("router.toml"),
+            &route("prefix = \"10.0.1.128/25\"\ndevice = \"net_af_packet0\"\n"),
+        )
+        .is_ok());
     }
 
     #[test]

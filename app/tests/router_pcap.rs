@@ -555,3 +555,31 @@ fn too_big_with_df_gets_frag_needed_and_without_is_dropped() {
     assert_eq!(s["totals"]["balanced"], true);
     assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
 }
+
+#[test]
+fn an_on_link_route_outside_the_subnet_resolves_by_arp() {
+    // 192.0.2.0/24 is on-link out of port 1 (a `device =` route), outside
+    // its 10.0.2.0/24: the neighbour's ARP reply must be accepted there.
+    let config = format!(
+        "{CONFIG_NO_NEIGH}\n[[route]]\nprefix = \"192.0.2.0/24\"\ndevice = \"net_pcap1\"\n"
+    );
+    let frames: Vec<Vec<u8>> = (0..10).map(|_| udp_to([192, 0, 2, 5], 64)).collect();
+    let nb = [0x02, 0xee, 0, 0, 0, 0x05];
+    let mut reply = eth(MAC1, nb, 0x0806);
+    reply.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, 2]);
+    reply.extend_from_slice(&nb);
+    reply.extend_from_slice(&[192, 0, 2, 5]);
+    reply.extend_from_slice(&MAC1);
+    reply.extend_from_slice(&[10, 0, 2, 1]);
+    reply.resize(60, 0);
+    let (_, out1, s) = run_pcaps("rtdevroute", &config, &frames, &[reply], "2");
+    let expect = routed(&frames[0], nb);
+    assert_eq!(
+        out1.iter().filter(|f| **f == expect).count(),
+        10,
+        "{out1:02x?}"
+    );
+    assert_eq!(s["totals"]["drops"]["arp_invalid"], 0, "{s}");
+    assert_eq!(s["totals"]["balanced"], true);
+    assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
+}

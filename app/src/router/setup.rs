@@ -382,6 +382,7 @@ fn route(
     let main = Arc::new(LcoreCounters::new(lcore::main_lcore(), max_port));
     let mut control = ControlPlane::new(
         &addrs,
+        fib.clone(),
         writer,
         NeighParams {
             reachable: Duration::from_secs_f64(args.neigh_reachable),

@@ -8,6 +8,7 @@
 pub mod frames;
 pub mod limiter;
 
+use super::fib::{Fib, HopKind};
 use super::punt::Punt;
 use crate::counters::LcoreCounters;
 use crate::dpdk::{Mbuf, MbufBurst, Mempool, RingConsumer, RingProducer};
@@ -151,6 +152,9 @@ struct Resolution {
 /// The control plane's state.
 pub struct ControlPlane<'a> {
     ports: Vec<Option<PortAddr>>,
+    /// The FIB, to know which addresses are on-link out of which port
+    /// (connected subnets and `device =` routes).
+    fib: Arc<Fib>,
     neigh: NeighWriter,
     params: NeighParams,
     /// Resolutions in progress, by address. A neighbour enters the table
@@ -177,6 +181,7 @@ impl<'a> ControlPlane<'a> {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         ports: &[PortAddr],
+        fib: Arc<Fib>,
         neigh: NeighWriter,
         params: NeighParams,
         punt: Vec<RingConsumer>,
@@ -196,6 +201,7 @@ impl<'a> ControlPlane<'a> {
         let now = Instant::now();
         ControlPlane {
             ports: by_id,
+            fib,
             neigh,
             params,
             pending: HashMap::new(),
@@ -276,6 +282,17 @@ impl<'a> ControlPlane<'a> {
         drop(m);
     }
 
+    /// Whether `a` is a neighbour's address out of `port`: a host of its
+    /// connected subnet, or reached on-link out of it by a `device =` route.
+    fn on_link(&self, port: &PortAddr, a: Ipv4Addr) -> bool {
+        port.has_host(a)
+            || self
+                .fib
+                .lookup(a)
+                .is_some_and(|h| h.kind == HopKind::Forward && h.gateway == 0 && h.port == port.id)
+                && a != port.addr
+    }
+
     fn port(&self, id: u16) -> Option<PortAddr> {
         self.ports.get(usize::from(id)).copied().flatten()
     }
@@ -322,7 +339,7 @@ impl<'a> ControlPlane<'a> {
             return self.drop(m, port_id, DropReason::ArpInvalid);
         };
         let probe = req.sender_ip.is_unspecified(); // RFC 5227 probe
-        let sender_ok = port.has_host(req.sender_ip)
+        let sender_ok = self.on_link(&port, req.sender_ip)
             && !hooks::wire::ethernet::is_multicast(&req.sender_mac)
             && req.sender_mac != [0; 6];
         if !sender_ok && !probe {
@@ -598,7 +615,7 @@ impl<'a> ControlPlane<'a> {
                 .ports
                 .iter()
                 .flatten()
-                .find(|p| p.has_host(target) && p.mac == hdr.src)
+                .find(|p| p.mac == hdr.src && self.on_link(p, target))
                 .copied()
             else {
                 continue;

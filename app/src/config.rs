@@ -10,7 +10,7 @@
 //! address = "10.0.1.1/24"          # our IPv4 address and the connected subnet
 //! mac = "02:00:00:00:01:01"        # optional; set on the port at start
 //! rx_queues = 1                    # optional, default 1, range 1..=64
-//! mtu = 1500                       # optional, default 1500, range 68..=9000
+//! mtu = 1500                       # optional, default 1500, range 68..=2034
 //!
 //! [[route]]
 //! prefix = "0.0.0.0/0"
@@ -56,7 +56,9 @@ pub const DEFAULT_MTU: u16 = 1500;
 /// Smallest `mtu` (the IPv4 minimum).
 pub const MIN_MTU: u16 = 68;
 /// Largest `mtu`.
-pub const MAX_MTU: u16 = 9000;
+/// The largest MTU: a frame must fit one mbuf (2048 bytes of data room, less
+/// the Ethernet header); jumbo frames would need larger mbufs or scatter RX.
+pub const MAX_MTU: u16 = 2034;
 /// Largest DPDK port id accepted for an integer `device` (RTE_MAX_ETHPORTS can be at most 1024).
 pub const MAX_PORT_ID: u16 = 1023;
 /// Largest lcore id accepted for `[[lcore]] id` (RTE_MAX_LCORE can be at most 1024).
@@ -688,12 +690,70 @@ impl Ctx<'_> {
             }
         };
         self.check_connected_subnet_route(ports, prefix, prefix_len, next_hop, line)?;
+        self.check_reserved_route(ports, prefix, prefix_len, line)?;
         Ok(RouteSpec {
             prefix,
             prefix_len,
             next_hop,
             line,
         })
+    }
+
+    /// A route into space that is never forwarded (multicast, 0/8, 127/8,
+    /// 240/4), or for one of our own addresses or a subnet broadcast: the
+    /// router would either ignore it or forward what it must not.
+    fn check_reserved_route(
+        &self,
+        ports: &[PortSpec],
+        prefix: Ipv4Addr,
+        prefix_len: u8,
+        line: usize,
+    ) -> Result<(), ConfigError> {
+        let what = format!("[[route]] {prefix}/{prefix_len}");
+        let overlaps = |net: Ipv4Addr, len: u8| {
+            let shorter = prefix_len.min(len);
+            let mask = u32::MAX.checked_shl(32 - u32::from(shorter)).unwrap_or(0);
+            u32::from(prefix) & mask == u32::from(net) & mask
+        };
+        // The default route (and other short prefixes) may cover these
+        // ranges: the router still never forwards into them.
+        for (net, len, name) in [
+            (Ipv4Addr::new(224, 0, 0, 0), 4, "multicast 224.0.0.0/4"),
+            (Ipv4Addr::new(0, 0, 0, 0), 8, "\"this network\" 0.0.0.0/8"),
+            (Ipv4Addr::new(127, 0, 0, 0), 8, "loopback 127.0.0.0/8"),
+            (Ipv4Addr::new(240, 0, 0, 0), 4, "reserved 240.0.0.0/4"),
+        ] {
+            if prefix_len >= len && overlaps(net, len) {
+                return Err(self.error(
+                    line,
+                    format!(
+                        "{what}: lies in {name}, which is never forwarded (RFC 1812); \
+                         remove the route"
+                    ),
+                ));
+            }
+        }
+        if prefix_len == 32 {
+            for p in ports {
+                if prefix == p.address || (p.prefix_len <= 30 && prefix == p.broadcast()) {
+                    return Err(self.error(
+                        line,
+                        format!(
+                            "{what}: is {} of {} (line {}); it is delivered locally or \
+                             not at all, and a route cannot change that",
+                            if prefix == p.address {
+                                "our own address"
+                            } else {
+                                "the subnet broadcast"
+                            },
+                            label(&p.device),
+                            p.line
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// `via`: a host address inside a connected subnet, not one of ours.
@@ -1024,6 +1084,16 @@ fn split_prefix(s: &str, example: &str) -> Result<(Ipv4Addr, u8), String> {
 }
 
 /// A port `address`: a unicast host address with its subnet's prefix (1..=32).
+/// The never-routed range `a` is in, if any (RFC 1812 5.3.7).
+fn martian_range(a: Ipv4Addr) -> Option<&'static str> {
+    match a.octets()[0] {
+        0 => Some("\"this network\" 0.0.0.0/8"),
+        127 => Some("loopback 127.0.0.0/8"),
+        240..=254 => Some("reserved 240.0.0.0/4"),
+        _ => None,
+    }
+}
+
 fn port_address(s: &str) -> Result<(Ipv4Addr, u8), String> {
     let example = "10.0.1.1/24";
     let (addr, len) = split_prefix(s, example)?;
@@ -1038,6 +1108,11 @@ fn port_address(s: &str) -> Result<(Ipv4Addr, u8), String> {
     }
     if addr.is_multicast() {
         return Err(format!("{s:?}: {addr} is a multicast address; {unicast}"));
+    }
+    if let Some(range) = martian_range(addr) {
+        return Err(format!(
+            "{s:?}: {addr} is in {range}, which is never routed (RFC 1812); {unicast}"
+        ));
     }
     if addr.is_broadcast() {
         return Err(format!(
@@ -1271,7 +1346,7 @@ mac = "02:00:00:00:01:01"
 device = 1                       # a DPDK port id
 address = "10.0.2.1/24"
 rx_queues = 2
-mtu = 9000
+mtu = 2000
 
 [[port]]
 device = "0000:01:00.0"
@@ -1334,7 +1409,7 @@ queues = [
                     prefix_len: 24,
                     mac: None,
                     rx_queues: 2,
-                    mtu: 9000,
+                    mtu: 2000,
                     line: 7,
                 },
                 PortSpec {
@@ -1614,6 +1689,8 @@ queues = [
             ("10.0.1.1/x", &["not a number"]),
             ("0.0.0.0/8", &["0.0.0.0", "unicast"]),
             ("224.0.0.5/24", &["multicast"]),
+            ("127.0.0.2/8", &["loopback", "RFC 1812"]),
+            ("240.1.2.3/24", &["reserved 240.0.0.0/4"]),
             (
                 "10.0.1.0/24",
                 &["network address of 10.0.1.0/24", "10.0.1.1/24"],
@@ -1805,6 +1882,39 @@ queues = [
             11,
             &["[[route]] field `via`", "plain IPv4 address"],
         );
+    }
+
+    #[test]
+    fn routes_into_reserved_space_or_onto_our_addresses() {
+        for (prefix, words) in [
+            ("224.1.0.0/16", "multicast 224.0.0.0/4"),
+            ("127.1.0.0/16", "loopback 127.0.0.0/8"),
+            ("0.1.0.0/16", "0.0.0.0/8"),
+            ("240.0.0.0/8", "reserved 240.0.0.0/4"),
+        ] {
+            assert_err(
+                &route(&format!("prefix = \"{prefix}\"\nvia = \"10.0.1.2\"\n")),
+                9,
+                &[prefix, words, "never forwarded"],
+            );
+        }
+        assert_err(
+            &route("prefix = \"10.0.2.1/32\"\nvia = \"10.0.1.2\"\n"),
+            9,
+            &["our own address of net_af_packet1 (line 5)"],
+        );
+        assert_err(
+            &route("prefix = \"10.0.2.255/32\"\nvia = \"10.0.1.2\"\n"),
+            9,
+            &["the subnet broadcast of net_af_packet1"],
+        );
+        // A default route is fine: it covers those ranges, the router still
+        // never forwards into them.
+        assert!(RouterConfig::parse(
+            Path::new("router.toml"),
+            &route("prefix = \"0.0.0.0/0\"\nvia = \"10.0.1.2\"\n"),
+        )
+        .is_ok());
     }
 
     #[test]
@@ -2156,12 +2266,12 @@ queues = [
         assert_err(
             &port("mtu = 67"),
             4,
-            &["[[port]] field `mtu`", "68 to 9000"],
+            &["[[port]] field `mtu`", "68 to 2034"],
         );
         assert_err(
             &port("mtu = 9001"),
             4,
-            &["[[port]] field `mtu`", "68 to 9000"],
+            &["[[port]] field `mtu`", "68 to 2034"],
         );
         assert_err(&port("mtu = 99999999999999999999"), 4, &[]);
         let c = parse(&port("rx_queues = 64\nmtu = 68")).expect("bounds");

@@ -69,7 +69,7 @@ fn next_hop_outside_every_subnet() {
 fn overlapping_port_addresses() {
     let toml = TWO_PORTS.replace("10.0.2.1/24", "10.0.1.9/16");
     let (r, path) = run_config("cfgovl", &nulls(), &toml);
-    assert_config_error(&r, &path, &["overlapping", "line 1", "line 5"]);
+    assert_config_error(&r, &format!("{path}:7:"), &["overlapping", "line 1", "line 5"]);
 }
 
 #[test]
@@ -120,4 +120,19 @@ fn missing_file() {
         .args(["--", "--config", "/nonexistent/router.toml"]);
     let r = run(cmd, Duration::from_secs(60));
     assert_config_error(&r, "/nonexistent/router.toml", &["No such file"]);
+}
+
+#[test]
+fn one_dpdk_port_under_two_names() {
+    // "net_null0" is DPDK port 0: configuring port 0 again by id is refused.
+    let toml = TWO_PORTS.replace("device = \"net_null1\"", "device = 0");
+    let (r, path) = run_config("cfgdup", &nulls(), &toml);
+    assert_config_error(
+        &r,
+        &format!("{path}:5:"),
+        &[
+            "is DPDK port 0",
+            "already configured as \"net_null0\" (line 1)",
+        ],
+    );
 }

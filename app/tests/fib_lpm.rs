@@ -17,7 +17,7 @@ address = "10.0.1.1/24"
 [[port]]
 device = "net_null1"
 address = "10.0.2.1/24"
-mtu = 9000
+mtu = 2000
 
 [[route]]
 prefix = "0.0.0.0/0"
@@ -62,7 +62,7 @@ fn longest_prefix_wins() {
         "/32"
     );
     let h = hop([198, 51, 100, 8]).unwrap();
-    assert_eq!((h.gateway, h.mtu), (gw([10, 0, 2, 2]), 9000), "/24");
+    assert_eq!((h.gateway, h.mtu), (gw([10, 0, 2, 2]), 2000), "/24");
     let h = hop([8, 8, 8, 8]).unwrap();
     assert_eq!(
         (h.port, h.gateway, h.mtu),

@@ -136,6 +136,12 @@ impl Port {
         })
     }
 
+    /// Whether `id` is a port DPDK has (ids need not be contiguous).
+    pub fn is_valid(id: u16) -> bool {
+        // SAFETY: a bounds-checked lookup in ethdev's port table.
+        unsafe { sys::rte_eth_dev_is_valid_port(id) != 0 }
+    }
+
     /// The port id of device `name` (`net_af_packet0`, `0000:01:00.0`, ...).
     pub fn find(name: &str) -> Option<u16> {
         let cname = std::ffi::CString::new(name).ok()?;

@@ -32,32 +32,48 @@ const RING_SIZE: u32 = 1024;
 /// Neighbours the table holds.
 const NEIGH_CAPACITY: usize = 4096;
 
-/// The DPDK port id of each configured port, in config order.
+/// The DPDK port id of each configured port, in config order. Two entries
+/// naming the same DPDK port (by name and by id) are refused.
 fn resolve_ports(cfg: &RouterConfig) -> Result<Vec<u16>, RunError> {
-    let count = Port::count();
-    cfg.ports
-        .iter()
-        .map(|p| {
-            let id = match &p.device {
-                DeviceRef::Name(name) => Port::find(name),
-                DeviceRef::Id(id) => (*id < count).then_some(*id),
-            };
-            id.ok_or_else(|| {
-                RunError::Usage(
-                    cfg.error_at(
-                        p.line,
-                        format!(
-                            "[[port]] field `device`: DPDK has no port {:?}; {} \
-                             (add the device to the EAL options, e.g. --vdev or -a)",
-                            p.device.to_string(),
-                            describe_ports()
-                        ),
-                    )
-                    .to_string(),
+    let mut ids: Vec<u16> = Vec::new();
+    for p in &cfg.ports {
+        let id = match &p.device {
+            DeviceRef::Name(name) => Port::find(name),
+            DeviceRef::Id(id) => Port::is_valid(*id).then_some(*id),
+        };
+        let Some(id) = id else {
+            return Err(RunError::Usage(
+                cfg.error_at(
+                    p.line,
+                    format!(
+                        "[[port]] field `device`: DPDK has no port {:?}; {} \
+                         (add the device to the EAL options, e.g. --vdev or -a)",
+                        p.device.to_string(),
+                        describe_ports()
+                    ),
                 )
-            })
-        })
-        .collect()
+                .to_string(),
+            ));
+        };
+        if let Some(i) = ids.iter().position(|x| *x == id) {
+            let first = &cfg.ports[i];
+            return Err(RunError::Usage(
+                cfg.error_at(
+                    p.line,
+                    format!(
+                        "[[port]] field `device`: {:?} is DPDK port {id}, already configured \
+                         as {:?} (line {}); give each port once",
+                        p.device.to_string(),
+                        first.device.to_string(),
+                        first.line
+                    ),
+                )
+                .to_string(),
+            ));
+        }
+        ids.push(id);
+    }
+    Ok(ids)
 }
 
 /// Worker lcores and the (config port index, RX queue) pairs each polls.
@@ -241,7 +257,23 @@ fn route(
                 )
             })?;
         }
-        if !port.set_mtu(spec.mtu)? {
+        let mtu_set = port.set_mtu(spec.mtu).map_err(|e| {
+            RunError::Usage(
+                cfg.error_at(
+                    spec.line,
+                    format!(
+                        "[[port]] field `mtu`: port {} ({}) refuses MTU {}: {}; \
+                         give an MTU the device supports",
+                        port.id(),
+                        port.name(),
+                        spec.mtu,
+                        e.reason
+                    ),
+                )
+                .to_string(),
+            )
+        })?;
+        if !mtu_set {
             eprintln!(
                 "fastpath: port {} ({}) cannot change its MTU; packets above {} bytes are dropped",
                 port.id(),
@@ -297,13 +329,21 @@ fn route(
     if let Some(e) = neigh_err {
         return Err(RunError::Usage(format!("{}: {e}", cfg.path.display())));
     }
+    // A tbl8 group serves each /24 that holds longer prefixes.
+    let long = entries.iter().filter(|e| e.len > 24).count() as u32;
     let lpm = Lpm::new(
         "fib",
         (entries.len() as u32 * 2).max(1024),
-        256,
+        (long * 2).max(256),
         eal.socket_id(),
     )?;
-    let fib = Arc::new(Fib::build(lpm, &entries)?);
+    let fib = Arc::new(Fib::build(lpm, &entries).map_err(|e| {
+        RunError::Usage(format!(
+            "{}: the routes do not fit the LPM table ({e}); fewer routes longer than /24 \
+             would help",
+            cfg.path.display()
+        ))
+    })?);
     let macs: Arc<[[u8; 6]]> = macs.into();
     let pad_short: Arc<[bool]> = pad_short.into();
 

@@ -69,7 +69,11 @@ fn next_hop_outside_every_subnet() {
 fn overlapping_port_addresses() {
     let toml = TWO_PORTS.replace("10.0.2.1/24", "10.0.1.9/16");
     let (r, path) = run_config("cfgovl", &nulls(), &toml);
-    assert_config_error(&r, &format!("{path}:7:"), &["overlapping", "line 1", "line 5"]);
+    assert_config_error(
+        &r,
+        &format!("{path}:7:"),
+        &["overlapping", "line 1", "line 5"],
+    );
 }
 
 #[test]

@@ -130,15 +130,22 @@ fn routes_between_two_namespaces() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start nc -l");
-        std::thread::sleep(Duration::from_millis(500));
+        // Connect once the listener is up (a loaded machine may take a while).
         let ns_a = topo.ns("a");
-        let client = Command::new("ip")
-            .args([
-                "netns", "exec", &ns_a, "timeout", "60", "nc", "-N", "10.0.2.2", "5001",
-            ])
-            .stdin(std::fs::File::open(&sent).unwrap())
-            .output()
-            .expect("run nc");
+        let started = Instant::now();
+        let client = loop {
+            let out = Command::new("ip")
+                .args([
+                    "netns", "exec", &ns_a, "timeout", "60", "nc", "-N", "10.0.2.2", "5001",
+                ])
+                .stdin(std::fs::File::open(&sent).unwrap())
+                .output()
+                .expect("run nc");
+            if out.status.success() || started.elapsed() > Duration::from_secs(20) {
+                break out;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        };
         assert!(client.status.success(), "nc client: {client:?}");
         let server = server.wait_with_output().expect("nc -l");
         assert!(server.status.success(), "nc server: {server:?}");

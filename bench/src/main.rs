@@ -32,6 +32,11 @@ enum Cmd {
         /// Distinct flows (source address / port pairs).
         #[arg(long, default_value_t = 64)]
         flows: u32,
+        /// Address the frames to net_pcap0 (02:70:63:61:70:00) and write the
+        /// router config of the routed benchmark to FILE (pcap replay on
+        /// net_pcap0, routed out of net_null0 to a static neighbour).
+        #[arg(long, value_name = "FILE")]
+        router_config: Option<PathBuf>,
     },
     /// pcap replay -> null sink through dpdk-testpmd io and fastpath,
     /// alternated; prints the table and rewrites its section of RESULTS.md.
@@ -101,12 +106,18 @@ fn run(cmd: Cmd) -> Result<(), String> {
             size,
             count,
             flows,
+            router_config,
         } => {
-            let spec = FlowSpec {
+            let mut spec = FlowSpec {
                 frame_size: size,
                 flows,
                 ..Default::default()
             };
+            if let Some(path) = &router_config {
+                spec.dst_mac = compare::PCAP0_MAC;
+                std::fs::write(path, compare::router_config(&spec))
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+            }
             spec.validate()?;
             let f = std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?;
             fastpath::pcap::write(std::io::BufWriter::new(f), &spec.frames(count))

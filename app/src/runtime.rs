@@ -307,13 +307,7 @@ fn configure_and_forward(
         control_loop(args, &stop, started, ports);
     }
     stop.store(true, Ordering::SeqCst);
-    let mut failed = Vec::new();
-    for job in jobs {
-        let lcore = job.lcore();
-        if job.join() != 0 {
-            failed.push(lcore);
-        }
-    }
+    let failed = join_workers(jobs);
     let duration = started.elapsed();
     // Every worker has stopped: drain what devices still hold for us, at most
     // as many packets per queue as mbufs are out (more cannot be ours).
@@ -339,6 +333,18 @@ fn configure_and_forward(
         duration,
         counters.iter().map(|c| (c.lcore, c.snapshot())).collect(),
     ))
+}
+
+/// Wait for every worker; the lcores whose job failed.
+pub(crate) fn join_workers(jobs: Vec<lcore::LcoreJob>) -> Vec<u32> {
+    let mut failed = Vec::new();
+    for job in jobs {
+        let lcore = job.lcore();
+        if job.join() != 0 {
+            failed.push(lcore);
+        }
+    }
+    failed
 }
 
 /// One line per port brought up: name, MAC, link, queues and features.

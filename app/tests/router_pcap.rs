@@ -100,10 +100,6 @@ fn routed(frame: &[u8], neigh: [u8; 6]) -> Vec<u8> {
 
 #[test]
 fn every_kind_of_frame_ends_where_it_should() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = |n: &str| dir.path().join(n);
-    std::fs::write(p("router.toml"), CONFIG).unwrap();
-
     let good = udp_to([198, 51, 100, 9], 64);
     let host32 = udp_to([198, 51, 100, 7], 64);
     // VLAN 5: no VLAN is configured, so not ours. A priority tag (VLAN 0,
@@ -190,35 +186,9 @@ fn every_kind_of_frame_ends_where_it_should() {
         echo.clone(),
         arp_req,
     ];
-    write_pcap(&p("in.pcap"), &input);
-    write_pcap(&p("empty.pcap"), &[]);
-
-    let mut cmd = fastpath();
-    cmd.args(eal_args(
-        "rtpcap",
-        &[
-            format!(
-                "net_pcap0,rx_pcap={},tx_pcap={}",
-                p("in.pcap").display(),
-                p("out0.pcap").display()
-            ),
-            format!(
-                "net_pcap1,rx_pcap={},tx_pcap={}",
-                p("empty.pcap").display(),
-                p("out1.pcap").display()
-            ),
-        ],
-    ))
-    .args(["--", "--config"])
-    .arg(p("router.toml"))
-    .args(["--duration", "2", "--stats-json"])
-    .arg(p("stats.json"));
-    let r = run(cmd, Duration::from_secs(60));
-    assert_success(&r);
-    assert!(r.stderr.contains("mac 02:70:63:61:70:00"), "{}", r.stderr);
+    let (out0, out1, s) = run_pcaps("rtpcap", CONFIG, &input, &[], "2");
 
     // Port 1: the routed frames, in order, exactly.
-    let out1 = fastpath::pcap::read(std::fs::File::open(p("out1.pcap")).unwrap()).unwrap();
     let expect1 = vec![
         routed(&good, NEIGH_22),
         routed(&host32, NEIGH_23),
@@ -235,7 +205,6 @@ fn every_kind_of_frame_ends_where_it_should() {
 
     // Port 0: from the control plane, in punt order: time exceeded, net
     // unreachable, echo reply, ARP reply.
-    let out0 = fastpath::pcap::read(std::fs::File::open(p("out0.pcap")).unwrap()).unwrap();
     assert_eq!(out0.len(), 4, "{out0:02x?}");
     for (err, orig, kind) in [(&out0[0], &ttl1, (11, 0)), (&out0[1], &no_route, (3, 0))] {
         assert_eq!(&err[..12], &[HOST_A, MAC0].concat()[..]);
@@ -272,7 +241,6 @@ fn every_kind_of_frame_ends_where_it_should() {
     expect_arp.extend_from_slice(&[10, 0, 1, 2]);
     assert_eq!(arp, &expect_arp);
 
-    let s = read_json(&p("stats.json"));
     let drops = &s["totals"]["drops"];
     for (reason, n) in [
         ("runt", 1),

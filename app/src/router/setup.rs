@@ -19,7 +19,7 @@ use crate::forward;
 use crate::neigh::{EthHeader, NeighTable};
 use crate::report::Report;
 use crate::runtime::{
-    default_pool_size, finish, log_port_up, main_lcore_loop, RunError, MEMPOOL_CACHE,
+    default_pool_size, finish, join_workers, log_port_up, main_lcore_loop, RunError, MEMPOOL_CACHE,
 };
 use hooks::wire::ethernet::ethertype;
 use std::collections::BTreeMap;
@@ -452,13 +452,7 @@ fn route(
         );
     }
     stop.store(true, Ordering::SeqCst);
-    let mut failed = Vec::new();
-    for job in jobs {
-        let lcore = job.lcore();
-        if job.join() != 0 {
-            failed.push(lcore);
-        }
-    }
+    let failed = join_workers(jobs);
     let duration = started.elapsed();
 
     // Shutdown: what is punted or waiting, what sits in inject rings, what

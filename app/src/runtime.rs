@@ -82,9 +82,16 @@ pub fn run(argv: &[String], args: &AppArgs) -> Result<Report, RunError> {
     let left = AppArgs::try_parse_from(&rest).ok();
     if left.as_ref() != Some(args) {
         drop(eal);
+        // Name only what EAL left before `--`: the app's own options follow.
+        let app_count = argv
+            .iter()
+            .position(|a| a == "--")
+            .map_or(0, |i| argv.len() - i - 1);
+        let end = rest.len().saturating_sub(app_count).max(1.min(rest.len()));
         return Err(RunError::Usage(format!(
-            "EAL did not take {:?}: EAL options go before `--`, fastpath's after it              (fastpath [EAL options] -- [options])",
-            &rest[1.min(rest.len())..]
+            "EAL did not take {:?}: EAL options go before `--`, fastpath's after it \
+             (fastpath [EAL options] -- [options])",
+            &rest[1.min(rest.len())..end]
         )));
     }
     let result = match &config {

@@ -108,6 +108,20 @@ fn app_option_before_double_dash() {
     cmd.args(eal_args("before", &null_pair()))
         .args(["--duration", "1"]);
     let r = run(cmd, Duration::from_secs(60));
-    assert!(!r.status.success(), "stderr:\n{}", r.stderr);
-    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    // EAL refuses the option it does not know, and we say where it belongs.
+    assert_clean_failure(&r, 1, "unrecognized option '--duration'");
+    assert!(r.stderr.contains("EAL options"), "{}", r.stderr);
+}
+
+#[test]
+fn stray_argument_eal_leaves_alone() {
+    let mut cmd = fastpath();
+    cmd.args(eal_args("stray", &null_pair()))
+        .args(["stray", "--", "--duration", "0.2"]);
+    let r = run(cmd, Duration::from_secs(60));
+    assert_clean_failure(
+        &r,
+        2,
+        "EAL did not take [\"stray\"]: EAL options go before `--`",
+    );
 }

@@ -113,6 +113,26 @@ mod tests {
     }
 
     #[test]
+    fn every_kind_gets_exactly_its_rate() {
+        for kind in [
+            Punt::Arp,
+            Punt::LocalIcmp,
+            Punt::TtlExceeded,
+            Punt::Resolve,
+            Punt::NoRoute,
+            Punt::FragNeeded,
+        ] {
+            let rate = RATES[kind as usize];
+            let mut b = PuntBudgets::default();
+            let n = (0..100_000).filter(|_| b.take(kind, 0, HZ)).count();
+            assert_eq!(n as u32, rate.packets, "{kind:?}");
+            let end = rate.period_ms * 1_000_000;
+            assert!(!b.take(kind, end - 1, HZ), "{kind:?}: refilled early");
+            assert!(b.take(kind, end, HZ), "{kind:?}: not refilled");
+        }
+    }
+
+    #[test]
     fn over_budget_reasons() {
         assert_eq!(
             over_budget_reason(Punt::TtlExceeded),

@@ -52,6 +52,17 @@ fn eth(dst: [u8; 6], src: [u8; 6], ethertype: u16) -> Vec<u8> {
     f
 }
 
+/// An Ethernet + ARP reply (42 bytes, unpadded) from `(mac, ip)` to `(to_mac, to_ip)`.
+fn arp_reply(mac: [u8; 6], ip: [u8; 4], to_mac: [u8; 6], to_ip: [u8; 4]) -> Vec<u8> {
+    let mut f = eth(to_mac, mac, 0x0806);
+    f.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, 2]);
+    f.extend_from_slice(&mac);
+    f.extend_from_slice(&ip);
+    f.extend_from_slice(&to_mac);
+    f.extend_from_slice(&to_ip);
+    f
+}
+
 /// IPv4 header (IHL 5, right checksum) + `payload`.
 fn ipv4(src: [u8; 4], dst: [u8; 4], ttl: u8, protocol: u8, payload: &[u8]) -> Vec<u8> {
     let mut p = vec![0u8; 20];
@@ -233,12 +244,7 @@ fn every_kind_of_frame_ends_where_it_should() {
     );
 
     let arp = &out0[3];
-    let mut expect_arp = eth(HOST_A, MAC0, 0x0806);
-    expect_arp.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, 2]);
-    expect_arp.extend_from_slice(&MAC0);
-    expect_arp.extend_from_slice(&[10, 0, 1, 1]);
-    expect_arp.extend_from_slice(&HOST_A);
-    expect_arp.extend_from_slice(&[10, 0, 1, 2]);
+    let expect_arp = arp_reply(MAC0, [10, 0, 1, 1], HOST_A, [10, 0, 1, 2]);
     assert_eq!(arp, &expect_arp);
 
     let drops = &s["totals"]["drops"];
@@ -373,12 +379,7 @@ fn an_arp_reply_releases_the_waiting_packets() {
     // The neighbour's reply to us, on port 1 (it may arrive before or after
     // the packets are queued: either way they leave with its MAC).
     let nb = [0x02, 0xdd, 0, 0, 0, 0x77];
-    let mut reply = eth(MAC1, nb, 0x0806);
-    reply.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, 2]);
-    reply.extend_from_slice(&nb);
-    reply.extend_from_slice(&[10, 0, 2, 77]);
-    reply.extend_from_slice(&MAC1);
-    reply.extend_from_slice(&[10, 0, 2, 1]);
+    let mut reply = arp_reply(nb, [10, 0, 2, 77], MAC1, [10, 0, 2, 1]);
     reply.resize(60, 0);
     let (_, out1, s) = run_pcaps("rtreply", CONFIG_NO_NEIGH, &frames, &[reply], "2");
     let expect = routed(&frames[0], nb);
@@ -534,12 +535,7 @@ fn an_on_link_route_outside_the_subnet_resolves_by_arp() {
     );
     let frames: Vec<Vec<u8>> = (0..10).map(|_| udp_to([192, 0, 2, 5], 64)).collect();
     let nb = [0x02, 0xee, 0, 0, 0, 0x05];
-    let mut reply = eth(MAC1, nb, 0x0806);
-    reply.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, 2]);
-    reply.extend_from_slice(&nb);
-    reply.extend_from_slice(&[192, 0, 2, 5]);
-    reply.extend_from_slice(&MAC1);
-    reply.extend_from_slice(&[10, 0, 2, 1]);
+    let mut reply = arp_reply(nb, [192, 0, 2, 5], MAC1, [10, 0, 2, 1]);
     reply.resize(60, 0);
     let (_, out1, s) = run_pcaps("rtdevroute", &config, &frames, &[reply], "2");
     let expect = routed(&frames[0], nb);

@@ -25,19 +25,24 @@ pub enum Punt {
 }
 
 impl Punt {
+    /// Every reason, in code order (code = index + 1).
+    pub const ALL: [Punt; 6] = [
+        Punt::Arp,
+        Punt::LocalIcmp,
+        Punt::TtlExceeded,
+        Punt::Resolve,
+        Punt::NoRoute,
+        Punt::FragNeeded,
+    ];
+
     /// The reason stored in the metadata, `None` for 0 or an unknown code.
     pub fn from_code(code: u8) -> Option<Punt> {
-        match code {
-            1 => Some(Punt::Arp),
-            2 => Some(Punt::LocalIcmp),
-            3 => Some(Punt::TtlExceeded),
-            4 => Some(Punt::Resolve),
-            5 => Some(Punt::NoRoute),
-            6 => Some(Punt::FragNeeded),
-            _ => None,
-        }
+        Self::ALL.get(usize::from(code).checked_sub(1)?).copied()
     }
 }
+
+// Codes run 1..=ALL.len(): from_code indexes ALL by code - 1.
+const _: () = assert!(Punt::FragNeeded as usize == Punt::ALL.len());
 
 #[cfg(test)]
 mod tests {
@@ -45,14 +50,7 @@ mod tests {
 
     #[test]
     fn codes_round_trip() {
-        for p in [
-            Punt::Arp,
-            Punt::LocalIcmp,
-            Punt::TtlExceeded,
-            Punt::Resolve,
-            Punt::NoRoute,
-            Punt::FragNeeded,
-        ] {
+        for p in Punt::ALL {
             assert_eq!(Punt::from_code(p as u8), Some(p));
         }
         assert_eq!(Punt::from_code(0), None);

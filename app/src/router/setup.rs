@@ -384,7 +384,6 @@ fn route(
                 .join(", ")
         );
         let worker = RouterWorker {
-            lcore: *lcore_id,
             rx,
             tx,
             punt: punt_p,

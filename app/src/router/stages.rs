@@ -152,7 +152,7 @@ impl Pipeline {
                     Some(Some(txb)) => txb.push(m, out.counters),
                     _ => drop_one(&mut dropped, m, out.counters, p, DropReason::NoRoute),
                 },
-                Verdict::Punt(reason) if !budgets.take(reason, tsc(), self.tsc_hz) => drop_one(
+                Verdict::Punt(reason) if !budgets.take(reason, tsc, self.tsc_hz) => drop_one(
                     &mut dropped,
                     m,
                     out.counters,

@@ -19,7 +19,6 @@ pub struct Handback {
 
 /// One worker's queues, rings and shared tables.
 pub struct RouterWorker {
-    pub lcore: u32,
     pub rx: Vec<RxQueue>,
     /// TX buffers indexed by port id (`None` for ports not in use).
     pub tx: Vec<Option<TxBuffer>>,

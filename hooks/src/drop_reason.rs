@@ -55,11 +55,22 @@ pub enum DropReason {
     VlanNotConfigured = 23,
     /// A source or destination that is never routed (RFC 1812 5.3.7).
     Martian = 24,
+    /// A `classify` rule with the drop action matched.
+    ClassifyRule = 25,
+    /// A `filter` rule with the drop action matched.
+    FilterRule = 26,
+    /// No `filter` rule matched (or the packet could not be parsed) and the
+    /// chain's default policy is drop.
+    FilterPolicy = 27,
+    /// Dropped by a user hook (any hook kind without a reason of its own).
+    HookDrop = 28,
+    /// Over a policer's rate.
+    Policed = 29,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 25] = [
+    pub const ALL: [DropReason; 30] = [
         DropReason::TxQueueFull,
         DropReason::Runt,
         DropReason::OtherHost,
@@ -85,6 +96,11 @@ impl DropReason {
         DropReason::PuntRateLimited,
         DropReason::VlanNotConfigured,
         DropReason::Martian,
+        DropReason::ClassifyRule,
+        DropReason::FilterRule,
+        DropReason::FilterPolicy,
+        DropReason::HookDrop,
+        DropReason::Policed,
     ];
     /// Number of reasons: the length of a counter array.
     pub const COUNT: usize = Self::ALL.len();
@@ -117,6 +133,11 @@ impl DropReason {
             DropReason::PuntRateLimited => "punt_rate_limited",
             DropReason::VlanNotConfigured => "vlan_not_configured",
             DropReason::Martian => "martian",
+            DropReason::ClassifyRule => "classify_rule",
+            DropReason::FilterRule => "filter_rule",
+            DropReason::FilterPolicy => "filter_policy",
+            DropReason::HookDrop => "hook_drop",
+            DropReason::Policed => "policed",
         }
     }
 
@@ -186,12 +207,19 @@ impl DropReason {
             DropReason::Martian => {
                 "martian: source or destination in 0/8, 127/8 or 240/4, or a multicast source"
             }
+            DropReason::ClassifyRule => "dropped by a classify rule (ingress hook)",
+            DropReason::FilterRule => "dropped by a filter rule (egress hook)",
+            DropReason::FilterPolicy => {
+                "filter default policy drop: no rule matched, or the packet could not be parsed"
+            }
+            DropReason::HookDrop => "dropped by a user hook",
+            DropReason::Policed => "over a policer's rate (token bucket empty)",
         }
     }
 }
 
 // Discriminants run 0..COUNT: a reason missing from ALL would index past the counters.
-const _: () = assert!(DropReason::Martian as usize == DropReason::COUNT - 1);
+const _: () = assert!(DropReason::Policed as usize == DropReason::COUNT - 1);
 
 /// One counter per drop reason, owned by one lcore.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

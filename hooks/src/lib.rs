@@ -1,11 +1,34 @@
 //! What a fastpath hook sees and does, with no DPDK dependency: the per-packet
 //! metadata that travels in the mbuf's private area, header views over byte
-//! slices (`wire`) and the named reasons a packet can be dropped for. Everything
-//! here works on plain memory and is unit-tested.
+//! slices (`wire`), the named reasons a packet can be dropped for, and the
+//! hook machinery: the [`Hook`] trait (one call per burst, a [`Verdict`] per
+//! packet), chains ordered by priority, the [`HookSet`] snapshot that workers
+//! load once per burst and the control plane replaces as a whole
+//! ([`snapshot`]), the [`Registry`] of hook kinds by name, and per-hook
+//! counters. Everything here works on plain memory and is unit-tested.
 
+pub mod chain;
 pub mod drop_reason;
+pub mod flow;
+pub mod hook;
+pub mod hook_counters;
+pub mod hook_set;
 pub mod meta;
+pub mod packet;
+pub mod registry;
+pub mod snapshot;
+pub mod verdict;
 pub mod wire;
 
+pub use chain::{Chain, ChainEntry, StealLog};
 pub use drop_reason::{DropCounters, DropReason};
+pub use flow::{FlowSummary, Fragment};
+pub use hook::{Hook, HookContext, HookPoint, OwnedPacket};
+pub use hook_counters::{HookCounters, HookStats};
+pub use hook_set::HookSet;
 pub use meta::{PacketMeta, PacketType};
+pub use packet::{HookBurst, HookPacket, Tally, MAX_BURST};
+pub use registry::{
+    BuildContext, DuplicateKind, HookArgs, HookBuildError, HookKind, KindHandle, Registry,
+};
+pub use verdict::Verdict;

@@ -1,0 +1,229 @@
+//! The flow fields of one IPv4 packet, read once per packet for the
+//! built-in hooks: addresses, protocol, ports, TCP flags, DSCP, ICMP type,
+//! fragment position. Parsing never panics: a packet it cannot read is
+//! `None` (and gets a filter's default policy, never a bypass).
+
+use crate::wire::ipv4::Ipv4Packet;
+
+/// IP protocol numbers the hooks know by name.
+pub mod proto {
+    pub const ICMP: u8 = 1;
+    pub const TCP: u8 = 6;
+    pub const UDP: u8 = 17;
+}
+
+/// TCP flag bits (byte 13 of the TCP header).
+pub mod tcp_flag {
+    pub const FIN: u8 = 0x01;
+    pub const SYN: u8 = 0x02;
+    pub const RST: u8 = 0x04;
+    pub const PSH: u8 = 0x08;
+    pub const ACK: u8 = 0x10;
+    pub const URG: u8 = 0x20;
+    pub const ECE: u8 = 0x40;
+    pub const CWR: u8 = 0x80;
+}
+
+/// Where a packet sits in a fragmented datagram.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Fragment {
+    /// Not fragmented.
+    #[default]
+    None,
+    /// Offset 0, more fragments follow: has the L4 header.
+    First,
+    /// Offset above 0: no L4 header, ports unknown.
+    NonFirst,
+}
+
+/// The fields rules and connection tracking look at. Addresses and ports in
+/// host byte order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowSummary {
+    pub src: u32,
+    pub dst: u32,
+    pub proto: u8,
+    /// Differentiated services code point (upper 6 bits of the TOS byte).
+    pub dscp: u8,
+    pub fragment: Fragment,
+    /// The L4 header was read: ports (TCP/UDP), flags (TCP) or type, code
+    /// and identifier (ICMP) are valid. False for non-first fragments, for
+    /// truncated L4 headers, and for other protocols.
+    pub l4: bool,
+    /// TCP / UDP ports; for ICMP echo and echo reply, both hold the
+    /// identifier; 0 otherwise.
+    pub sport: u16,
+    pub dport: u16,
+    /// TCP flags, 0 for other protocols.
+    pub tcp_flags: u8,
+    /// ICMP type and code (0 for other protocols).
+    pub icmp_type: u8,
+    pub icmp_code: u8,
+    /// Offset of the L4 header from the start of the L3 header (IHL × 4).
+    pub l4_offset: u16,
+}
+
+/// Bytes of L4 header needed to read ports (and flags) per protocol.
+const TCP_MIN: usize = 20;
+const UDP_MIN: usize = 8;
+const ICMP_MIN: usize = 8;
+
+impl FlowSummary {
+    /// Read an IPv4 packet starting at `l3[0]`. `None` when the bytes are
+    /// not a well-formed IPv4 header (version, IHL, header length). The L4
+    /// part is best effort: when it is missing or short, `l4` is false.
+    pub fn parse(l3: &[u8]) -> Option<FlowSummary> {
+        let ip = Ipv4Packet::new_checked(l3).ok()?;
+        if ip.version() != 4 {
+            return None;
+        }
+        let hl = ip.header_len();
+        // The datagram ends at its total length when that is inside the
+        // frame (Ethernet padding is not L4 payload).
+        let end = usize::from(ip.total_len()).clamp(hl, l3.len());
+        let l4 = l3.get(hl..end).unwrap_or_default();
+        let fragment = match (ip.frag_offset(), ip.more_frags()) {
+            (0, false) => Fragment::None,
+            (0, true) => Fragment::First,
+            _ => Fragment::NonFirst,
+        };
+        let mut s = FlowSummary {
+            src: u32::from(ip.src_addr()),
+            dst: u32::from(ip.dst_addr()),
+            proto: ip.protocol(),
+            dscp: ip.dscp(),
+            fragment,
+            l4_offset: hl as u16,
+            ..FlowSummary::default()
+        };
+        if fragment == Fragment::NonFirst {
+            return Some(s);
+        }
+        let be16 = |i: usize| u16::from_be_bytes([l4[i], l4[i + 1]]);
+        match s.proto {
+            proto::TCP if l4.len() >= TCP_MIN => {
+                s.sport = be16(0);
+                s.dport = be16(2);
+                s.tcp_flags = l4[13];
+                s.l4 = true;
+            }
+            proto::UDP if l4.len() >= UDP_MIN => {
+                s.sport = be16(0);
+                s.dport = be16(2);
+                s.l4 = true;
+            }
+            proto::ICMP if l4.len() >= ICMP_MIN => {
+                s.icmp_type = l4[0];
+                s.icmp_code = l4[1];
+                if matches!(s.icmp_type, 0 | 8) {
+                    s.sport = be16(4);
+                    s.dport = be16(4);
+                }
+                s.l4 = true;
+            }
+            _ => {}
+        }
+        Some(s)
+    }
+
+    /// Are the ports valid (TCP or UDP with its header read)?
+    pub fn has_ports(&self) -> bool {
+        self.l4 && matches!(self.proto, proto::TCP | proto::UDP)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 20-byte IPv4 header (checksum not filled: parse does not check it)
+    /// followed by `l4`.
+    fn ipv4(proto: u8, frag: u16, l4: &[u8]) -> Vec<u8> {
+        let total = 20 + l4.len();
+        let mut b = vec![
+            0x45,
+            0xb8,
+            (total >> 8) as u8,
+            total as u8,
+            0,
+            1,
+            (frag >> 8) as u8,
+            frag as u8,
+            64,
+            proto,
+            0,
+            0,
+            10,
+            0,
+            0,
+            1,
+            10,
+            0,
+            1,
+            2,
+        ];
+        b.extend_from_slice(l4);
+        b
+    }
+
+    #[test]
+    fn tcp_ports_flags_and_dscp() {
+        let mut tcp = [0u8; 20];
+        tcp[..4].copy_from_slice(&[0x04, 0xd2, 0x00, 0x17]);
+        tcp[13] = tcp_flag::SYN;
+        let s = FlowSummary::parse(&ipv4(proto::TCP, 0, &tcp)).unwrap();
+        assert_eq!((s.src, s.dst), (0x0a00_0001, 0x0a00_0102));
+        assert_eq!((s.sport, s.dport, s.tcp_flags), (1234, 23, tcp_flag::SYN));
+        assert_eq!(s.dscp, 46);
+        assert!(s.has_ports());
+    }
+
+    #[test]
+    fn truncated_l4_has_no_ports() {
+        let s = FlowSummary::parse(&ipv4(proto::TCP, 0, &[0; 19])).unwrap();
+        assert!(!s.l4);
+        assert_eq!((s.sport, s.dport), (0, 0));
+        let s = FlowSummary::parse(&ipv4(proto::UDP, 0, &[0, 53, 0, 53, 0, 8, 0, 0])).unwrap();
+        assert!(s.has_ports());
+    }
+
+    #[test]
+    fn fragments() {
+        let udp = [0, 53, 0, 53, 0, 8, 0, 0];
+        let first = FlowSummary::parse(&ipv4(proto::UDP, 0x2000, &udp)).unwrap();
+        assert_eq!(first.fragment, Fragment::First);
+        assert!(first.has_ports());
+        // Offset 1 (8 bytes): the "ports" are payload bytes and are not read.
+        let later = FlowSummary::parse(&ipv4(proto::UDP, 0x0001, &udp)).unwrap();
+        assert_eq!(later.fragment, Fragment::NonFirst);
+        assert!(!later.l4 && later.sport == 0);
+    }
+
+    #[test]
+    fn options_are_skipped() {
+        let mut b = ipv4(proto::UDP, 0, &[0; 4]);
+        b[0] = 0x46; // IHL 6: 4 bytes of options, then the UDP header.
+        b.extend_from_slice(&[0x13, 0x88, 0x00, 0x50, 0, 8, 0, 0]);
+        b[3] = 32;
+        let s = FlowSummary::parse(&b).unwrap();
+        assert_eq!((s.sport, s.dport, s.l4_offset), (5000, 80, 24));
+    }
+
+    #[test]
+    fn icmp_echo_identifier_in_both_ports() {
+        let s = FlowSummary::parse(&ipv4(proto::ICMP, 0, &[8, 0, 0, 0, 0x12, 0x34, 0, 1])).unwrap();
+        assert_eq!((s.icmp_type, s.sport, s.dport), (8, 0x1234, 0x1234));
+        let s = FlowSummary::parse(&ipv4(proto::ICMP, 0, &[3, 3, 0, 0, 0, 0, 0, 0])).unwrap();
+        assert_eq!((s.icmp_type, s.icmp_code, s.sport), (3, 3, 0));
+    }
+
+    #[test]
+    fn not_ipv4_is_none() {
+        assert!(FlowSummary::parse(&[]).is_none());
+        let mut b = ipv4(proto::UDP, 0, &[0; 8]);
+        b[0] = 0x65;
+        assert!(FlowSummary::parse(&b).is_none());
+        b[0] = 0x44;
+        assert!(FlowSummary::parse(&b).is_none());
+    }
+}

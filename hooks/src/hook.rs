@@ -1,0 +1,75 @@
+//! The `Hook` trait: one call per burst, a verdict per packet.
+
+use crate::HookBurst;
+
+/// Where in the pipeline a chain runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HookPoint {
+    /// After L2 type translation, before routing, per input port (like tc
+    /// clsact ingress). `meta.out_port` and `meta.next_hop` are not set yet.
+    Ingress,
+    /// After routing, before neighbour output, per output port (like the
+    /// netfilter egress hook). `meta.out_port` and `meta.next_hop` are set;
+    /// the frame still has its input Ethernet header (the output header is
+    /// written by the neighbour stage after the chain).
+    Egress,
+}
+
+impl HookPoint {
+    pub const ALL: [HookPoint; 2] = [HookPoint::Ingress, HookPoint::Egress];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            HookPoint::Ingress => "ingress",
+            HookPoint::Egress => "egress",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<HookPoint> {
+        HookPoint::ALL.into_iter().find(|p| p.name() == s)
+    }
+}
+
+/// What a hook knows about the call besides the packets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HookContext {
+    /// Index of the calling worker, `0..workers` of the
+    /// [`BuildContext`](crate::BuildContext) the hook was built with. A hook
+    /// keeps per-worker state indexed by it.
+    pub worker: usize,
+    /// The point and the port (input port at ingress, output port at
+    /// egress) of the chain being run.
+    pub point: HookPoint,
+    pub port: u16,
+    /// Monotonic time in nanoseconds, read once per burst.
+    pub now_ns: u64,
+}
+
+/// A packet function. Implementations are safe Rust and must not block: they
+/// run on a worker lcore between `rx_burst` and `tx_burst`.
+///
+/// The pipeline calls [`Hook::process`] once per burst, with every packet
+/// that reached this point still accepted. A hook sets verdicts through the
+/// burst; packets it leaves alone are accepted. A hook must not panic on any
+/// input bytes: a property test feeds every built-in hook arbitrary bytes.
+pub trait Hook: Send + Sync {
+    /// One burst. Called from several workers at once (each with its own
+    /// `cx.worker`), so per-worker state lives behind `cx.worker`.
+    fn process(&self, cx: &HookContext, burst: &mut HookBurst<'_, '_>);
+
+    /// Packets this hook stole (verdict `Stolen`) in the burst just
+    /// processed, now owned by the hook: keep them (bounded!) or drop them
+    /// (which frees them). The default drops them.
+    fn take(&self, cx: &HookContext, packets: &mut dyn Iterator<Item = Box<dyn OwnedPacket>>) {
+        let _ = cx;
+        packets.for_each(drop);
+    }
+}
+
+/// A packet the pipeline handed over with a `Stolen` verdict. Dropping it
+/// returns its buffer to the pool it came from.
+pub trait OwnedPacket: Send {
+    fn data(&self) -> &[u8];
+    fn data_mut(&mut self) -> &mut [u8];
+    fn meta(&self) -> &crate::PacketMeta;
+}

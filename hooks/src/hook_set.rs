@@ -1,0 +1,74 @@
+//! Every chain of every port at both points: the snapshot workers load once
+//! per burst loop and the control plane replaces as a whole.
+
+use crate::{Chain, ChainEntry, HookPoint};
+
+/// Chains by point and port id. An empty chain is one predictable branch.
+#[derive(Default)]
+pub struct HookSet {
+    ingress: Box<[Chain]>,
+    egress: Box<[Chain]>,
+    any_ingress: bool,
+    any_egress: bool,
+}
+
+impl HookSet {
+    /// Chains for port ids `0..ports`, all empty.
+    pub fn empty(ports: usize) -> Self {
+        HookSet {
+            ingress: (0..ports).map(|_| Chain::default()).collect(),
+            egress: (0..ports).map(|_| Chain::default()).collect(),
+            any_ingress: false,
+            any_egress: false,
+        }
+    }
+
+    /// Put `chain` at `point` of `port` (ignored for a port beyond the set).
+    pub fn set(&mut self, point: HookPoint, port: u16, chain: Chain) {
+        let chains = match point {
+            HookPoint::Ingress => &mut self.ingress,
+            HookPoint::Egress => &mut self.egress,
+        };
+        if let Some(c) = chains.get_mut(usize::from(port)) {
+            *c = chain;
+        }
+        self.any_ingress = self.ingress.iter().any(|c| !c.is_empty());
+        self.any_egress = self.egress.iter().any(|c| !c.is_empty());
+    }
+
+    /// Is there any ingress hook on any port?
+    #[inline(always)]
+    pub fn any_ingress(&self) -> bool {
+        self.any_ingress
+    }
+
+    #[inline(always)]
+    pub fn any_egress(&self) -> bool {
+        self.any_egress
+    }
+
+    /// The chain at `point` of `port`, when it has hooks.
+    #[inline(always)]
+    pub fn chain(&self, point: HookPoint, port: u16) -> Option<&Chain> {
+        let chains = match point {
+            HookPoint::Ingress => &self.ingress,
+            HookPoint::Egress => &self.egress,
+        };
+        chains.get(usize::from(port)).filter(|c| !c.is_empty())
+    }
+
+    /// Every hook: point, port id, entry (for statistics).
+    pub fn entries(&self) -> impl Iterator<Item = (HookPoint, u16, &ChainEntry)> {
+        let ing = self.ingress.iter().enumerate().flat_map(|(p, c)| {
+            c.entries()
+                .iter()
+                .map(move |e| (HookPoint::Ingress, p as u16, e))
+        });
+        let eg = self.egress.iter().enumerate().flat_map(|(p, c)| {
+            c.entries()
+                .iter()
+                .map(move |e| (HookPoint::Egress, p as u16, e))
+        });
+        ing.chain(eg)
+    }
+}

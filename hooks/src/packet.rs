@@ -1,0 +1,222 @@
+//! What a hook sees of a burst: each packet's frame bytes and metadata, and a
+//! verdict per packet that only moves away from `Accept`.
+
+use crate::{PacketMeta, Verdict};
+
+/// Most packets in one burst a hook is called with (the verdict bookkeeping
+/// keeps the accepted set in a 64-bit mask).
+pub const MAX_BURST: usize = 64;
+
+/// One packet as a hook sees it: the frame from its Ethernet header on, and
+/// the metadata the pipeline filled in (`meta.l3_offset` is where the IPv4
+/// header starts). The bytes are only 2-byte aligned: read them through the
+/// [`wire`](crate::wire) views, never by casting to a struct.
+#[derive(Debug)]
+pub struct HookPacket<'p> {
+    pub data: &'p mut [u8],
+    pub meta: &'p mut PacketMeta,
+}
+
+impl<'p> HookPacket<'p> {
+    pub fn new(data: &'p mut [u8], meta: &'p mut PacketMeta) -> Self {
+        HookPacket { data, meta }
+    }
+
+    /// The L3 (IPv4) bytes: from `meta.l3_offset` to the end of the frame;
+    /// empty when the offset is beyond the frame.
+    pub fn l3(&self) -> &[u8] {
+        self.data
+            .get(usize::from(self.meta.l3_offset)..)
+            .unwrap_or_default()
+    }
+}
+
+/// Counts of a burst's verdicts, kept up to date as verdicts change.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub accepted: u32,
+    pub dropped: u32,
+    pub stolen: u32,
+}
+
+/// A burst handed to a hook: packets and their verdicts. A hook reads and
+/// writes the packets it is given and sets verdicts through
+/// [`HookBurst::set_verdict`]; it cannot revive a packet an earlier hook
+/// dropped or stole.
+pub struct HookBurst<'b, 'p> {
+    packets: &'b mut [HookPacket<'p>],
+    verdicts: &'b mut [Verdict],
+    /// Bit i set: packet i is still accepted.
+    accepted: u64,
+    tally: Tally,
+}
+
+impl<'b, 'p> HookBurst<'b, 'p> {
+    /// A burst over `packets`, all accepted. `verdicts` must be at least as
+    /// long; at most [`MAX_BURST`] packets are taken, the rest are left out.
+    pub fn new(packets: &'b mut [HookPacket<'p>], verdicts: &'b mut [Verdict]) -> Self {
+        let n = packets.len().min(verdicts.len()).min(MAX_BURST);
+        let (packets, _) = packets.split_at_mut(n);
+        let (verdicts, _) = verdicts.split_at_mut(n);
+        verdicts.fill(Verdict::Accept);
+        let accepted = if n == MAX_BURST {
+            u64::MAX
+        } else {
+            (1u64 << n) - 1
+        };
+        HookBurst {
+            packets,
+            verdicts,
+            accepted,
+            tally: Tally {
+                accepted: n as u32,
+                ..Tally::default()
+            },
+        }
+    }
+
+    /// Packets in the burst, whatever their verdict.
+    pub fn len(&self) -> usize {
+        self.packets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.packets.is_empty()
+    }
+
+    /// The still-accepted packets as a bit mask (bit i: packet i).
+    pub fn accepted_mask(&self) -> u64 {
+        self.accepted
+    }
+
+    /// Indices of the still-accepted packets, in order.
+    pub fn accepted(&self) -> impl Iterator<Item = usize> {
+        let mut mask = self.accepted;
+        core::iter::from_fn(move || {
+            if mask == 0 {
+                return None;
+            }
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            Some(i)
+        })
+    }
+
+    pub fn is_accepted(&self, i: usize) -> bool {
+        i < MAX_BURST && self.accepted & (1 << i) != 0
+    }
+
+    pub fn packet(&self, i: usize) -> Option<&HookPacket<'p>> {
+        self.packets.get(i)
+    }
+
+    pub fn packet_mut(&mut self, i: usize) -> Option<&mut HookPacket<'p>> {
+        self.packets.get_mut(i)
+    }
+
+    pub fn verdict(&self, i: usize) -> Option<Verdict> {
+        self.verdicts.get(i).copied()
+    }
+
+    /// Set packet `i`'s verdict. Ignored (returns false) when the packet is
+    /// no longer accepted or `i` is out of range: a later hook cannot undo
+    /// an earlier drop or steal.
+    pub fn set_verdict(&mut self, i: usize, v: Verdict) -> bool {
+        if !self.is_accepted(i) {
+            return false;
+        }
+        match v {
+            Verdict::Accept => return true,
+            Verdict::Drop(_) => self.tally.dropped += 1,
+            Verdict::Stolen => self.tally.stolen += 1,
+        }
+        self.tally.accepted -= 1;
+        self.accepted &= !(1 << i);
+        self.verdicts[i] = v;
+        true
+    }
+
+    /// Call `f` for every accepted packet; a `Some` verdict it returns is set.
+    pub fn for_each_accepted(
+        &mut self,
+        mut f: impl FnMut(usize, &mut HookPacket<'p>) -> Option<Verdict>,
+    ) {
+        let mut mask = self.accepted;
+        while mask != 0 {
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            if let Some(v) = f(i, &mut self.packets[i]) {
+                self.set_verdict(i, v);
+            }
+        }
+    }
+
+    /// Counts of the verdicts so far.
+    pub fn tally(&self) -> Tally {
+        self.tally
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DropReason;
+
+    fn metas<const N: usize>() -> [PacketMeta; N] {
+        [PacketMeta::default(); N]
+    }
+
+    #[test]
+    fn verdicts_only_move_away_from_accept() {
+        let mut bufs = [[0u8; 60]; 3];
+        let mut ms = metas::<3>();
+        let mut pkts: Vec<HookPacket> = bufs
+            .iter_mut()
+            .zip(ms.iter_mut())
+            .map(|(d, m)| HookPacket::new(d, m))
+            .collect();
+        let mut v = [Verdict::Stolen; 3];
+        let mut b = HookBurst::new(&mut pkts, &mut v);
+        assert_eq!(b.tally().accepted, 3);
+        assert!(b.set_verdict(1, Verdict::Drop(DropReason::FilterRule)));
+        assert!(!b.set_verdict(1, Verdict::Accept));
+        assert!(!b.set_verdict(1, Verdict::Stolen));
+        assert!(!b.set_verdict(7, Verdict::Stolen));
+        assert!(b.set_verdict(2, Verdict::Stolen));
+        assert_eq!(b.accepted().collect::<Vec<_>>(), vec![0]);
+        assert_eq!(
+            b.tally(),
+            Tally {
+                accepted: 1,
+                dropped: 1,
+                stolen: 1
+            }
+        );
+        assert_eq!(b.verdict(1), Some(Verdict::Drop(DropReason::FilterRule)));
+        let _ = b;
+        assert_eq!(v[0], Verdict::Accept, "new() resets verdicts to accept");
+    }
+
+    #[test]
+    fn a_full_burst_of_64_is_all_accepted() {
+        let mut bufs = vec![[0u8; 60]; 70];
+        let mut ms = vec![PacketMeta::default(); 70];
+        let mut pkts: Vec<HookPacket> = bufs
+            .iter_mut()
+            .zip(ms.iter_mut())
+            .map(|(d, m)| HookPacket::new(d, m))
+            .collect();
+        let mut v = vec![Verdict::Accept; 70];
+        let mut b = HookBurst::new(&mut pkts, &mut v);
+        assert_eq!(b.len(), MAX_BURST);
+        assert_eq!(b.accepted().count(), 64);
+        let mut seen = 0;
+        b.for_each_accepted(|i, _| {
+            seen += 1;
+            (i % 2 == 0).then_some(Verdict::Drop(DropReason::HookDrop))
+        });
+        assert_eq!(seen, 64);
+        assert_eq!(b.tally().dropped, 32);
+        assert_eq!(b.accepted().count(), 32);
+    }
+}

@@ -69,7 +69,7 @@ pub const MAX_LCORE_ID: u32 = 1023;
 // ---------------------------------------------------------------------------
 
 /// A validated router configuration.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct RouterConfig {
     /// The file it was read from (used in error messages).
     pub path: PathBuf,
@@ -81,6 +81,21 @@ pub struct RouterConfig {
     pub neighbours: Vec<NeighbourSpec>,
     /// `[[lcore]]` items, in file order; empty: default queue placement.
     pub lcores: Vec<LcoreSpec>,
+    /// `[[hook]]` items, in file order (checked by their kinds when built).
+    pub hooks: Vec<crate::hook_config::HookSpec>,
+    /// The file's text, for the line numbers of hook errors.
+    pub text: String,
+}
+
+impl PartialEq for RouterConfig {
+    /// Everything but the hooks and the text: what a reload may not change.
+    fn eq(&self, o: &Self) -> bool {
+        self.path == o.path
+            && self.ports == o.ports
+            && self.routes == o.routes
+            && self.neighbours == o.neighbours
+            && self.lcores == o.lcores
+    }
 }
 
 /// How a port is named: a device name (vdev name or PCI address) or a DPDK port id.
@@ -286,6 +301,8 @@ struct RawConfig {
     neighbor: Vec<Spanned<RawNeighbour>>,
     #[serde(default)]
     lcore: Vec<Spanned<RawLcore>>,
+    #[serde(default)]
+    hook: Vec<Spanned<toml::Table>>,
 }
 
 #[derive(Deserialize)]
@@ -466,12 +483,16 @@ impl Ctx<'_> {
         neighbours.sort_by_key(|n| n.span().start);
         let neighbours = self.neighbours(&ports, &neighbours)?;
         let lcores = self.lcores(&ports, &raw.lcore)?;
+        let hooks =
+            crate::hook_config::parse_hooks(self.path, self.text, &raw.hook, |o| self.line_at(o))?;
         Ok(RouterConfig {
             path: self.path.to_path_buf(),
             ports,
             routes,
             neighbours,
             lcores,
+            hooks,
+            text: self.text.to_owned(),
         })
     }
 
@@ -1480,8 +1501,11 @@ queues = [
                     line: 45,
                 },
             ],
+            hooks: Vec::new(),
+            text: String::new(),
         };
         assert_eq!(c, want);
+        assert!(c.hooks.is_empty());
     }
 
     #[test]

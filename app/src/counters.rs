@@ -22,6 +22,9 @@ pub struct PortCounters {
     /// Received on this port and consumed by the control plane (ARP replies
     /// and announcements it learned from).
     pub consumed: AtomicU64,
+    /// Received on this port and taken by a hook (verdict `Stolen`): the
+    /// hook owns them from then on.
+    pub stolen: AtomicU64,
     /// Packets meant for this port (or received on it) and dropped, by reason.
     pub drops: [AtomicU64; DropReason::COUNT],
 }
@@ -85,6 +88,12 @@ impl LcoreCounters {
         bump(&self.ports[port as usize].originated, n);
     }
 
+    /// Count packets from `port` a hook stole.
+    #[cold]
+    pub fn stolen(&self, port: u16, n: u64) {
+        bump(&self.ports[port as usize].stolen, n);
+    }
+
     /// Count packets from `port` the control plane consumed.
     pub fn consumed(&self, port: u16, n: u64) {
         bump(&self.ports[port as usize].consumed, n);
@@ -123,6 +132,7 @@ impl LcoreCounters {
                 punted: p.punted.load(Relaxed),
                 originated: p.originated.load(Relaxed),
                 consumed: p.consumed.load(Relaxed),
+                stolen: p.stolen.load(Relaxed),
                 drops: hooks::DropCounters(std::array::from_fn(|i| p.drops[i].load(Relaxed))),
             })
             .collect()
@@ -137,6 +147,7 @@ pub struct PortCount {
     pub punted: u64,
     pub originated: u64,
     pub consumed: u64,
+    pub stolen: u64,
     pub drops: hooks::DropCounters,
 }
 
@@ -148,6 +159,7 @@ impl PortCount {
         self.punted += other.punted;
         self.originated += other.originated;
         self.consumed += other.consumed;
+        self.stolen += other.stolen;
         self.drops.merge(&other.drops);
     }
 }

@@ -3,11 +3,13 @@
 //! `dpdk` is the safe layer over DPDK (the only place with `unsafe`); the rest
 //! builds the pipeline, its counters and the control plane on top of it.
 
+pub mod builtin_hooks;
 pub mod cli;
 pub mod config;
 pub mod counters;
 pub mod dpdk;
 pub mod forward;
+pub mod hook_config;
 pub mod neigh;
 pub mod pcap;
 pub mod report;

@@ -19,6 +19,8 @@ pub struct PortReport {
     pub punted: u64,
     pub originated: u64,
     pub consumed: u64,
+    /// Taken by hooks (verdict `Stolen`).
+    pub stolen: u64,
     pub dropped: u64,
     pub drops: BTreeMap<&'static str, u64>,
     pub driver: PortStats,
@@ -33,14 +35,16 @@ pub struct LcoreReport {
     pub punted: u64,
     pub originated: u64,
     pub consumed: u64,
+    /// Taken by hooks (verdict `Stolen`).
+    pub stolen: u64,
     pub dropped: u64,
     pub drops: BTreeMap<&'static str, u64>,
 }
 
 /// Sums over everything, and the conservation check
-/// `rx + originated == tx + dropped + consumed` (every packet received or
-/// created ends transmitted, dropped with a reason, or consumed by the control
-/// plane; at exit nothing is in flight).
+/// `rx + originated == tx + dropped + consumed + stolen` (every packet
+/// received or created ends transmitted, dropped with a reason, consumed by
+/// the control plane or taken by a hook; at exit nothing is in flight).
 #[derive(Debug, Clone, Serialize)]
 pub struct Totals {
     pub rx: u64,
@@ -48,6 +52,8 @@ pub struct Totals {
     pub punted: u64,
     pub originated: u64,
     pub consumed: u64,
+    /// Taken by hooks (verdict `Stolen`).
+    pub stolen: u64,
     pub dropped: u64,
     pub drops: BTreeMap<&'static str, u64>,
     pub balanced: bool,
@@ -80,6 +86,62 @@ pub struct Report {
     /// What the control plane did (router mode): ARP, ICMP, neighbours.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub control: BTreeMap<&'static str, u64>,
+    /// Every hook of the last hook set (router mode), with its counters.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<HookReport>,
+}
+
+/// One hook's counters at exit, summed over workers.
+#[derive(Debug, Clone, Serialize)]
+pub struct HookReport {
+    pub point: &'static str,
+    pub port: u16,
+    pub name: String,
+    pub kind: String,
+    pub priority: i32,
+    #[serde(flatten)]
+    pub counts: hooks::HookStats,
+    /// The hook's own counters (e.g. connection tracking).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub stats: BTreeMap<&'static str, u64>,
+}
+
+impl HookReport {
+    /// Reports of every hook in `set`.
+    pub fn of(set: &hooks::HookSet) -> Vec<HookReport> {
+        set.entries()
+            .map(|(point, port, e)| HookReport {
+                point: point.name(),
+                port,
+                name: e.name.clone(),
+                kind: e.kind.clone(),
+                priority: e.priority,
+                counts: e.counters.read(),
+                stats: e.hook.stats().into_iter().collect(),
+            })
+            .collect()
+    }
+
+    /// One line: `egress port 1 fw (filter, priority 0): seen .. accepted ..`.
+    pub fn to_line(&self) -> String {
+        let c = &self.counts;
+        let mut line = format!(
+            "{} port {} {} ({}, priority {}): seen {}, accepted {}, dropped {}, stolen {}",
+            self.point,
+            self.port,
+            self.name,
+            self.kind,
+            self.priority,
+            c.seen,
+            c.accepted,
+            c.dropped,
+            c.stolen
+        );
+        for (k, v) in &self.stats {
+            let _ = write!(line, ", {k} {v}");
+        }
+        line
+    }
 }
 
 fn by_reason(d: &DropCounters) -> BTreeMap<&'static str, u64> {
@@ -113,6 +175,7 @@ impl Report {
                     punted: sum.punted,
                     originated: sum.originated,
                     consumed: sum.consumed,
+                    stolen: sum.stolen,
                     dropped: sum.drops.total(),
                     drops: by_reason(&sum.drops),
                 }
@@ -135,6 +198,7 @@ impl Report {
                     punted: sum.punted,
                     originated: sum.originated,
                     consumed: sum.consumed,
+                    stolen: sum.stolen,
                     dropped: sum.drops.total(),
                     drops: by_reason(&sum.drops),
                     driver: *driver,
@@ -152,15 +216,17 @@ impl Report {
                 punted: total.punted,
                 originated: total.originated,
                 consumed: total.consumed,
+                stolen: total.stolen,
                 dropped: total.drops.total(),
                 drops: by_reason(&total.drops),
                 balanced: total.rx + total.originated
-                    == total.tx + total.drops.total() + total.consumed,
+                    == total.tx + total.drops.total() + total.consumed + total.stolen,
             },
             mbufs,
             stage_cycles_per_packet: BTreeMap::new(),
             neighbours: Vec::new(),
             control: BTreeMap::new(),
+            hooks: Vec::new(),
         }
     }
 
@@ -254,7 +320,10 @@ impl Report {
         } else {
             "NOT BALANCED"
         };
-        if t.originated + t.consumed + t.punted == 0 {
+        if t.stolen > 0 {
+            let _ = writeln!(s, "taken by hooks (stolen): {}", t.stolen);
+        }
+        if t.originated + t.consumed + t.punted + t.stolen == 0 {
             let _ = writeln!(
                 s,
                 "total: rx {} = tx {} + dropped {}  [{verdict}]",
@@ -263,9 +332,18 @@ impl Report {
         } else {
             let _ = writeln!(
                 s,
-                "total: rx {} + originated {} = tx {} + dropped {} + consumed {}  [{verdict}]\n\
+                "total: rx {} + originated {} = tx {} + dropped {} + consumed {} + stolen {}  \
+                 [{verdict}]\n\
                  control plane: {} punted to it, {} originated, {} consumed",
-                t.rx, t.originated, t.tx, t.dropped, t.consumed, t.punted, t.originated, t.consumed
+                t.rx,
+                t.originated,
+                t.tx,
+                t.dropped,
+                t.consumed,
+                t.stolen,
+                t.punted,
+                t.originated,
+                t.consumed
             );
         }
         if !self.stage_cycles_per_packet.is_empty() {
@@ -286,6 +364,12 @@ impl Report {
                 .map(|(k, v)| format!("{k} {v}"))
                 .collect();
             let _ = writeln!(s, "control plane events: {}", parts.join(", "));
+        }
+        if !self.hooks.is_empty() {
+            let _ = writeln!(s, "hooks:");
+            for h in &self.hooks {
+                let _ = writeln!(s, "  {}", h.to_line());
+            }
         }
         if !self.neighbours.is_empty() {
             let _ = writeln!(s, "neighbours:");

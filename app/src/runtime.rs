@@ -67,6 +67,17 @@ pub(crate) fn default_pool_size(
 /// `argv` is the whole command line; `args` the app options after `--`, parsed
 /// before EAL starts so that a typo fails fast and without side effects.
 pub fn run(argv: &[String], args: &AppArgs) -> Result<Report, RunError> {
+    run_with_registry(argv, args, &crate::builtin_hooks::registry())
+}
+
+/// [`run`] with the hook kinds of `registry` (the built-in kinds plus any a
+/// program registered: a hook written outside the pipeline is added by
+/// registering its kind here and naming it in the config).
+pub fn run_with_registry(
+    argv: &[String],
+    args: &AppArgs,
+    registry: &hooks::Registry,
+) -> Result<Report, RunError> {
     args.validate().map_err(RunError::Usage)?;
     // A bad config file fails before EAL starts.
     let config = match &args.config {
@@ -95,7 +106,7 @@ pub fn run(argv: &[String], args: &AppArgs) -> Result<Report, RunError> {
         )));
     }
     let result = match &config {
-        Some(cfg) => crate::router::setup::run(&eal, args, cfg, stop),
+        Some(cfg) => crate::router::setup::run(&eal, args, cfg, registry, stop),
         None => run_with_eal(&eal, args, stop),
     };
     drop(eal);

@@ -64,6 +64,13 @@ pub trait Hook: Send + Sync {
         let _ = cx;
         packets.for_each(drop);
     }
+
+    /// Counters of the hook's own (e.g. a connection table's size and
+    /// refusals), by name, for the statistics. Read from the control
+    /// lcore, so they are atomics or summed per-worker values.
+    fn stats(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 /// A packet the pipeline handed over with a `Stolen` verdict. Dropping it

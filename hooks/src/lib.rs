@@ -7,6 +7,7 @@
 //! ([`snapshot`]), the [`Registry`] of hook kinds by name, and per-hook
 //! counters. Everything here works on plain memory and is unit-tested.
 
+pub mod builtin;
 pub mod chain;
 pub mod drop_reason;
 pub mod flow;
@@ -19,6 +20,7 @@ pub mod registry;
 pub mod snapshot;
 pub mod verdict;
 pub mod wire;
+pub mod worker_counters;
 
 pub use chain::{Chain, ChainEntry, StealLog};
 pub use drop_reason::{DropCounters, DropReason};

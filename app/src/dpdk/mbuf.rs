@@ -216,3 +216,16 @@ impl Drop for Mbuf {
         unsafe { sys::rte_pktmbuf_free(self.0.as_ptr()) }
     }
 }
+
+/// An mbuf a hook stole: the hook owns it now; dropping it frees it.
+impl hooks::OwnedPacket for Mbuf {
+    fn data(&self) -> &[u8] {
+        Mbuf::data(self)
+    }
+    fn data_mut(&mut self) -> &mut [u8] {
+        Mbuf::data_mut(self)
+    }
+    fn meta(&self) -> &PacketMeta {
+        Mbuf::meta(self)
+    }
+}

@@ -6,6 +6,7 @@
 pub mod budget;
 pub mod control;
 pub mod fib;
+pub mod hook_points;
 pub mod punt;
 pub mod setup;
 pub mod stages;

@@ -16,12 +16,16 @@ use crate::dpdk::{
     lcore, mbuf_ring, DpdkError, Eal, Lpm, Mempool, Port, PortConfig, RxQueue, TxQueue,
 };
 use crate::forward;
+use crate::hook_config::build_hook_set;
 use crate::neigh::{EthHeader, NeighTable};
+use crate::report::HookReport;
 use crate::report::Report;
 use crate::runtime::{
     default_pool_size, finish, join_workers, log_port_up, main_lcore_loop, RunError, MEMPOOL_CACHE,
 };
+use hooks::snapshot::Publisher;
 use hooks::wire::ethernet::ethertype;
+use hooks::{HookSet, Registry};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -138,6 +142,7 @@ pub fn run(
     eal: &Eal,
     args: &AppArgs,
     cfg: &RouterConfig,
+    registry: &Registry,
     stop: Arc<AtomicBool>,
 ) -> Result<Report, RunError> {
     let port_ids = resolve_ports(cfg)?;
@@ -167,15 +172,16 @@ pub fn run(
     let pool = Mempool::new("mbuf_pool", pool_size, MEMPOOL_CACHE, eal.socket_id())?;
     let mut ports: Vec<Port> = Vec::new();
     let outcome = route(
-        eal, args, cfg, &port_ids, &placement, &pool, &mut ports, stop,
+        eal, args, cfg, registry, &port_ids, &placement, &pool, &mut ports, stop,
     );
     match outcome {
-        Ok((duration, counts, stages, neighbours, events)) => {
+        Ok((duration, counts, stages, neighbours, events, hooks)) => {
             let mut report = finish(eal, ports, pool, duration, &counts);
             let add = |r: &mut Report| {
                 r.stage_cycles_per_packet = stages.clone();
                 r.neighbours = neighbours.clone();
                 r.control = events.clone();
+                r.hooks = hooks.clone();
             };
             match &mut report {
                 Ok(r) => add(r),
@@ -198,6 +204,7 @@ type Outcome = (
     BTreeMap<&'static str, f64>,
     Vec<String>,
     BTreeMap<&'static str, u64>,
+    Vec<HookReport>,
 );
 
 #[allow(clippy::too_many_arguments)]
@@ -205,6 +212,7 @@ fn route(
     eal: &Eal,
     args: &AppArgs,
     cfg: &RouterConfig,
+    registry: &Registry,
     port_ids: &[u16],
     placement: &[(u32, Vec<(usize, u16)>)],
     pool: &Mempool,
@@ -347,6 +355,32 @@ fn route(
     let macs: Arc<[[u8; 6]]> = macs.into();
     let pad_short: Arc<[bool]> = pad_short.into();
 
+    // Hooks: built (and their rules checked) before any worker starts.
+    let port_names: Vec<(String, u16)> = cfg
+        .ports
+        .iter()
+        .zip(port_ids)
+        .map(|(p, id)| (p.device.to_string(), *id))
+        .collect();
+    let hooks = HookChains {
+        cfg,
+        registry,
+        port_ids,
+        port_names,
+        max_port,
+        workers: n_workers,
+    };
+    let publisher = Publisher::new(hooks.build(cfg, None)?);
+    log_hooks(&publisher.current());
+    let reload = Arc::new(AtomicBool::new(false));
+    if !cfg.hooks.is_empty() {
+        // SIGHUP re-reads the config's [[hook]] sections; without hooks it
+        // keeps its default (terminate), as for any daemon that has nothing
+        // to reload.
+        signal_hook::flag::register(signal_hook::consts::SIGHUP, reload.clone())
+            .map_err(|e| RunError::Usage(format!("cannot install the SIGHUP handler: {e}")))?;
+    }
+
     // Workers.
     let mut punt_rx = Vec::new();
     let mut inject_tx = Vec::new();
@@ -394,7 +428,9 @@ fn route(
                 macs: macs.clone(),
                 pad_short: pad_short.clone(),
                 tsc_hz: crate::dpdk::tsc_hz(),
+                worker: w,
             },
+            hooks: publisher.subscribe(),
             timed: args.stage_cycles,
         };
         let c = Arc::new(LcoreCounters::new(*lcore_id, max_port));
@@ -447,12 +483,21 @@ fn route(
             started,
             ports,
             Duration::from_micros(500),
-            || control.poll() > 0,
+            || {
+                if reload.swap(false, Ordering::SeqCst) {
+                    hooks.reload(&publisher);
+                }
+                control.poll() > 0
+            },
         );
     }
     stop.store(true, Ordering::SeqCst);
     let failed = join_workers(jobs);
     let duration = started.elapsed();
+    // Workers are gone: the hooks' counters are final, and dropping the
+    // last snapshot frees whatever packets hooks still hold.
+    let hook_reports = HookReport::of(&publisher.current());
+    drop(publisher);
 
     // Shutdown: what is punted or waiting, what sits in inject rings, what
     // devices still hold.
@@ -515,5 +560,82 @@ fn route(
         stages,
         neighbours,
         events,
+        hook_reports,
     ))
+}
+
+/// What building the hook chains needs, kept for reloads.
+struct HookChains<'a> {
+    cfg: &'a RouterConfig,
+    registry: &'a Registry,
+    port_ids: &'a [u16],
+    port_names: Vec<(String, u16)>,
+    max_port: usize,
+    workers: usize,
+}
+
+impl HookChains<'_> {
+    /// The chains of `file`'s [[hook]] sections (ports resolved against the
+    /// running config).
+    fn build(&self, file: &RouterConfig, previous: Option<&HookSet>) -> Result<HookSet, RunError> {
+        build_hook_set(
+            &file.path,
+            &file.text,
+            &file.hooks,
+            self.registry,
+            |d| self.cfg.port_index(d),
+            self.port_ids,
+            &self.port_names,
+            self.max_port,
+            self.workers,
+            previous,
+        )
+        .map_err(|e| RunError::Usage(e.to_string()))
+    }
+
+    /// SIGHUP: re-read the file and replace the hook set as a whole. A file
+    /// that does not parse or whose hooks do not build changes nothing.
+    #[cold]
+    fn reload(&self, publisher: &Publisher<HookSet>) {
+        let path = &self.cfg.path;
+        let file = match RouterConfig::load(path) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("fastpath: SIGHUP: {e}; the running hooks stay");
+                return;
+            }
+        };
+        if &file != self.cfg {
+            eprintln!(
+                "fastpath: SIGHUP: {} changed outside [[hook]] sections; only hooks are \
+                 reloaded, ports, routes, neighbours and lcores need a restart",
+                path.display()
+            );
+        }
+        match self.build(&file, Some(&publisher.current())) {
+            Ok(set) => {
+                let n = set.entries().count();
+                log_hooks(&set);
+                let _retired = publisher.publish(set);
+                eprintln!(
+                    "fastpath: SIGHUP: hooks reloaded from {} ({n} hooks, generation {})",
+                    path.display(),
+                    publisher.generation()
+                );
+            }
+            Err(e) => eprintln!("fastpath: SIGHUP: {e}; the running hooks stay"),
+        }
+    }
+}
+
+fn log_hooks(set: &HookSet) {
+    for (point, port, e) in set.entries() {
+        eprintln!(
+            "fastpath: hook {:?} ({}) at {} of port {port}, priority {}",
+            e.name,
+            e.kind,
+            point.name(),
+            e.priority
+        );
+    }
 }

@@ -1,10 +1,12 @@
 //! The router's per-burst pipeline, stage by stage over the whole burst (VPP
-//! style): l2 (`eth_type_trans`) → local / ip (header checks, one LPM bulk
-//! lookup, TTL) → neigh (cached header, two 64-bit stores) → dispose (TX
-//! buffer, punt ring, or a counted drop). Safe Rust over the DPDK layer.
+//! style): l2 (`eth_type_trans`) → ingress hooks → local / ip (header
+//! checks, one LPM bulk lookup, TTL) → egress hooks → neigh (cached header,
+//! two 64-bit stores) → dispose (TX buffer, punt ring, a hook that stole the
+//! packet, or a counted drop). Safe Rust over the DPDK layer.
 
 use super::budget::{over_budget_reason, PuntBudgets};
 use super::fib::{Fib, HopKind, NEIGH_BY_DST};
+use super::hook_points;
 use super::punt::Punt;
 use super::txbuf::TxBuffer;
 use crate::counters::{LcoreCounters, STAGES};
@@ -15,13 +17,13 @@ use crate::stage::ip::{
 };
 use crate::stage::l2::eth_type_trans;
 use hooks::wire::ethernet::{ethertype, HEADER_LEN, MIN_FRAME_LEN};
-use hooks::{DropReason, PacketMeta, PacketType};
+use hooks::{DropReason, HookContext, HookPoint, HookSet, PacketMeta, PacketType};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
 /// What happens to one packet of the burst.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Verdict {
+pub(super) enum Verdict {
     /// IPv4 for the ip stage.
     Ipv4,
     /// Routed, for the neigh stage (neighbour index or NEIGH_BY_DST).
@@ -30,6 +32,9 @@ enum Verdict {
     Forward(u16),
     Punt(Punt),
     Drop(DropReason),
+    /// Taken by entry `.1` of the chain at this point (of the input port at
+    /// ingress, of `meta.out_port` at egress).
+    Stolen(HookPoint, u8),
 }
 
 /// IP protocol number of ICMP.
@@ -48,6 +53,8 @@ pub struct Pipeline {
     pub pad_short: Arc<[bool]>,
     /// TSC ticks per second (rate limit of ICMP unreachable punts).
     pub tsc_hz: u64,
+    /// This worker's index (`HookContext::worker`).
+    pub worker: usize,
 }
 
 /// Per-burst working arrays, owned by the worker and reused burst after
@@ -56,8 +63,8 @@ pub struct Pipeline {
 pub struct Scratch {
     /// How many more packets of each kind this worker may punt.
     budgets: PuntBudgets,
-    metas: [PacketMeta; BURST_SIZE],
-    verdicts: [Verdict; BURST_SIZE],
+    pub(super) metas: [PacketMeta; BURST_SIZE],
+    pub(super) verdicts: [Verdict; BURST_SIZE],
     oks: [Ipv4Ok; BURST_SIZE],
     idx: [u8; BURST_SIZE],
     dsts: [u32; BURST_SIZE],
@@ -100,9 +107,17 @@ impl Pipeline {
     /// Run one received burst from `port` through every stage. Every mbuf
     /// ends in a TX buffer, in `out.punt`, or freed under a drop reason; the
     /// burst is empty afterwards. With `timed`, TSC per stage is added to
-    /// the lcore's stage counters.
+    /// the lcore's stage counters. `hooks` is the snapshot of hook chains
+    /// the worker took at its last quiescent point.
     #[inline(always)]
-    pub fn process(&self, port: u16, burst: &mut MbufBurst, out: &mut Outputs<'_>, timed: bool) {
+    pub fn process(
+        &self,
+        port: u16,
+        burst: &mut MbufBurst,
+        out: &mut Outputs<'_>,
+        hooks: &HookSet,
+        timed: bool,
+    ) {
         let n = burst.len();
         let mut t = [0u64; STAGES.len() + 1];
         if timed {
@@ -114,10 +129,27 @@ impl Pipeline {
         }
         let scratch = &mut *out.scratch;
         self.l2_stage(port, &port_mac, burst.as_slice(), scratch);
+        let cx = HookContext {
+            worker: self.worker,
+            point: HookPoint::Ingress,
+            port,
+            now_ns: 0,
+        };
+        if hooks.any_ingress() {
+            let cx = self.hook_time(cx);
+            hook_points::ingress(hooks, port, cx, burst.as_mut_slice(), scratch);
+        }
         if timed {
             t[1] = tsc();
         }
         self.ip_stage(burst.as_mut_slice(), scratch);
+        if hooks.any_egress() {
+            let cx = self.hook_time(HookContext {
+                point: HookPoint::Egress,
+                ..cx
+            });
+            hook_points::egress(hooks, cx, burst.as_mut_slice(), scratch);
+        }
         if timed {
             t[2] = tsc();
         }
@@ -169,6 +201,20 @@ impl Pipeline {
                     let _ = out.punt.push(m);
                 }
                 Verdict::Drop(r) => drop_one(&mut dropped, m, out.counters, port, r),
+                Verdict::Stolen(point, entry) => {
+                    let chain_port = match point {
+                        HookPoint::Ingress => port,
+                        HookPoint::Egress => metas[i].out_port,
+                    };
+                    out.counters.stolen(port, 1);
+                    let cx = HookContext {
+                        worker: self.worker,
+                        point,
+                        port: chain_port,
+                        now_ns: 0,
+                    };
+                    hook_points::hand_over(hooks, self.hook_time(cx), entry, m, metas[i]);
+                }
                 Verdict::Ipv4 | Verdict::Neigh(_) => {
                     drop_one(&mut dropped, m, out.counters, port, DropReason::NoRoute)
                 }
@@ -181,6 +227,16 @@ impl Pipeline {
         if timed {
             t[4] = tsc();
             out.counters.stage_cycles(&t, n as u64);
+        }
+    }
+
+    /// `cx` with the time now (read only when a hook point has hooks).
+    #[inline]
+    fn hook_time(&self, cx: HookContext) -> HookContext {
+        let ns = u128::from(tsc()) * 1_000_000_000 / u128::from(self.tsc_hz.max(1));
+        HookContext {
+            now_ns: ns as u64,
+            ..cx
         }
     }
 

@@ -5,7 +5,8 @@ use super::stages::{Outputs, Pipeline, Scratch};
 use super::txbuf::TxBuffer;
 use crate::counters::LcoreCounters;
 use crate::dpdk::{MbufBurst, RingConsumer, RingProducer, RxQueue};
-use hooks::DropReason;
+use hooks::snapshot::Subscriber;
+use hooks::{DropReason, HookSet};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
@@ -27,6 +28,8 @@ pub struct RouterWorker {
     /// Control → worker: packets to send (`meta.out_port` says where).
     pub inject: RingConsumer,
     pub pipeline: Pipeline,
+    /// The hook chains, refreshed at the quiescent point of every loop.
+    pub hooks: Subscriber<HookSet>,
     /// Time each stage with the TSC.
     pub timed: bool,
 }
@@ -46,6 +49,9 @@ impl RouterWorker {
         let mut injected = MbufBurst::new();
         let mut scratch = Box::<Scratch>::default();
         while !stop.load(Relaxed) {
+            // The quiescent point: between bursts, nothing of the old
+            // snapshot is held.
+            let hooks = self.hooks.quiescent();
             for q in self.rx.iter_mut() {
                 let n = q.rx_burst(&mut burst);
                 if n == 0 {
@@ -60,7 +66,7 @@ impl RouterWorker {
                     scratch: &mut scratch,
                 };
                 self.pipeline
-                    .process(port, &mut burst, &mut out, self.timed);
+                    .process(port, &mut burst, &mut out, hooks, self.timed);
                 if !punt.is_empty() {
                     punt_to_control(&mut self.punt, &mut punt, &counters);
                 }

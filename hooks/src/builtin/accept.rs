@@ -1,0 +1,39 @@
+//! `accept`: a hook that accepts every packet. It exists to measure what a
+//! non-empty hook point costs (the chain, the burst view, one dynamic call)
+//! and to count what passes a point.
+
+use crate::{BuildContext, Hook, HookArgs, HookBuildError, HookBurst, HookContext, HookKind};
+use std::sync::Arc;
+
+/// The `accept` kind: no parameters, no rules.
+pub struct AcceptKind;
+
+struct Accept;
+
+impl Hook for Accept {
+    #[inline]
+    fn process(&self, _cx: &HookContext, _burst: &mut HookBurst<'_, '_>) {}
+}
+
+impl HookKind for AcceptKind {
+    fn name(&self) -> &str {
+        "accept"
+    }
+
+    fn build(&self, args: &HookArgs, _cx: &BuildContext) -> Result<Arc<dyn Hook>, HookBuildError> {
+        if let Some(k) = args.params.keys().next() {
+            return Err(HookBuildError::param(
+                k,
+                "unknown field; `accept` takes no parameters",
+            ));
+        }
+        if !args.rules.is_empty() {
+            return Err(HookBuildError {
+                rule: Some(0),
+                field: None,
+                message: "`accept` takes no rules".into(),
+            });
+        }
+        Ok(Arc::new(Accept))
+    }
+}

@@ -134,3 +134,4 @@ pub fn assert_success(r: &Run) {
         r.stderr
     );
 }
+pub mod frames;

@@ -1,0 +1,531 @@
+//! Connection tracking for a stateful filter: one bounded table per worker,
+//! so that "established, related: accept; new inbound: drop" works for TCP,
+//! UDP, ICMP echo and (by address pair) other protocols.
+//!
+//! # Use
+//!
+//! For each packet the filter calls [`ConnTable::lookup`], which says how
+//! the packet relates to the table ([`CtState`]) and, for a packet of a
+//! known connection, refreshes its timer and moves its TCP state. Lookup
+//! never creates an entry: when the filter *accepts* a packet that was
+//! [`CtState::New`], it calls [`ConnTable::commit`], which creates the entry
+//! with this packet's direction as the original one (or refreshes the entry
+//! when there is one already: a retransmitted SYN, an unanswered UDP
+//! stream). A `New` packet the filter drops leaves no trace. Expired entries
+//! are reclaimed lazily; a hook can also call [`ConnTable::sweep`] once per
+//! burst to reclaim them ahead of need.
+//!
+//! # Design
+//!
+//! * **Normalised tuple.** The key is the protocol and the two endpoints
+//!   `(address, port)` in canonical order, the lower pair first; the entry
+//!   remembers which side originated the flow. Both directions of a flow
+//!   have the same key, so a packet needs one lookup whichever way it goes.
+//! * **One probe sequence.** The slots are a power-of-two array allocated in
+//!   [`ConnTable::new`] (twice the capacity rounded up to a power of two, so
+//!   the load stays at or below one half); a key's home slot comes from a
+//!   multiplicative hash (two multiplies), and collisions probe linearly in
+//!   Robin Hood order, so a miss stops early too. A probe reads at most
+//!   32 slots, which are 32-byte entries, two per cache line; an insertion
+//!   that would push an entry further from home is refused like a full
+//!   table. Deletion shifts the rest of the cluster back (no tombstones).
+//! * **Lazy expiry.** An entry carries its expiry time; nothing runs on a
+//!   timer. An expired entry met while probing (by a lookup, a commit or a
+//!   sweep) is removed there, and its slot is free for the next insertion.
+//!   Every commit also sweeps a few slots, so dead entries do not pile up
+//!   where no probe goes.
+//! * **Strict TCP pickup.** Only a SYN (without ACK, RST or FIN) creates a
+//!   TCP entry. A mid-stream TCP packet without an entry is `New` and its
+//!   commit is refused (counted in [`CtStats::ignored`], not as full); unlike
+//!   netfilter's default "loose" mode, connections open before the table
+//!   existed (or whose entry was lost) are not picked up. There is no
+//!   sequence-number window tracking: any packet in the reply direction
+//!   confirms the connection, and a RST with the right addresses and ports
+//!   removes its entry.
+//! * **No allocation, no lock.** `&mut self` per worker; `new` allocates the
+//!   slot array once.
+//!
+//! # States
+//!
+//! | packet                                              | state                     |
+//! |-----------------------------------------------------|---------------------------|
+//! | no entry, or an original-direction packet of an entry that has seen no reply | `New` |
+//! | reply direction of an entry, or either direction once it has seen a reply | `Established` |
+//! | ICMP error (types 3, 4, 5, 11, 12) quoting a tracked flow, sent to the quoted packet's source | `Related` |
+//! | non-first fragment; TCP, UDP or ICMP whose header is cut short | `Untracked` |
+//!
+//! TCP: a RST of an entry is classified as above, then removes the entry.
+//! A FIN in each direction puts the entry on the short (transient) timeout;
+//! a SYN on such a closing entry is `New`, and its commit starts a new
+//! connection in the same slot (port reuse).
+//!
+//! ICMP: an echo request (type 8) from A to B with identifier `id` creates
+//! the entry; the echo reply (type 0) from B to A with the same `id` is its
+//! reply direction. An echo reply without a request, and ICMP types other
+//! than echo and the errors above, are `New` and never create an entry.
+//! Errors never create entries either. An error is `Related` only when the
+//! quoted datagram is a first (or only) fragment, quotes enough of its L4
+//! header to read the ports (4 bytes for TCP and UDP, 8 for ICMP echo) and
+//! the error goes to the quoted packet's source; errors about errors are
+//! `New`. `Related` does not refresh the entry's timer.
+//!
+//! Other IP protocols (GRE, ESP, SCTP, ...) are tracked by address pair
+//! alone (ports 0) with [`CtConfig::other_ns`]: any packet can create the
+//! entry, and a packet from the other address is its reply.
+//!
+//! # Limits
+//!
+//! * **Per-worker tables.** Each worker has its own table, so both
+//!   directions of a flow, and the ICMP errors about it, must reach the same
+//!   worker: the NIC's RSS must be symmetric (a symmetric Toeplitz key, or
+//!   hashing on addresses only). Otherwise replies are `New` on the other
+//!   worker and a "new inbound: drop" rule drops them. ICMP errors from a
+//!   router carry the router's address and land on whatever worker RSS
+//!   picks; an error that misses the flow's worker is `New`.
+//! * **Bounded.** At most [`ConnTable::capacity`] entries; when they are
+//!   taken, `commit` returns `false`, counts [`CtStats::full`] and logs (at
+//!   most once a second) "conntrack: table full (N entries), new flows get
+//!   the default policy". Existing entries keep working.
+//! * **Fragments.** Non-first fragments are `Untracked`: reassembly is out
+//!   of scope, so the filter decides on them without state (and must never
+//!   match port rules on them).
+//! * The hash is not keyed: someone who can choose many tuples can crowd one
+//!   probe sequence, which costs at most 32 slot reads per packet and gets
+//!   the crowded-out flows refused (default policy), nothing worse.
+
+mod table;
+#[cfg(test)]
+mod tests;
+
+use crate::flow::{proto, tcp_flag, FlowSummary, Fragment};
+use table::{Key, NoRoom, Probe, Slots, FIN_A, FIN_B, ORIG_B, REPLIED};
+
+const SEC: u64 = 1_000_000_000;
+/// Slots every commit sweeps before it inserts.
+const SWEEP_PER_COMMIT: usize = 8;
+/// Slots a commit sweeps when the table is at capacity.
+const SWEEP_WHEN_FULL: usize = 32;
+/// Upper bound on [`CtConfig::capacity`] (2^26 entries, 4 GiB of slots).
+pub const MAX_CAPACITY: usize = 1 << 26;
+
+/// How a packet relates to the connection table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CtState {
+    /// No entry, or an original-direction packet of an entry that has not
+    /// seen a reply yet (a retransmitted SYN is still `New`).
+    New,
+    /// A packet of a connection that has seen traffic both ways (or the
+    /// first reply itself).
+    Established,
+    /// An ICMP error about a tracked connection.
+    Related,
+    /// Not tracked: a non-first fragment, or a TCP, UDP or ICMP packet
+    /// whose L4 header is cut short. The filter decides without state.
+    Untracked,
+}
+
+/// Table size and timeouts (nanoseconds of the `now_ns` clock).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CtConfig {
+    /// Most entries the table holds (1 to [`MAX_CAPACITY`]); the slot array
+    /// has twice this, rounded up to a power of two.
+    pub capacity: usize,
+    /// TCP connection that has seen a reply and not a FIN each way.
+    pub tcp_established_ns: u64,
+    /// TCP connection opening (SYN seen, no reply yet) or closing (FIN each
+    /// way).
+    pub tcp_transient_ns: u64,
+    /// UDP flow that has not seen a reply.
+    pub udp_ns: u64,
+    /// UDP flow that has seen a reply.
+    pub udp_replied_ns: u64,
+    /// ICMP echo (request and reply).
+    pub icmp_ns: u64,
+    /// Other IP protocols, tracked by address pair.
+    pub other_ns: u64,
+}
+
+impl Default for CtConfig {
+    /// 65536 entries; TCP 3600 s established, 120 s opening or closing; UDP
+    /// 30 s, 180 s once replied; ICMP 30 s; other protocols 600 s.
+    fn default() -> Self {
+        CtConfig {
+            capacity: 65536,
+            tcp_established_ns: 3600 * SEC,
+            tcp_transient_ns: 120 * SEC,
+            udp_ns: 30 * SEC,
+            udp_replied_ns: 180 * SEC,
+            icmp_ns: 30 * SEC,
+            other_ns: 600 * SEC,
+        }
+    }
+}
+
+/// Counters of one table since it was created.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CtStats {
+    /// Entries created by [`ConnTable::commit`] (a TCP port reuse counts).
+    pub inserted: u64,
+    /// Commits refused for lack of room: the table held `capacity` entries,
+    /// or the key's probe sequence was crowded. The flow got the default
+    /// policy.
+    pub full: u64,
+    /// Expired entries reclaimed (by probes and sweeps).
+    pub expired: u64,
+    /// Entries removed by a TCP RST.
+    pub reset: u64,
+    /// Commits refused because the packet cannot create an entry: TCP other
+    /// than a bare SYN, ICMP other than an echo request, untracked packets.
+    pub ignored: u64,
+}
+
+/// A bounded connection table for one worker. See the [module
+/// documentation](self).
+#[derive(Debug)]
+pub struct ConnTable {
+    cfg: CtConfig,
+    slots: Slots,
+    /// Counters, but `expired`: the slots count what they reclaim.
+    stats: CtStats,
+    /// When the last "table full" line was logged.
+    last_full_log_ns: Option<u64>,
+}
+
+/// What the table keys a packet on.
+#[derive(Clone, Copy)]
+struct Lookup {
+    key: Key,
+    /// The sender is side `b` of the key.
+    from_b: bool,
+}
+
+impl Lookup {
+    #[inline(always)]
+    fn new(proto: u8, src: u32, sport: u16, dst: u32, dport: u16) -> Lookup {
+        let (key, from_b) = Key::new(proto, src, sport, dst, dport);
+        Lookup { key, from_b }
+    }
+}
+
+/// How the table sees one packet.
+enum Class {
+    /// A packet of a trackable flow.
+    Flow(Lookup),
+    /// An ICMP error: look at the quoted datagram.
+    IcmpError,
+    /// Trackable protocol, but no entry can match (echo reply or other ICMP
+    /// type with no flow of its own): `New`, and commit refuses.
+    NoFlow,
+    /// `Untracked`.
+    Untracked,
+}
+
+#[inline(always)]
+fn is_icmp_error(t: u8) -> bool {
+    matches!(t, 3 | 4 | 5 | 11 | 12)
+}
+
+/// The ports an ICMP echo is keyed on: the request goes from `(src, id)` to
+/// `(dst, 0)`, so its reply, from `(dst, 0)` to `(src, id)`, has the same
+/// key, and a request the other way has another.
+#[inline(always)]
+fn echo_ports(icmp_type: u8, id: u16) -> Option<(u16, u16)> {
+    match icmp_type {
+        8 => Some((id, 0)),
+        0 => Some((0, id)),
+        _ => None,
+    }
+}
+
+#[inline(always)]
+fn classify(s: &FlowSummary) -> Class {
+    if s.fragment == Fragment::NonFirst {
+        return Class::Untracked;
+    }
+    match s.proto {
+        proto::TCP | proto::UDP if s.l4 => {
+            Class::Flow(Lookup::new(s.proto, s.src, s.sport, s.dst, s.dport))
+        }
+        proto::TCP | proto::UDP => Class::Untracked,
+        proto::ICMP if s.l4 => match echo_ports(s.icmp_type, s.sport) {
+            Some((sp, dp)) => Class::Flow(Lookup::new(proto::ICMP, s.src, sp, s.dst, dp)),
+            None if is_icmp_error(s.icmp_type) => Class::IcmpError,
+            None => Class::NoFlow,
+        },
+        proto::ICMP => Class::Untracked,
+        p => Class::Flow(Lookup::new(p, s.src, 0, s.dst, 0)),
+    }
+}
+
+impl ConnTable {
+    /// An empty table; allocates the slot array (see [`CtConfig::capacity`];
+    /// a capacity out of range is clamped to 1..=[`MAX_CAPACITY`]).
+    pub fn new(cfg: CtConfig) -> Self {
+        let capacity = cfg.capacity.clamp(1, MAX_CAPACITY);
+        ConnTable {
+            cfg: CtConfig { capacity, ..cfg },
+            slots: Slots::new(capacity.next_power_of_two() * 2),
+            stats: CtStats::default(),
+            last_full_log_ns: None,
+        }
+    }
+
+    /// The configuration in use (capacity clamped).
+    pub fn config(&self) -> &CtConfig {
+        &self.cfg
+    }
+
+    /// Timeout of an entry with these flags.
+    #[inline(always)]
+    fn timeout(&self, proto: u8, flags: u8) -> u64 {
+        let replied = flags & REPLIED != 0;
+        match proto {
+            proto::TCP if flags & (FIN_A | FIN_B) == FIN_A | FIN_B => self.cfg.tcp_transient_ns,
+            proto::TCP if replied => self.cfg.tcp_established_ns,
+            proto::TCP => self.cfg.tcp_transient_ns,
+            proto::UDP if replied => self.cfg.udp_replied_ns,
+            proto::UDP => self.cfg.udp_ns,
+            proto::ICMP => self.cfg.icmp_ns,
+            _ => self.cfg.other_ns,
+        }
+    }
+
+    /// The state of this packet relative to the table. `l3` is the packet
+    /// from its IPv4 header on (read for the datagram an ICMP error quotes).
+    ///
+    /// For a packet of an existing entry: a reply-direction packet marks
+    /// the entry replied (`Established` from then on, both ways) and the
+    /// entry's timer restarts; a TCP FIN is noted per direction (both ways:
+    /// transient timeout); a TCP RST removes the entry after being
+    /// classified. An original-direction packet of an unreplied entry is
+    /// `New` and changes nothing (its [`commit`](Self::commit) refreshes the
+    /// timer). Never creates an entry.
+    #[inline]
+    pub fn lookup(&mut self, s: &FlowSummary, l3: &[u8], now_ns: u64) -> CtState {
+        let l = match classify(s) {
+            Class::Flow(l) => l,
+            Class::IcmpError => return self.related(s, l3, now_ns),
+            Class::NoFlow => return CtState::New,
+            Class::Untracked => return CtState::Untracked,
+        };
+        let i = match self.slots.probe(&l.key, now_ns) {
+            Probe::Found(i) => i,
+            Probe::Vacant(_) | Probe::Exhausted => return CtState::New,
+        };
+        let (mut flags, eproto) = {
+            let e = self.slots.get_mut(i);
+            (e.flags, e.proto)
+        };
+        let reply = l.from_b != (flags & ORIG_B != 0);
+        let f = s.tcp_flags;
+        if s.proto == proto::TCP && f & (tcp_flag::RST | tcp_flag::SYN | tcp_flag::FIN) != 0 {
+            if f & tcp_flag::RST != 0 {
+                let state = if reply || flags & REPLIED != 0 {
+                    CtState::Established
+                } else {
+                    CtState::New
+                };
+                self.slots.remove_at(i);
+                self.stats.reset += 1;
+                return state;
+            }
+            let closing = flags & (FIN_A | FIN_B) == FIN_A | FIN_B;
+            if closing && is_bare_syn(f) {
+                // A new connection on the tuple of one that is closing.
+                return CtState::New;
+            }
+            if f & tcp_flag::FIN != 0 {
+                flags |= if l.from_b { FIN_B } else { FIN_A };
+            }
+        }
+        if reply {
+            flags |= REPLIED;
+        } else if flags & REPLIED == 0 {
+            return CtState::New;
+        }
+        let expires_ns = now_ns.saturating_add(self.timeout(eproto, flags));
+        let e = self.slots.get_mut(i);
+        e.flags = flags;
+        e.expires_ns = expires_ns;
+        CtState::Established
+    }
+
+    /// An ICMP error: `Related` when the datagram it quotes belongs to a
+    /// live entry and the error goes to that datagram's source, else `New`.
+    #[inline(never)]
+    fn related(&mut self, s: &FlowSummary, l3: &[u8], now_ns: u64) -> CtState {
+        match quoted_flow(s, l3) {
+            Some(l) if self.slots.find(&l.key, now_ns).is_some() => CtState::Related,
+            _ => CtState::New,
+        }
+    }
+
+    /// Create the entry for a `New` packet the filter accepted, with this
+    /// packet's direction as the original one; when the entry exists
+    /// already, refresh it (original direction) or leave it be. Returns
+    /// whether the flow is tracked now.
+    ///
+    /// Returns `false` for a packet that cannot create an entry (TCP other
+    /// than a bare SYN, ICMP other than an echo request, untracked packets;
+    /// counted in [`CtStats::ignored`]) and when there is no room (counted
+    /// in [`CtStats::full`], and logged at most once a second).
+    pub fn commit(&mut self, s: &FlowSummary, now_ns: u64) -> bool {
+        let l = match classify(s) {
+            Class::Flow(l) if creates_entry(s) => l,
+            Class::Flow(_) | Class::IcmpError | Class::NoFlow | Class::Untracked => {
+                self.stats.ignored += 1;
+                return false;
+            }
+        };
+        let at_capacity = self.slots.len() >= self.cfg.capacity;
+        let budget = if at_capacity {
+            SWEEP_WHEN_FULL
+        } else {
+            SWEEP_PER_COMMIT
+        };
+        self.slots.sweep(now_ns, budget);
+        let orig = if l.from_b { ORIG_B } else { 0 };
+        let at = match self.slots.probe(&l.key, now_ns) {
+            Probe::Found(i) => {
+                let e = self.slots.get_mut(i);
+                let closing = e.flags & (FIN_A | FIN_B) == FIN_A | FIN_B;
+                if e.proto == proto::TCP && closing {
+                    // Port reuse: a new connection in the old one's slot.
+                    e.flags = (e.flags & !(ORIG_B | REPLIED | FIN_A | FIN_B)) | orig;
+                    e.expires_ns = now_ns.saturating_add(self.cfg.tcp_transient_ns);
+                    self.stats.inserted += 1;
+                } else if e.flags & ORIG_B == orig {
+                    let (p, f) = (e.proto, e.flags);
+                    let t = self.timeout(p, f);
+                    self.slots.get_mut(i).expires_ns = now_ns.saturating_add(t);
+                }
+                return true;
+            }
+            Probe::Vacant(v) => v,
+            Probe::Exhausted => return self.refuse(now_ns),
+        };
+        if self.slots.len() >= self.cfg.capacity {
+            return self.refuse(now_ns);
+        }
+        let expires_ns = now_ns.saturating_add(self.timeout(l.key.proto, orig));
+        match self.slots.insert_at(at, &l.key, orig, expires_ns, now_ns) {
+            Ok(_) => {
+                self.stats.inserted += 1;
+                true
+            }
+            Err(NoRoom::Probe) => self.refuse(now_ns),
+        }
+    }
+
+    /// Count and (at most once a second) log a commit refused for lack of
+    /// room.
+    #[cold]
+    fn refuse(&mut self, now_ns: u64) -> bool {
+        self.stats.full += 1;
+        let due = match self.last_full_log_ns {
+            Some(t) => now_ns.saturating_sub(t) >= SEC,
+            None => true,
+        };
+        if due {
+            self.last_full_log_ns = Some(now_ns);
+            eprintln!(
+                "conntrack: table full ({} entries), new flows get the default policy",
+                self.slots.len()
+            );
+        }
+        false
+    }
+
+    /// Reclaim expired entries, going round the table from where the last
+    /// sweep stopped, for at most `max_slots` steps (a step moves past one
+    /// slot or reclaims one entry); returns how many were reclaimed.
+    /// Optional: a hook can call it once per burst (say 32 steps) so that
+    /// dead entries are gone before they are needed; commits sweep a few
+    /// slots anyway.
+    pub fn sweep(&mut self, now_ns: u64, max_slots: usize) -> usize {
+        self.slots.sweep(now_ns, max_slots)
+    }
+
+    /// Entries in the table, counting expired ones not reclaimed yet.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// No entries at all.
+    pub fn is_empty(&self) -> bool {
+        self.slots.len() == 0
+    }
+
+    /// Entries alive at `now_ns`. Reads every slot: for the control plane
+    /// and tests, not per packet.
+    pub fn count_live(&self, now_ns: u64) -> usize {
+        self.slots.count_live(now_ns)
+    }
+
+    /// Most entries the table holds.
+    pub fn capacity(&self) -> usize {
+        self.cfg.capacity
+    }
+
+    /// Slots in the array (a power of two, at least twice the capacity).
+    pub fn slot_count(&self) -> usize {
+        self.slots.slot_count()
+    }
+
+    /// Counters since the table was created.
+    pub fn stats(&self) -> CtStats {
+        CtStats {
+            expired: self.slots.reclaimed(),
+            ..self.stats
+        }
+    }
+}
+
+/// May this packet (of a trackable flow) create an entry? TCP: only a bare
+/// SYN; ICMP: only an echo request; UDP and other protocols: any packet.
+#[inline(always)]
+fn creates_entry(s: &FlowSummary) -> bool {
+    match s.proto {
+        proto::TCP => is_bare_syn(s.tcp_flags),
+        proto::ICMP => s.icmp_type == 8,
+        _ => true,
+    }
+}
+
+/// SYN without ACK, RST or FIN.
+#[inline(always)]
+fn is_bare_syn(flags: u8) -> bool {
+    flags & (tcp_flag::SYN | tcp_flag::ACK | tcp_flag::RST | tcp_flag::FIN) == tcp_flag::SYN
+}
+
+/// The flow of the datagram an ICMP error quotes, when it can be read and
+/// the error goes back to that datagram's source.
+fn quoted_flow(s: &FlowSummary, l3: &[u8]) -> Option<Lookup> {
+    // The error's own datagram ends at its total length (not at the
+    // Ethernet padding); the quote starts after the 8-byte ICMP header.
+    let total = usize::from(u16::from_be_bytes([*l3.get(2)?, *l3.get(3)?]));
+    let quote = l3.get(usize::from(s.l4_offset) + 8..total.min(l3.len()))?;
+    // The quoted header's total length is the original datagram's, longer
+    // than the quote: FlowSummary clamps it to the bytes present.
+    let q = FlowSummary::parse(quote)?;
+    if q.fragment == Fragment::NonFirst || q.src != s.dst {
+        return None;
+    }
+    match q.proto {
+        proto::TCP | proto::UDP => {
+            // An error need quote only 8 bytes of L4 header, less than a
+            // TCP header: read the ports directly.
+            let at = usize::from(q.l4_offset);
+            let p = quote.get(at..at + 4)?;
+            let sport = u16::from_be_bytes([p[0], p[1]]);
+            let dport = u16::from_be_bytes([p[2], p[3]]);
+            Some(Lookup::new(q.proto, q.src, sport, q.dst, dport))
+        }
+        proto::ICMP if q.l4 => {
+            let (sp, dp) = echo_ports(q.icmp_type, q.sport)?;
+            Some(Lookup::new(proto::ICMP, q.src, sp, q.dst, dp))
+        }
+        proto::ICMP => None,
+        p => Some(Lookup::new(p, q.src, 0, q.dst, 0)),
+    }
+}

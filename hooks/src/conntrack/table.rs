@@ -1,0 +1,481 @@
+//! The slot array under [`ConnTable`](super::ConnTable): open addressing
+//! with linear probing in Robin Hood order, backward-shift deletion, and a
+//! bounded probe length. Knows keys, flags and expiry times, not protocols.
+//!
+//! Invariant (Robin Hood): walking a cluster, entries appear in the order of
+//! their home slot, so an entry's distance from home (`dist`) is never more
+//! than one above its predecessor's. A lookup can therefore stop at the first
+//! empty slot *or* at the first entry closer to its home than the probe is to
+//! the key's home: the key would have been placed before it. Deleting shifts
+//! the following entries of the cluster back by one (no tombstones), which
+//! keeps the invariant and only ever shortens distances.
+
+/// Longest distance from its home slot an entry may sit at: a lookup reads
+/// at most this many slots. An insertion that would push an entry further
+/// is refused (the table counts it as full).
+pub(crate) const MAX_PROBE: u8 = 32;
+/// Most entries an insertion may shift to make room.
+const MAX_SHIFT: usize = 128;
+
+/// Entry flag: the slot holds an entry.
+pub(crate) const USED: u8 = 0x01;
+/// Entry flag: the originator is side `b` of the key (else side `a`).
+pub(crate) const ORIG_B: u8 = 0x02;
+/// Entry flag: a packet in the reply direction has been seen.
+pub(crate) const REPLIED: u8 = 0x04;
+/// Entry flag (TCP): a FIN was seen from side `a`.
+pub(crate) const FIN_A: u8 = 0x08;
+/// Entry flag (TCP): a FIN was seen from side `b`.
+pub(crate) const FIN_B: u8 = 0x10;
+
+/// A flow key with its two endpoints in canonical order: side `a` is the
+/// lower `(address, port)` pair, so both directions of a flow have the same
+/// key.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Key {
+    /// Address of side `a` in the upper half, side `b` in the lower half.
+    pub addrs: u64,
+    /// Port of side `a` in the upper half, side `b` in the lower half.
+    pub ports: u32,
+    pub proto: u8,
+}
+
+impl Key {
+    /// The key of a packet from `(src, sport)` to `(dst, dport)`, and whether
+    /// the sender is side `b`.
+    #[inline(always)]
+    pub fn new(proto: u8, src: u32, sport: u16, dst: u32, dport: u16) -> (Key, bool) {
+        let x = u64::from(src) << 16 | u64::from(sport);
+        let y = u64::from(dst) << 16 | u64::from(dport);
+        let from_b = x > y;
+        let (lo, hi) = if from_b { (y, x) } else { (x, y) };
+        let key = Key {
+            addrs: (lo >> 16) << 32 | hi >> 16,
+            ports: ((lo & 0xffff) << 16 | hi & 0xffff) as u32,
+            proto,
+        };
+        (key, from_b)
+    }
+
+    /// Multiplicative hash: two multiplies, the slot index is taken from
+    /// the high bits (`bits` of them) of the product.
+    #[inline(always)]
+    fn home(&self, bits: u32) -> usize {
+        let v = self.addrs.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ^ (u64::from(self.ports) << 8 | u64::from(self.proto));
+        (v.wrapping_mul(0xd6e8_feb8_6659_fd93) >> (64 - bits)) as usize
+    }
+}
+
+/// One slot: 32 bytes, aligned, so an entry never straddles a cache line.
+#[repr(C, align(32))]
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Entry {
+    pub addrs: u64,
+    pub ports: u32,
+    pub proto: u8,
+    /// [`USED`], [`ORIG_B`], [`REPLIED`], [`FIN_A`], [`FIN_B`].
+    pub flags: u8,
+    /// Distance from the home slot (below [`MAX_PROBE`]).
+    dist: u8,
+    /// The entry is dead from this time on (`now_ns >= expires_ns`).
+    pub expires_ns: u64,
+}
+
+impl Entry {
+    #[inline(always)]
+    fn used(&self) -> bool {
+        self.flags & USED != 0
+    }
+
+    #[inline(always)]
+    fn is(&self, k: &Key) -> bool {
+        self.addrs == k.addrs && self.ports == k.ports && self.proto == k.proto
+    }
+
+    /// The entry's key.
+    #[cfg(test)]
+    pub fn key(&self) -> Key {
+        Key {
+            addrs: self.addrs,
+            ports: self.ports,
+            proto: self.proto,
+        }
+    }
+}
+
+/// Where a probe for a key ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Probe {
+    /// The key's live entry is in this slot.
+    Found(usize),
+    /// The key is absent; where it would be inserted.
+    Vacant(Vacancy),
+    /// The key is absent and cannot be inserted: its probe sequence is
+    /// [`MAX_PROBE`] long.
+    Exhausted,
+}
+
+/// Where an absent key goes: `slot`, `dist` slots from its home.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Vacancy {
+    pub slot: usize,
+    pub dist: u8,
+}
+
+/// Why an insertion was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NoRoom {
+    /// Making room would move an entry [`MAX_PROBE`] or more slots from its
+    /// home, or shift more than [`MAX_SHIFT`] entries.
+    Probe,
+}
+
+/// The slot array: a power of two of slots, allocated once.
+pub(crate) struct Slots {
+    slots: Box<[Entry]>,
+    mask: usize,
+    bits: u32,
+    /// Slots holding an entry, live or expired and not yet reclaimed.
+    len: usize,
+    /// Next slot [`Slots::sweep`] looks at.
+    cursor: usize,
+    /// Expired entries reclaimed so far.
+    reclaimed: u64,
+}
+
+impl std::fmt::Debug for Slots {
+    /// Sizes only: the array can hold millions of slots.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Slots")
+            .field("slots", &self.slots.len())
+            .field("len", &self.len)
+            .field("cursor", &self.cursor)
+            .field("reclaimed", &self.reclaimed)
+            .finish()
+    }
+}
+
+impl Slots {
+    /// `n` slots, rounded up to a power of two (at least 2).
+    pub fn new(n: usize) -> Slots {
+        let n = n.max(2).next_power_of_two();
+        Slots {
+            slots: vec![Entry::default(); n].into_boxed_slice(),
+            mask: n - 1,
+            bits: n.trailing_zeros(),
+            len: 0,
+            cursor: 0,
+            reclaimed: 0,
+        }
+    }
+
+    /// Number of slots.
+    pub fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Expired entries reclaimed so far (by probes, insertions, sweeps).
+    pub fn reclaimed(&self) -> u64 {
+        self.reclaimed
+    }
+
+    /// Slots holding an entry (expired ones not yet reclaimed included).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The entry in slot `i` (from [`Probe::Found`]).
+    #[inline(always)]
+    pub fn get_mut(&mut self, i: usize) -> &mut Entry {
+        &mut self.slots[i & self.mask]
+    }
+
+    /// Look `key` up. Expired entries met on the way are reclaimed, the
+    /// key's own included: an expired entry is never `Found`.
+    #[inline]
+    pub fn probe(&mut self, key: &Key, now_ns: u64) -> Probe {
+        let mut i = key.home(self.bits);
+        let mut dist = 0u8;
+        loop {
+            let e = &self.slots[i];
+            if !e.used() {
+                return Probe::Vacant(Vacancy { slot: i, dist });
+            }
+            if now_ns >= e.expires_ns {
+                // Shifts the rest of the cluster back one: look at slot i
+                // again, at the same distance.
+                self.reclaim(i);
+                continue;
+            }
+            if e.dist < dist {
+                return Probe::Vacant(Vacancy { slot: i, dist });
+            }
+            if e.is(key) {
+                return Probe::Found(i);
+            }
+            i = (i + 1) & self.mask;
+            dist += 1;
+            if dist >= MAX_PROBE {
+                return Probe::Exhausted;
+            }
+        }
+    }
+
+    /// Look `key` up without changing anything; expired entries are skipped.
+    #[inline]
+    pub fn find(&self, key: &Key, now_ns: u64) -> Option<&Entry> {
+        let mut i = key.home(self.bits);
+        for dist in 0..MAX_PROBE {
+            let e = &self.slots[i];
+            if !e.used() || e.dist < dist {
+                return None;
+            }
+            if e.is(key) {
+                return (now_ns < e.expires_ns).then_some(e);
+            }
+            i = (i + 1) & self.mask;
+        }
+        None
+    }
+
+    /// Insert `key` where [`Slots::probe`] said it is vacant (nothing may
+    /// have changed in between), shifting the rest of the cluster forward
+    /// by one. Expired entries met while looking for the end of the cluster
+    /// are reclaimed first. Returns the slot.
+    pub fn insert_at(
+        &mut self,
+        at: Vacancy,
+        key: &Key,
+        flags: u8,
+        expires_ns: u64,
+        now_ns: u64,
+    ) -> Result<usize, NoRoom> {
+        let Vacancy { slot, dist } = at;
+        if self.len >= self.slots.len() {
+            return Err(NoRoom::Probe);
+        }
+        // Find the end of the cluster; every entry on the way moves one
+        // slot further from its home.
+        let mut end = slot;
+        let mut shifted = 0;
+        loop {
+            let e = &self.slots[end];
+            if !e.used() {
+                break;
+            }
+            if now_ns >= e.expires_ns {
+                // Reclaiming shifts only slots from `end` on: `slot` and the
+                // entries before `end` stay put.
+                self.reclaim(end);
+                continue;
+            }
+            if e.dist + 1 >= MAX_PROBE || shifted >= MAX_SHIFT {
+                return Err(NoRoom::Probe);
+            }
+            shifted += 1;
+            end = (end + 1) & self.mask;
+        }
+        while end != slot {
+            let prev = end.wrapping_sub(1) & self.mask;
+            let mut e = self.slots[prev];
+            e.dist += 1;
+            self.slots[end] = e;
+            end = prev;
+        }
+        self.slots[slot] = Entry {
+            addrs: key.addrs,
+            ports: key.ports,
+            proto: key.proto,
+            flags: flags | USED,
+            dist,
+            expires_ns,
+        };
+        self.len += 1;
+        Ok(slot)
+    }
+
+    /// Remove the expired entry in slot `i`, counting it.
+    #[cold]
+    #[inline(never)]
+    fn reclaim(&mut self, i: usize) {
+        self.remove_at(i);
+        self.reclaimed += 1;
+    }
+
+    /// Empty slot `i` and shift the following entries of its cluster back
+    /// by one (backward-shift deletion).
+    pub fn remove_at(&mut self, mut i: usize) {
+        i &= self.mask;
+        if !self.slots[i].used() {
+            return;
+        }
+        loop {
+            let next = (i + 1) & self.mask;
+            let e = self.slots[next];
+            if !e.used() || e.dist == 0 {
+                self.slots[i] = Entry::default();
+                break;
+            }
+            self.slots[i] = Entry {
+                dist: e.dist - 1,
+                ..e
+            };
+            i = next;
+        }
+        self.len -= 1;
+    }
+
+    /// Reclaim expired entries from where the last sweep stopped (wrapping
+    /// around), for at most `max_slots` steps: a step moves past a slot or
+    /// reclaims an entry. Returns how many were reclaimed.
+    pub fn sweep(&mut self, now_ns: u64, max_slots: usize) -> usize {
+        let mut reclaimed = 0;
+        let mut i = self.cursor;
+        for _ in 0..max_slots {
+            if self.len == 0 {
+                break;
+            }
+            let e = &self.slots[i];
+            if e.used() && now_ns >= e.expires_ns {
+                // The entry shifted into slot i is looked at next.
+                self.reclaim(i);
+                reclaimed += 1;
+            } else {
+                i = (i + 1) & self.mask;
+            }
+        }
+        self.cursor = i;
+        reclaimed
+    }
+
+    /// Entries live at `now_ns` (reads every slot).
+    pub fn count_live(&self, now_ns: u64) -> usize {
+        self.slots
+            .iter()
+            .filter(|e| e.used() && now_ns < e.expires_ns)
+            .count()
+    }
+
+    /// Check the Robin Hood invariant and the stored distances (tests).
+    #[cfg(test)]
+    pub fn check(&self) {
+        let mut n = 0;
+        for (i, e) in self.slots.iter().enumerate() {
+            if !e.used() {
+                continue;
+            }
+            n += 1;
+            let home = e.key().home(self.bits);
+            assert_eq!(
+                (home + usize::from(e.dist)) & self.mask,
+                i,
+                "dist of slot {i}"
+            );
+            assert!(e.dist < MAX_PROBE);
+            let prev = &self.slots[i.wrapping_sub(1) & self.mask];
+            if e.dist > 0 {
+                assert!(prev.used(), "hole before slot {i}");
+                assert!(prev.dist + 1 >= e.dist, "order at slot {i}");
+            }
+        }
+        assert_eq!(n, self.len);
+    }
+
+    /// Longest distance from home of any entry (tests).
+    #[cfg(test)]
+    pub fn max_dist(&self) -> u8 {
+        self.slots.iter().map(|e| e.dist).max().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(i: u32) -> Key {
+        Key::new(17, 0x0a00_0000 | i, 1024, 0xc0a8_0001, 53).0
+    }
+
+    #[test]
+    fn key_is_the_same_both_ways() {
+        let (k1, b1) = Key::new(6, 0x0a00_0001, 40000, 0x0a00_0002, 80);
+        let (k2, b2) = Key::new(6, 0x0a00_0002, 80, 0x0a00_0001, 40000);
+        assert_eq!(k1, k2);
+        assert_ne!(b1, b2);
+        // Same addresses, ports swapped: a different flow.
+        let (k3, _) = Key::new(6, 0x0a00_0001, 80, 0x0a00_0002, 40000);
+        assert_ne!(k1, k3);
+        // The port breaks the tie between equal addresses.
+        let (k4, b4) = Key::new(17, 7, 9, 7, 8);
+        let (k5, b5) = Key::new(17, 7, 8, 7, 9);
+        assert_eq!(k4, k5);
+        assert!(b4 && !b5);
+    }
+
+    #[test]
+    fn insert_find_remove_keep_the_invariant() {
+        let mut t = Slots::new(64);
+        for i in 0..32 {
+            let k = key(i * 7919);
+            match t.probe(&k, 0) {
+                Probe::Vacant(v) => {
+                    t.insert_at(v, &k, 0, 100 + u64::from(i), 0).unwrap();
+                }
+                p => panic!("{p:?}"),
+            }
+            t.check();
+        }
+        for i in 0..32 {
+            assert!(matches!(t.probe(&key(i * 7919), 0), Probe::Found(_)));
+        }
+        for i in (0..32).step_by(2) {
+            let Probe::Found(s) = t.probe(&key(i * 7919), 0) else {
+                panic!()
+            };
+            t.remove_at(s);
+            t.check();
+        }
+        for i in 0..32 {
+            let found = t.find(&key(i * 7919), 0).is_some();
+            assert_eq!(found, i % 2 == 1);
+        }
+        assert_eq!(t.reclaimed(), 0);
+        // At time 116 the entries expiring at 101..=115 are dead. A sweep
+        // step moves past a slot or reclaims an entry: 64 + 8 steps cover
+        // the table.
+        let reclaimed = t.sweep(116, 64 + 8);
+        t.check();
+        assert_eq!(reclaimed, 8);
+        assert_eq!(t.len(), 8);
+        assert_eq!(t.count_live(116), 8);
+    }
+
+    #[test]
+    fn expired_entries_are_reclaimed_while_probing() {
+        let mut t = Slots::new(2);
+        let (a, b) = (key(1), key(2));
+        let Probe::Vacant(v) = t.probe(&a, 0) else {
+            panic!()
+        };
+        t.insert_at(v, &a, 0, 10, 0).unwrap();
+        let Probe::Vacant(v) = t.probe(&b, 0) else {
+            panic!()
+        };
+        t.insert_at(v, &b, 0, 20, 0).unwrap();
+        assert_eq!(t.len(), 2);
+        // At 10, `a` is dead: the probe reclaims it and finds no entry.
+        assert!(matches!(t.probe(&a, 10), Probe::Vacant(_)));
+        assert_eq!((t.reclaimed(), t.len()), (1, 1));
+        assert!(matches!(t.probe(&b, 10), Probe::Found(_)));
+        t.check();
+        // The freed slot takes a new key.
+        let c = key(3);
+        let Probe::Vacant(v) = t.probe(&c, 10) else {
+            panic!()
+        };
+        t.insert_at(v, &c, 0, 30, 10).unwrap();
+        assert_eq!(t.len(), 2);
+        t.check();
+    }
+}

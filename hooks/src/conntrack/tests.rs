@@ -1,0 +1,633 @@
+//! Packet-level tests of the connection table: byte buffers built by hand
+//! (IPv4 header plus TCP, UDP or ICMP header), parsed with
+//! [`FlowSummary::parse`] as the filter does.
+
+use super::*;
+use crate::flow::tcp_flag::{ACK, FIN, PSH, RST, SYN};
+
+const CLIENT: u32 = 0x0a00_0001; // 10.0.0.1, inside
+const SERVER: u32 = 0xc633_6407; // 198.51.100.7, outside
+const ROUTER: u32 = 0xcb00_7101; // 203.0.113.1
+const S: u64 = 1_000_000_000;
+
+/// IPv4 header (IHL 5, checksum not filled: nothing here checks it) with
+/// fragment field `frag` (flags and offset in 8-byte units), then `l4`.
+fn ip(proto: u8, src: u32, dst: u32, frag: u16, l4: &[u8]) -> Vec<u8> {
+    let total = (20 + l4.len()) as u16;
+    let mut b = vec![0x45, 0];
+    b.extend_from_slice(&total.to_be_bytes());
+    b.extend_from_slice(&[0, 1]);
+    b.extend_from_slice(&frag.to_be_bytes());
+    b.extend_from_slice(&[64, proto, 0, 0]);
+    b.extend_from_slice(&src.to_be_bytes());
+    b.extend_from_slice(&dst.to_be_bytes());
+    b.extend_from_slice(l4);
+    b
+}
+
+fn tcp(src: u32, sport: u16, dst: u32, dport: u16, flags: u8) -> Vec<u8> {
+    let mut h = [0u8; 20];
+    h[..2].copy_from_slice(&sport.to_be_bytes());
+    h[2..4].copy_from_slice(&dport.to_be_bytes());
+    h[12] = 0x50;
+    h[13] = flags;
+    ip(proto::TCP, src, dst, 0, &h)
+}
+
+fn udp(src: u32, sport: u16, dst: u32, dport: u16) -> Vec<u8> {
+    let mut h = [0u8; 12];
+    h[..2].copy_from_slice(&sport.to_be_bytes());
+    h[2..4].copy_from_slice(&dport.to_be_bytes());
+    h[4..6].copy_from_slice(&12u16.to_be_bytes());
+    ip(proto::UDP, src, dst, 0, &h)
+}
+
+fn echo(src: u32, dst: u32, icmp_type: u8, id: u16) -> Vec<u8> {
+    let mut h = [icmp_type, 0, 0, 0, 0, 0, 0, 1];
+    h[4..6].copy_from_slice(&id.to_be_bytes());
+    ip(proto::ICMP, src, dst, 0, &h)
+}
+
+/// An ICMP error from `src` to `dst` quoting the first `quote` bytes of
+/// `orig` (its IPv4 header and what follows).
+fn icmp_error(src: u32, dst: u32, icmp_type: u8, code: u8, orig: &[u8], quote: usize) -> Vec<u8> {
+    let mut m = vec![icmp_type, code, 0, 0, 0, 0, 0, 0];
+    m.extend_from_slice(&orig[..quote.min(orig.len())]);
+    ip(proto::ICMP, src, dst, 0, &m)
+}
+
+fn table(capacity: usize) -> ConnTable {
+    ConnTable::new(CtConfig {
+        capacity,
+        ..CtConfig::default()
+    })
+}
+
+fn look(t: &mut ConnTable, pkt: &[u8], now: u64) -> CtState {
+    let s = FlowSummary::parse(pkt).expect("test packet parses");
+    let state = t.lookup(&s, pkt, now);
+    t.slots.check();
+    state
+}
+
+fn commit(t: &mut ConnTable, pkt: &[u8], now: u64) -> bool {
+    let s = FlowSummary::parse(pkt).expect("test packet parses");
+    let ok = t.commit(&s, now);
+    t.slots.check();
+    ok
+}
+
+/// Look up, and commit when `New` (what an accepting filter does).
+fn pass(t: &mut ConnTable, pkt: &[u8], now: u64) -> CtState {
+    let state = look(t, pkt, now);
+    if state == CtState::New {
+        commit(t, pkt, now);
+    }
+    state
+}
+
+use CtState::{Established, New, Related, Untracked};
+
+#[test]
+fn defaults() {
+    let c = CtConfig::default();
+    assert_eq!(c.capacity, 65536);
+    assert_eq!(
+        (c.tcp_established_ns, c.tcp_transient_ns),
+        (3600 * S, 120 * S)
+    );
+    assert_eq!(
+        (c.udp_ns, c.udp_replied_ns, c.icmp_ns),
+        (30 * S, 180 * S, 30 * S)
+    );
+    let t = ConnTable::new(c);
+    assert_eq!((t.capacity(), t.slot_count(), t.len()), (65536, 131072, 0));
+    assert!(t.is_empty());
+    let t = table(100_000);
+    assert_eq!(t.slot_count(), 262_144);
+    assert_eq!(table(0).capacity(), 1);
+}
+
+#[test]
+fn tcp_handshake_data_fin_teardown_and_expiry() {
+    let mut t = table(1024);
+    let out = |f| tcp(CLIENT, 40000, SERVER, 443, f);
+    let back = |f| tcp(SERVER, 443, CLIENT, 40000, f);
+    // SYN: New, the filter accepts it and commits.
+    assert_eq!(look(&mut t, &out(SYN), 0), New);
+    assert!(commit(&mut t, &out(SYN), 0));
+    assert_eq!(t.len(), 1);
+    // A retransmitted SYN before the reply is still New; its commit
+    // refreshes the entry.
+    assert_eq!(look(&mut t, &out(SYN), S), New);
+    assert!(commit(&mut t, &out(SYN), S));
+    assert_eq!(t.len(), 1);
+    // SYN/ACK back: Established, then both ways.
+    assert_eq!(look(&mut t, &back(SYN | ACK), 2 * S), Established);
+    assert_eq!(look(&mut t, &out(ACK), 2 * S), Established);
+    assert_eq!(look(&mut t, &out(PSH | ACK), 3 * S), Established);
+    assert_eq!(look(&mut t, &back(PSH | ACK), 3 * S), Established);
+    // Established timeout: still there after the transient one.
+    assert_eq!(look(&mut t, &back(ACK), 1000 * S), Established);
+    // FIN one way: still the long timeout.
+    let t0 = 2000 * S;
+    assert_eq!(look(&mut t, &out(FIN | ACK), t0), Established);
+    assert_eq!(look(&mut t, &back(ACK), t0 + 500 * S), Established);
+    // FIN the other way: the transient timeout from the last packet.
+    let t1 = t0 + 600 * S;
+    assert_eq!(look(&mut t, &back(FIN | ACK), t1), Established);
+    assert_eq!(look(&mut t, &out(ACK), t1), Established);
+    assert_eq!(look(&mut t, &back(ACK), t1 + 120 * S - 1), Established);
+    let t2 = t1 + 240 * S - 1;
+    assert_eq!(look(&mut t, &back(ACK), t2 + 1), New);
+    assert_eq!(t.len(), 0);
+    assert_eq!(t.stats().expired, 1);
+    assert_eq!(t.stats().inserted, 1);
+}
+
+#[test]
+fn unreplied_syn_expires_after_the_transient_timeout() {
+    let mut t = table(16);
+    let syn = tcp(CLIENT, 40001, SERVER, 22, SYN);
+    assert_eq!(pass(&mut t, &syn, 0), New);
+    let synack = tcp(SERVER, 22, CLIENT, 40001, SYN | ACK);
+    assert_eq!(look(&mut t, &synack, 120 * S), New);
+    assert_eq!(t.stats().expired, 1);
+}
+
+#[test]
+fn rst_removes_the_entry() {
+    let mut t = table(16);
+    let syn = tcp(CLIENT, 40002, SERVER, 80, SYN);
+    assert_eq!(pass(&mut t, &syn, 0), New);
+    assert_eq!(
+        look(&mut t, &tcp(SERVER, 80, CLIENT, 40002, SYN | ACK), 1),
+        Established
+    );
+    // The RST belongs to the connection, and ends it.
+    assert_eq!(
+        look(&mut t, &tcp(SERVER, 80, CLIENT, 40002, RST), 2),
+        Established
+    );
+    assert_eq!((t.len(), t.stats().reset), (0, 1));
+    assert_eq!(look(&mut t, &tcp(SERVER, 80, CLIENT, 40002, ACK), 3), New);
+
+    // A RST answering a SYN (port closed) is the reply: Established, gone.
+    assert_eq!(pass(&mut t, &syn, 10), New);
+    let rst = tcp(SERVER, 80, CLIENT, 40002, RST | ACK);
+    assert_eq!(look(&mut t, &rst, 11), Established);
+    assert_eq!(look(&mut t, &rst, 12), New);
+    // A RST is never committed.
+    assert!(!commit(&mut t, &rst, 12));
+    assert_eq!((t.len(), t.stats().reset, t.stats().full), (0, 2, 0));
+}
+
+#[test]
+fn tcp_pickup_is_strict() {
+    let mut t = table(16);
+    // Mid-stream packets with no entry: New, and not committed.
+    for f in [ACK, PSH | ACK, SYN | ACK, FIN | ACK, SYN | FIN, SYN | RST] {
+        let p = tcp(CLIENT, 40003, SERVER, 443, f);
+        assert_eq!(look(&mut t, &p, 0), New);
+        assert!(!commit(&mut t, &p, 0));
+    }
+    assert_eq!(t.len(), 0);
+    assert_eq!(t.stats().ignored, 6);
+    assert_eq!(t.stats().full, 0);
+    // An ACK from the originator before any reply stays New.
+    assert_eq!(pass(&mut t, &tcp(CLIENT, 40003, SERVER, 443, SYN), 0), New);
+    assert_eq!(look(&mut t, &tcp(CLIENT, 40003, SERVER, 443, ACK), 0), New);
+}
+
+#[test]
+fn tcp_port_reuse_after_close() {
+    let mut t = table(16);
+    let out = |f| tcp(CLIENT, 40004, SERVER, 25, f);
+    let back = |f| tcp(SERVER, 25, CLIENT, 40004, f);
+    assert_eq!(pass(&mut t, &out(SYN), 0), New);
+    assert_eq!(look(&mut t, &back(SYN | ACK), 0), Established);
+    assert_eq!(look(&mut t, &out(FIN | ACK), 1), Established);
+    assert_eq!(look(&mut t, &back(FIN | ACK), 1), Established);
+    // A new SYN on the closing tuple is New: the filter decides again.
+    assert_eq!(look(&mut t, &out(SYN), 2), New);
+    assert!(commit(&mut t, &out(SYN), 2));
+    assert_eq!(t.len(), 1);
+    assert_eq!(look(&mut t, &out(SYN), 3), New);
+    assert_eq!(look(&mut t, &back(SYN | ACK), 3), Established);
+    // Back on the established timeout: alive long after 120 s.
+    assert_eq!(look(&mut t, &out(ACK), 3), Established);
+    assert_eq!(look(&mut t, &back(ACK), 1000 * S), Established);
+    assert_eq!(t.stats().inserted, 2);
+
+    // Inbound SYN on a closing tuple, roles swapped: New (and a filter
+    // dropping new inbound leaves the old entry alone).
+    assert_eq!(look(&mut t, &out(FIN | ACK), 1001 * S), Established);
+    assert_eq!(look(&mut t, &back(FIN | ACK), 1001 * S), Established);
+    assert_eq!(look(&mut t, &back(SYN), 1002 * S), New);
+    assert_eq!(look(&mut t, &out(ACK), 1002 * S), Established);
+}
+
+#[test]
+fn udp_request_and_reply() {
+    let mut t = table(16);
+    let q = udp(CLIENT, 5353, SERVER, 53);
+    let r = udp(SERVER, 53, CLIENT, 5353);
+    // Inbound first: New, a filter dropping new inbound does not commit.
+    assert_eq!(look(&mut t, &r, 0), New);
+    assert_eq!(pass(&mut t, &q, 0), New);
+    // More requests before an answer: New, refreshed by their commits.
+    assert_eq!(pass(&mut t, &q, 20 * S), New);
+    assert_eq!(t.len(), 1);
+    assert_eq!(look(&mut t, &r, 49 * S), Established);
+    assert_eq!(look(&mut t, &q, 49 * S), Established);
+    // Replied: the longer timeout.
+    assert_eq!(look(&mut t, &r, 49 * S + 179 * S), Established);
+    assert_eq!(look(&mut t, &q, 49 * S + 179 * S + 180 * S), New);
+    // Another port pair is another flow.
+    assert_eq!(look(&mut t, &udp(SERVER, 53, CLIENT, 5354), 0), New);
+}
+
+#[test]
+fn udp_unreplied_expires() {
+    let mut t = table(16);
+    let q = udp(CLIENT, 40000, SERVER, 514);
+    assert_eq!(pass(&mut t, &q, 0), New);
+    assert_eq!(
+        look(&mut t, &udp(SERVER, 514, CLIENT, 40000), 30 * S - 1),
+        Established
+    );
+    let q2 = udp(CLIENT, 40001, SERVER, 514);
+    assert_eq!(pass(&mut t, &q2, 0), New);
+    assert_eq!(look(&mut t, &udp(SERVER, 514, CLIENT, 40001), 30 * S), New);
+}
+
+#[test]
+fn icmp_echo_request_and_reply() {
+    let mut t = table(16);
+    let req = echo(CLIENT, SERVER, 8, 0x1234);
+    let rep = echo(SERVER, CLIENT, 0, 0x1234);
+    // A reply without a request: New, and never committed.
+    assert_eq!(look(&mut t, &rep, 0), New);
+    assert!(!commit(&mut t, &rep, 0));
+    assert_eq!(pass(&mut t, &req, 0), New);
+    assert_eq!(look(&mut t, &rep, S), Established);
+    assert_eq!(look(&mut t, &req, 2 * S), Established);
+    // Another identifier, or a request the other way, is another flow.
+    assert_eq!(look(&mut t, &echo(SERVER, CLIENT, 0, 0x1235), 2 * S), New);
+    assert_eq!(look(&mut t, &echo(SERVER, CLIENT, 8, 0x1234), 2 * S), New);
+    // A reply from another host is not this flow's.
+    assert_eq!(look(&mut t, &echo(ROUTER, CLIENT, 0, 0x1234), 2 * S), New);
+    // Other ICMP types (timestamp) are New and not committed.
+    let mut ts = echo(CLIENT, SERVER, 13, 1);
+    assert_eq!(look(&mut t, &ts, 0), New);
+    assert!(!commit(&mut t, &ts, 0));
+    ts[20] = 14;
+    assert_eq!(look(&mut t, &ts, 0), New);
+    // ICMP timeout, from the last packet.
+    assert_eq!(look(&mut t, &rep, 32 * S - 1), Established);
+    assert_eq!(look(&mut t, &rep, 62 * S - 1), New);
+    assert_eq!(t.len(), 0);
+}
+
+#[test]
+fn icmp_errors_quoting_a_tracked_flow_are_related() {
+    let mut t = table(16);
+    let q = udp(CLIENT, 5000, SERVER, 9999);
+    assert_eq!(pass(&mut t, &q, 0), New);
+    // Port unreachable from the server, quoting header + 8 bytes.
+    let unreach = icmp_error(SERVER, CLIENT, 3, 3, &q, 28);
+    assert_eq!(look(&mut t, &unreach, S), Related);
+    // From a router on the way (TTL exceeded), whole datagram quoted.
+    let ttl = icmp_error(ROUTER, CLIENT, 11, 0, &q, q.len());
+    assert_eq!(look(&mut t, &ttl, S), Related);
+    // Related does not confirm the flow or refresh it.
+    assert_eq!(look(&mut t, &q, S), New);
+    assert_eq!(look(&mut t, &unreach, 30 * S), New);
+    // Errors are never committed.
+    assert!(!commit(&mut t, &unreach, 0));
+    assert_eq!(t.stats().ignored, 1);
+
+    // TCP, with only 8 bytes of the TCP header quoted: the ports suffice.
+    let syn = tcp(CLIENT, 40005, SERVER, 80, SYN);
+    assert_eq!(pass(&mut t, &syn, 40 * S), New);
+    let frag_needed = icmp_error(ROUTER, CLIENT, 3, 4, &syn, 28);
+    assert_eq!(look(&mut t, &frag_needed, 41 * S), Related);
+    // Quoting a reply-direction packet (an error we send about inbound
+    // traffic) relates too.
+    let synack = tcp(SERVER, 80, CLIENT, 40005, SYN | ACK);
+    let out_err = icmp_error(CLIENT, SERVER, 3, 3, &synack, 28);
+    assert_eq!(look(&mut t, &out_err, 41 * S), Related);
+
+    // ICMP echo quoted in a TTL exceeded.
+    let req = echo(CLIENT, SERVER, 8, 7);
+    assert_eq!(pass(&mut t, &req, 40 * S), New);
+    assert_eq!(
+        look(&mut t, &icmp_error(ROUTER, CLIENT, 11, 0, &req, 28), 41 * S),
+        Related
+    );
+}
+
+#[test]
+fn icmp_errors_that_do_not_relate_are_new() {
+    let mut t = table(16);
+    let q = udp(CLIENT, 5000, SERVER, 9999);
+    assert_eq!(pass(&mut t, &q, 0), New);
+    // Quoting an untracked flow.
+    let other = udp(CLIENT, 5001, SERVER, 9999);
+    assert_eq!(
+        look(&mut t, &icmp_error(SERVER, CLIENT, 3, 3, &other, 28), 0),
+        New
+    );
+    // Sent somewhere other than the quoted packet's source.
+    assert_eq!(
+        look(&mut t, &icmp_error(SERVER, ROUTER, 3, 3, &q, 28), 0),
+        New
+    );
+    // Quote too short for the ports.
+    assert_eq!(
+        look(&mut t, &icmp_error(SERVER, CLIENT, 3, 3, &q, 23), 0),
+        New
+    );
+    assert_eq!(
+        look(&mut t, &icmp_error(SERVER, CLIENT, 3, 3, &q, 10), 0),
+        New
+    );
+    // An error about an error.
+    let e1 = icmp_error(SERVER, CLIENT, 3, 3, &q, 28);
+    assert_eq!(
+        look(&mut t, &icmp_error(ROUTER, SERVER, 11, 0, &e1, 28), 0),
+        New
+    );
+    // A quoted non-first fragment has no ports.
+    let mut frag = q.clone();
+    frag[6..8].copy_from_slice(&0x0001u16.to_be_bytes());
+    assert_eq!(
+        look(&mut t, &icmp_error(SERVER, CLIENT, 3, 3, &frag, 28), 0),
+        New
+    );
+    // Other ICMP types are not errors.
+    assert_eq!(
+        look(&mut t, &icmp_error(SERVER, CLIENT, 9, 0, &q, 28), 0),
+        New
+    );
+    // The quote is read up to the error's total length, not the padding.
+    let mut padded = icmp_error(SERVER, CLIENT, 3, 3, &q, 22);
+    padded.extend_from_slice(&q[22..28]);
+    assert_eq!(look(&mut t, &padded, 0), New);
+    padded[3] += 6;
+    assert_eq!(look(&mut t, &padded, 0), Related);
+}
+
+#[test]
+fn fragments_and_short_headers_are_untracked() {
+    let mut t = table(16);
+    let q = udp(CLIENT, 5000, SERVER, 9999);
+    assert_eq!(pass(&mut t, &q, 0), New);
+    assert_eq!(
+        look(&mut t, &udp(SERVER, 9999, CLIENT, 5000), 0),
+        Established
+    );
+    // A non-first fragment of the flow: Untracked, never committed.
+    let later = ip(proto::UDP, SERVER, CLIENT, 0x00b9, &[0; 16]);
+    assert_eq!(look(&mut t, &later, 0), Untracked);
+    assert!(!commit(&mut t, &later, 0));
+    // The first fragment has the ports: tracked.
+    let mut first = udp(SERVER, 9999, CLIENT, 5000);
+    first[6] = 0x20;
+    assert_eq!(look(&mut t, &first, 0), Established);
+    // L4 header cut short.
+    for p in [proto::TCP, proto::UDP, proto::ICMP] {
+        let short = ip(p, SERVER, CLIENT, 0, &[0; 7]);
+        assert_eq!(look(&mut t, &short, 0), Untracked);
+        assert!(!commit(&mut t, &short, 0));
+    }
+    assert_eq!(t.len(), 1);
+}
+
+#[test]
+fn other_protocols_by_address_pair() {
+    let mut t = table(16);
+    let gre_out = ip(47, CLIENT, SERVER, 0, &[0; 8]);
+    let gre_in = ip(47, SERVER, CLIENT, 0, &[0; 8]);
+    assert_eq!(look(&mut t, &gre_in, 0), New);
+    assert_eq!(pass(&mut t, &gre_out, 0), New);
+    assert_eq!(look(&mut t, &gre_in, S), Established);
+    assert_eq!(look(&mut t, &ip(50, SERVER, CLIENT, 0, &[0; 8]), S), New);
+    assert_eq!(look(&mut t, &gre_in, 601 * S - 1), Established);
+    assert_eq!(look(&mut t, &gre_in, 1201 * S - 1), New);
+    // An ICMP error about it is related.
+    let err = icmp_error(ROUTER, CLIENT, 3, 1, &gre_out, 28);
+    assert_eq!(pass(&mut t, &gre_out, 2000 * S), New);
+    assert_eq!(look(&mut t, &err, 2000 * S), Related);
+}
+
+#[test]
+fn full_table_refuses_new_flows_and_keeps_established_ones() {
+    let mut t = table(4);
+    assert_eq!(t.slot_count(), 8);
+    for i in 0..4 {
+        let q = udp(CLIENT, 6000 + i, SERVER, 53);
+        assert_eq!(look(&mut t, &q, 0), New);
+        assert!(commit(&mut t, &q, 0));
+        assert_eq!(
+            look(&mut t, &udp(SERVER, 53, CLIENT, 6000 + i), 0),
+            Established
+        );
+    }
+    assert_eq!(t.len(), 4);
+    let fifth = udp(CLIENT, 6004, SERVER, 53);
+    assert_eq!(look(&mut t, &fifth, S), New);
+    assert!(!commit(&mut t, &fifth, S));
+    assert_eq!(t.stats().full, 1);
+    assert_eq!(t.last_full_log_ns, Some(S));
+    // Established flows keep passing.
+    for i in 0..4 {
+        assert_eq!(
+            look(&mut t, &udp(CLIENT, 6000 + i, SERVER, 53), 2 * S),
+            Established
+        );
+        assert_eq!(
+            look(&mut t, &udp(SERVER, 53, CLIENT, 6000 + i), 2 * S),
+            Established
+        );
+    }
+    // Refusals go on being counted; the log line is rate limited.
+    assert!(!commit(&mut t, &fifth, S + S / 2));
+    assert_eq!(t.last_full_log_ns, Some(S));
+    assert!(!commit(&mut t, &fifth, 2 * S));
+    assert_eq!(t.last_full_log_ns, Some(2 * S));
+    assert_eq!(t.stats().full, 3);
+    // A flow already in the table still commits (refresh).
+    assert!(commit(&mut t, &udp(CLIENT, 6000, SERVER, 53), 2 * S));
+    assert_eq!(t.stats().full, 3);
+}
+
+#[test]
+fn an_expired_entry_makes_room() {
+    let mut t = table(4);
+    for i in 0..4 {
+        assert_eq!(pass(&mut t, &udp(CLIENT, 6000 + i, SERVER, 53), 0), New);
+    }
+    // One of them is kept alive by a reply; the others time out.
+    assert_eq!(
+        look(&mut t, &udp(SERVER, 53, CLIENT, 6002), 10 * S),
+        Established
+    );
+    let later = 31 * S;
+    for i in 0..3 {
+        assert!(commit(&mut t, &udp(CLIENT, 7000 + i, SERVER, 53), later));
+    }
+    assert_eq!(t.len(), 4);
+    assert_eq!(t.stats().full, 0);
+    assert_eq!(t.stats().expired, 3);
+    assert!(!commit(&mut t, &udp(CLIENT, 7003, SERVER, 53), later));
+    assert_eq!(
+        look(&mut t, &udp(CLIENT, 6002, SERVER, 53), later),
+        Established
+    );
+    assert_eq!(look(&mut t, &udp(CLIENT, 7001, SERVER, 53), later), New);
+    assert_eq!(look(&mut t, &udp(CLIENT, 6001, SERVER, 53), later), New);
+}
+
+#[test]
+fn sweep_reclaims_expired_entries() {
+    let mut t = table(64);
+    for i in 0..64 {
+        assert!(commit(&mut t, &udp(CLIENT, 6000 + i, SERVER, 53), 0));
+    }
+    assert_eq!(t.count_live(29 * S), 64);
+    assert_eq!(t.sweep(29 * S, t.slot_count()), 0);
+    assert_eq!(t.count_live(30 * S), 0);
+    assert_eq!(t.len(), 64);
+    let mut n = 0;
+    // A step either moves past a slot or reclaims an entry.
+    for _ in 0..(t.slot_count() + 64) / 16 {
+        n += t.sweep(30 * S, 16);
+        t.slots.check();
+    }
+    assert_eq!((n, t.len()), (64, 0));
+    assert_eq!(t.stats().expired, 64);
+}
+
+#[test]
+fn hundred_thousand_flows() {
+    const N: u32 = 100_000;
+    let mut t = table(131_072);
+    let flow = |i: u32| {
+        let s = FlowSummary {
+            src: 0x0a00_0000 | (i >> 8),
+            dst: 0xc633_6400 | (i & 0xff),
+            proto: proto::TCP,
+            l4: true,
+            sport: 1024 + (i % 50_000) as u16,
+            dport: 443,
+            tcp_flags: SYN,
+            l4_offset: 20,
+            ..FlowSummary::default()
+        };
+        let r = FlowSummary {
+            src: s.dst,
+            dst: s.src,
+            sport: s.dport,
+            dport: s.sport,
+            tcp_flags: SYN | ACK,
+            ..s
+        };
+        (s, r)
+    };
+    for i in 0..N {
+        let (s, _) = flow(i);
+        assert_eq!(t.lookup(&s, &[], 0), New);
+        assert!(t.commit(&s, 0), "flow {i}");
+    }
+    assert_eq!(t.len(), N as usize);
+    assert_eq!(t.stats().full, 0);
+    t.slots.check();
+    assert!(t.slots.max_dist() < 24, "max dist {}", t.slots.max_dist());
+    for i in 0..N {
+        let (s, r) = flow(i);
+        assert_eq!(t.lookup(&r, &[], 1), Established, "flow {i}");
+        assert_eq!(t.lookup(&s, &[], 1), Established, "flow {i}");
+    }
+    let (mut s, _) = flow(N);
+    s.tcp_flags = ACK;
+    assert_eq!(t.lookup(&s, &[], 1), New);
+}
+
+/// xorshift64*: deterministic pseudo-random bytes without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+#[test]
+fn arbitrary_bytes_never_panic() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    // Short timeouts, so that entries come and go.
+    let mut t = ConnTable::new(CtConfig {
+        capacity: 16,
+        tcp_established_ns: 3 * S,
+        tcp_transient_ns: S / 2,
+        udp_ns: S / 4,
+        udp_replied_ns: S,
+        icmp_ns: S / 4,
+        other_ns: 2 * S,
+    });
+    let mut buf = [0u8; 96];
+    for round in 0..200_000u64 {
+        let len = (rng.next() % 97) as usize;
+        for b in buf.iter_mut() {
+            *b = rng.next() as u8;
+        }
+        // Mostly plausible IPv4 headers, some nested in ICMP errors, so
+        // the parsers get past their first checks.
+        let r = rng.next();
+        if r & 3 != 0 {
+            buf[0] = 0x45 + (r >> 2) as u8 % 3;
+            buf[6] &= if r & 0x10 != 0 { 0x20 } else { 0xff };
+            buf[7] &= if r & 0x10 != 0 { 0 } else { 0xff };
+            buf[9] = [1, 6, 17, 47][(r >> 8) as usize % 4];
+            buf[12..16].copy_from_slice(&[10, 0, 0, (r >> 16) as u8 % 4]);
+            buf[16..20].copy_from_slice(&[10, 0, 0, (r >> 24) as u8 % 4]);
+            if buf[9] == 1 && r & 0x20 != 0 {
+                buf[20] = [0, 3, 8, 11][(r >> 32) as usize % 4];
+                buf[28] = 0x45;
+                buf[37] = [1, 6, 17][(r >> 40) as usize % 3];
+            }
+        }
+        let pkt = &buf[..len];
+        let now = round * 10_000_000;
+        if let Some(s) = FlowSummary::parse(pkt) {
+            let _ = t.lookup(&s, pkt, now);
+            let _ = t.commit(&s, now);
+        }
+        // Lookups with summaries that do not match the bytes.
+        let s = FlowSummary {
+            src: rng.next() as u32 & 3,
+            dst: rng.next() as u32 & 3,
+            proto: [1, 6, 17, 47][rng.next() as usize % 4],
+            l4: rng.next() & 1 == 0,
+            sport: rng.next() as u16 & 3,
+            dport: rng.next() as u16 & 3,
+            tcp_flags: rng.next() as u8,
+            icmp_type: rng.next() as u8 % 16,
+            l4_offset: rng.next() as u16 % 128,
+            ..FlowSummary::default()
+        };
+        let _ = t.lookup(&s, pkt, now);
+        let _ = t.commit(&s, now);
+        if round % 1024 == 0 {
+            t.slots.check();
+        }
+    }
+    t.slots.check();
+    assert!(t.len() <= t.capacity());
+    let st = t.stats();
+    assert!(st.inserted > 1000 && st.expired > 1000 && st.full > 0 && st.reset > 0);
+}

@@ -37,6 +37,7 @@ const FUNCTIONS: &[&str] = &[
     "rte_vdev_.*",
     "rte_ring_.*",
     "rte_lpm_.*",
+    "rte_acl_.*",
     "rte_seqlock_.*",
     "fastpath_.*",
 ];

@@ -9,6 +9,7 @@
 
 pub mod builtin;
 pub mod chain;
+pub mod conntrack;
 pub mod drop_reason;
 pub mod flow;
 pub mod hook;
@@ -17,6 +18,7 @@ pub mod hook_set;
 pub mod meta;
 pub mod packet;
 pub mod registry;
+pub mod rules;
 pub mod snapshot;
 pub mod verdict;
 pub mod wire;

@@ -1,6 +1,7 @@
 //! The safe DPDK layer: the only code above `dpdk-sys` that uses `unsafe`.
 //! Everything the pipeline needs from DPDK goes through these types.
 
+pub mod acl;
 pub mod burst;
 pub mod eal;
 pub mod error;
@@ -11,6 +12,7 @@ pub mod mempool;
 pub mod port;
 pub mod ring;
 
+pub use acl::{AclBuilder, AclClassifier};
 pub use burst::{Drain, MbufBurst, BURST_SIZE};
 pub use eal::Eal;
 pub use error::DpdkError;

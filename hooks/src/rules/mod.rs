@@ -1,0 +1,24 @@
+//! The matching engine of the built-in `classify` (ingress) and `filter`
+//! (egress) hooks: rules are tried in order and the first match wins.
+//!
+//! - [`key`]: the 32-byte [`Key`] of a packet, laid out for DPDK's ACL.
+//! - [`rule`]: one rule's optional conditions ([`MatchRule`]) and the
+//!   reference meaning of matching them.
+//! - [`parse`]: match conditions from a rule's TOML table
+//!   ([`parse_match`]).
+//! - [`classifier`]: the [`Classifier`] / [`ClassifierBuilder`] traits the
+//!   hooks use, so that this crate stays DPDK-free, and the
+//!   [`LinearClassifier`] reference implementation. The app provides one on
+//!   `rte_acl`.
+
+pub mod classifier;
+pub mod key;
+pub mod parse;
+pub mod rule;
+
+pub use classifier::{
+    validate_rules, Classifier, ClassifierBuilder, LinearBuilder, LinearClassifier,
+};
+pub use key::{CtBits, Key, CT_ALL, CT_ESTABLISHED, CT_NEW, CT_RELATED, FLAG_L4};
+pub use parse::{parse_match, MATCH_KEYS};
+pub use rule::{MatchRule, Prefix};

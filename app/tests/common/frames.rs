@@ -48,7 +48,16 @@ pub fn udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16) -> Vec<u8> {
     f
 }
 
-/// A TCP frame from HOST_A to PCAP0 with `flags` (no options, no payload).
+/// `f` padded with zeros to Ethernet's 60-byte minimum, as a NIC sends it.
+pub fn padded(mut f: Vec<u8>) -> Vec<u8> {
+    if f.len() < 60 {
+        f.resize(60, 0);
+    }
+    f
+}
+
+/// A TCP frame from HOST_A to PCAP0 with `flags` (no options, no payload),
+/// padded to 60 bytes.
 pub fn tcp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, flags: u8) -> Vec<u8> {
     let mut l4 = vec![0u8; 20];
     l4[..2].copy_from_slice(&sport.to_be_bytes());
@@ -58,5 +67,5 @@ pub fn tcp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, flags: u8) -> Vec
     l4[14..16].copy_from_slice(&1024u16.to_be_bytes());
     let mut f = eth(PCAP0_MAC, HOST_A_MAC, 0x0800);
     f.extend(ipv4(src, dst, 64, 6, &l4));
-    f
+    padded(f)
 }

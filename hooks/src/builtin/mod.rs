@@ -3,5 +3,12 @@
 //! netfilter-like, optionally stateful).
 
 pub mod accept;
+pub mod classify;
+pub mod filter;
 
 pub use accept::AcceptKind;
+pub use classify::ClassifyKind;
+pub use filter::FilterKind;
+
+#[cfg(test)]
+mod test_util;

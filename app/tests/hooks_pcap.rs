@@ -1,0 +1,186 @@
+//! classify at ingress and filter at egress on crafted frames, through the
+//! real pipeline (net_pcap in, net_pcap out, DPDK's ACL matching): the mark
+//! classify sets is what filter matches on, first match wins, count rules
+//! count without deciding, IPv4 options are skipped, non-first fragments
+//! never match port rules, and every drop lands under its reason.
+
+mod common;
+use common::frames::{eth, ipv4, padded, tcp, udp, HOST_A_MAC, PCAP0_MAC};
+use common::*;
+use std::time::Duration;
+
+const CONFIG: &str = r#"
+[[port]]
+device = "net_pcap0"
+address = "10.0.1.1/24"
+
+[[port]]
+device = "net_pcap1"
+address = "10.0.2.1/24"
+
+[[route]]
+prefix = "198.51.100.0/24"
+via = "10.0.2.2"
+
+[[neighbour]]
+address = "10.0.2.2"
+mac = "02:bb:00:00:00:22"
+
+[[hook]]
+point = "ingress"
+port = "net_pcap0"
+kind = "classify"
+name = "cls"
+[[hook.rule]]
+proto = "udp"
+dport = 53
+set_mark = 7
+set_class = 3
+[[hook.rule]]
+src = "192.0.2.0/24"
+action = "drop"
+
+[[hook]]
+point = "egress"
+port = "net_pcap1"
+kind = "filter"
+name = "fw"
+policy = "drop"
+[[hook.rule]]
+proto = "tcp"
+dport = 23
+action = "drop"
+[[hook.rule]]
+mark = 7
+class = 3
+action = "accept"
+[[hook.rule]]
+proto = "udp"
+dport = "80-80"
+action = "accept"
+[[hook.rule]]
+proto = "udp"
+action = "count"
+"#;
+
+const DST: [u8; 4] = [198, 51, 100, 9];
+
+/// A non-first fragment (offset 1480) of a UDP datagram whose payload bytes
+/// look like ports 1234 -> 80: they are data, not a header.
+fn later_fragment() -> Vec<u8> {
+    let payload = [0x04, 0xd2, 0x00, 0x50, 0, 8, 0, 0];
+    let mut ip = ipv4([10, 0, 1, 2], DST, 64, 17, &payload);
+    let off: u16 = 1480 / 8;
+    ip[6..8].copy_from_slice(&off.to_be_bytes());
+    ip[10..12].fill(0);
+    let c = hooks::wire::checksum::checksum(&ip[..20]);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    let mut f = eth(PCAP0_MAC, HOST_A_MAC, 0x0800);
+    f.extend(ip);
+    padded(f)
+}
+
+/// UDP to port 80 with IHL 6 (4 bytes of options, a no-op and end list).
+fn with_options() -> Vec<u8> {
+    let l4 = [0x13, 0x88, 0x00, 0x50, 0, 8, 0, 0];
+    let mut ip = ipv4([10, 0, 1, 2], DST, 64, 17, &l4);
+    ip.splice(20..20, [1, 1, 1, 0]);
+    ip[0] = 0x46;
+    let total = ip.len() as u16;
+    ip[2..4].copy_from_slice(&total.to_be_bytes());
+    ip[10..12].fill(0);
+    let c = hooks::wire::checksum::checksum(&ip[..24]);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    let mut f = eth(PCAP0_MAC, HOST_A_MAC, 0x0800);
+    f.extend(ip);
+    padded(f)
+}
+
+#[test]
+fn classify_marks_filter_decides_and_every_drop_has_its_reason() {
+    let mut frames = Vec::new();
+    frames.extend((0..10).map(|i| udp([10, 0, 1, 2], DST, 5000 + i, 53))); // marked, accepted
+    frames.extend((0..10).map(|i| udp([10, 0, 1, 2], DST, 6000 + i, 80))); // accepted
+    frames.extend((0..5).map(|i| udp([192, 0, 2, 7], DST, 7000 + i, 9))); // classify drop
+    frames.extend((0..5).map(|i| tcp([10, 0, 1, 2], DST, 8000 + i, 23, 0x02))); // filter drop
+    frames.extend((0..3).map(|_| later_fragment())); // policy drop, counted
+    frames.extend((0..2).map(|_| with_options())); // accepted (port 80 past options)
+
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    std::fs::write(p("router.toml"), CONFIG).unwrap();
+    write_pcap(&p("in0.pcap"), &frames);
+    write_pcap(&p("in1.pcap"), &[]);
+    let mut cmd = fastpath();
+    cmd.args(eal_args(
+        "hooks-pcap",
+        &[
+            format!(
+                "net_pcap0,rx_pcap={},tx_pcap={}",
+                p("in0.pcap").display(),
+                p("out0.pcap").display()
+            ),
+            format!(
+                "net_pcap1,rx_pcap={},tx_pcap={}",
+                p("in1.pcap").display(),
+                p("out1.pcap").display()
+            ),
+        ],
+    ))
+    .args(["--", "--config"])
+    .arg(p("router.toml"))
+    .args(["--duration", "1", "--stats-json"])
+    .arg(p("stats.json"));
+    let r = run(cmd, Duration::from_secs(60));
+    assert_success(&r);
+    assert!(
+        r.stderr
+            .contains("hook \"fw\" (filter) at egress of port 1"),
+        "{}",
+        r.stderr
+    );
+    let out1 = fastpath::pcap::read(std::fs::File::open(p("out1.pcap")).unwrap()).unwrap();
+    let dport = |f: &Vec<u8>| {
+        let l4 = 14 + usize::from(f[14] & 0x0f) * 4;
+        u16::from_be_bytes([f[l4 + 2], f[l4 + 3]])
+    };
+    assert_eq!(out1.len(), 22, "10 DNS + 10 HTTP + 2 with options");
+    assert_eq!(out1.iter().filter(|f| dport(f) == 53).count(), 10);
+    assert_eq!(out1.iter().filter(|f| dport(f) == 80).count(), 12);
+    assert!(out1.iter().all(|f| f[26..30] == [10, 0, 1, 2]));
+
+    let s = read_json(&p("stats.json"));
+    let drops = &s["totals"]["drops"];
+    assert_eq!(drops["classify_rule"], 5);
+    assert_eq!(drops["filter_rule"], 5);
+    assert_eq!(drops["filter_policy"], 3);
+    assert_eq!(s["totals"]["balanced"], true);
+    assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
+    let hook = |name: &str| {
+        s["hooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["name"] == name)
+            .unwrap_or_else(|| panic!("hook {name} in {s}"))
+            .clone()
+    };
+    let cls = hook("cls");
+    assert_eq!(
+        (&cls["seen"], &cls["accepted"], &cls["dropped"]),
+        (&35.into(), &30.into(), &5.into())
+    );
+    assert_eq!(cls["stats"]["matched"], 15);
+    let fw = hook("fw");
+    assert_eq!(
+        (&fw["seen"], &fw["accepted"], &fw["dropped"]),
+        (&30.into(), &22.into(), &8.into())
+    );
+    assert_eq!(fw["stats"]["rule_accepted"], 22);
+    assert_eq!(fw["stats"]["rule_dropped"], 5);
+    assert_eq!(fw["stats"]["policy_dropped"], 3);
+    assert_eq!(
+        fw["stats"]["counted"], 3,
+        "the count rule sees what no rule took"
+    );
+}

@@ -1,0 +1,331 @@
+//! `classify` (ingress): first-match rules on input port, prefixes,
+//! protocol, ports, TCP flags, DSCP and VLAN that set a packet's mark and/or
+//! class, or drop it. One classifier call per burst (DPDK's ACL in
+//! fastpath, the linear reference in tests).
+//!
+//! ```toml
+//! [[hook]]
+//! point = "ingress"
+//! port = "net_tap0"
+//! kind = "classify"
+//! [[hook.rule]]
+//! proto = "udp"
+//! dport = "5000-5999"
+//! set_class = 2
+//! set_mark = 0x10
+//! [[hook.rule]]
+//! src = "192.0.2.0/24"
+//! action = "drop"
+//! ```
+
+use crate::flow::FlowSummary;
+use crate::rules::{parse_match, Classifier, ClassifierBuilder, Key};
+use crate::wire::ethernet::ethertype;
+use crate::worker_counters::WorkerCounters;
+use crate::{
+    BuildContext, DropReason, Hook, HookArgs, HookBuildError, HookBurst, HookContext, HookKind,
+    HookPoint, Verdict, MAX_BURST,
+};
+use std::sync::Arc;
+
+const MATCHED: usize = 0;
+const UNPARSED: usize = 1;
+
+/// Match fields a classify rule may use.
+pub const MATCH_KEYS: [&str; 9] = [
+    "in_port",
+    "src",
+    "dst",
+    "proto",
+    "sport",
+    "dport",
+    "tcp_flags",
+    "dscp",
+    "vlan",
+];
+const ACTION_KEYS: [&str; 3] = ["action", "set_mark", "set_class"];
+
+/// What a matching rule does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClassifyAction {
+    Drop,
+    Set {
+        mark: Option<u32>,
+        class: Option<u16>,
+    },
+}
+
+/// The `classify` kind, building its classifiers with `builder`.
+pub struct ClassifyKind {
+    builder: Arc<dyn ClassifierBuilder>,
+}
+
+impl ClassifyKind {
+    pub fn new(builder: Arc<dyn ClassifierBuilder>) -> Self {
+        ClassifyKind { builder }
+    }
+}
+
+/// One classify instance.
+pub struct Classify {
+    classifier: Box<dyn Classifier>,
+    actions: Vec<ClassifyAction>,
+    /// Per worker: packets that matched a rule, IPv4 packets that could
+    /// not be read (they match no rule).
+    counts: WorkerCounters<2>,
+}
+
+impl Hook for Classify {
+    fn process(&self, cx: &HookContext, burst: &mut HookBurst<'_, '_>) {
+        let mut keys = [Key::default(); MAX_BURST];
+        let mut idx = [0u8; MAX_BURST];
+        let mut n = 0;
+        let mut unparsed = 0;
+        for i in burst.accepted() {
+            let Some(p) = burst.packet(i) else { continue };
+            if p.meta.protocol != ethertype::IPV4 {
+                continue;
+            }
+            match FlowSummary::parse(p.l3()) {
+                Some(s) => {
+                    keys[n] = Key::new(&s, p.meta, 0);
+                    idx[n] = i as u8;
+                    n += 1;
+                }
+                None => unparsed += 1,
+            }
+        }
+        let mut results = [0u32; MAX_BURST];
+        if n > 0 {
+            self.classifier.classify(&keys[..n], &mut results[..n]);
+        }
+        let mut matched = 0;
+        for k in 0..n {
+            let Some(action) = results[k]
+                .checked_sub(1)
+                .and_then(|r| self.actions.get(r as usize))
+            else {
+                continue;
+            };
+            matched += 1;
+            let i = usize::from(idx[k]);
+            match *action {
+                ClassifyAction::Drop => {
+                    burst.set_verdict(i, Verdict::Drop(DropReason::ClassifyRule));
+                }
+                ClassifyAction::Set { mark, class } => {
+                    if let Some(p) = burst.packet_mut(i) {
+                        if let Some(m) = mark {
+                            p.meta.mark = m;
+                        }
+                        if let Some(c) = class {
+                            p.meta.class = c;
+                        }
+                    }
+                }
+            }
+        }
+        self.counts.add(cx.worker, MATCHED, matched);
+        self.counts.add(cx.worker, UNPARSED, unparsed);
+    }
+
+    fn stats(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("rules", self.actions.len() as u64),
+            ("matched", self.counts.sum(MATCHED)),
+            ("unparsed", self.counts.sum(UNPARSED)),
+        ]
+    }
+}
+
+/// The action keys of classify rule `i`.
+fn parse_action(t: &toml::Table, i: usize) -> Result<ClassifyAction, HookBuildError> {
+    let int = |key: &str, max: u64| -> Result<Option<u64>, HookBuildError> {
+        match t.get(key) {
+            None => Ok(None),
+            Some(toml::Value::Integer(v)) if (0..=max as i64).contains(v) => Ok(Some(*v as u64)),
+            Some(v) => Err(HookBuildError::rule(
+                i,
+                key,
+                format!("expected an integer in 0..={max}, found {v}"),
+            )),
+        }
+    };
+    let mark = int("set_mark", u64::from(u32::MAX))?.map(|v| v as u32);
+    let class = int("set_class", u64::from(u16::MAX))?.map(|v| v as u16);
+    match t.get("action") {
+        Some(toml::Value::String(a)) if a == "drop" => {
+            if mark.is_some() || class.is_some() {
+                return Err(HookBuildError::rule(
+                    i,
+                    "action",
+                    "a drop rule cannot also set a mark or class; split it in two rules",
+                ));
+            }
+            Ok(ClassifyAction::Drop)
+        }
+        Some(toml::Value::String(a)) if a == "set" => {
+            if mark.is_none() && class.is_none() {
+                return Err(HookBuildError::rule(
+                    i,
+                    "action",
+                    "\"set\" needs `set_mark` and/or `set_class`",
+                ));
+            }
+            Ok(ClassifyAction::Set { mark, class })
+        }
+        Some(v) => Err(HookBuildError::rule(
+            i,
+            "action",
+            format!("expected \"drop\" or \"set\" (the default when set_mark/set_class is given), found {v}"),
+        )),
+        None if mark.is_some() || class.is_some() => Ok(ClassifyAction::Set { mark, class }),
+        None => Err(HookBuildError {
+            rule: Some(i),
+            field: None,
+            message: "a rule needs an action: `set_mark`, `set_class` or `action = \"drop\"`"
+                .into(),
+        }),
+    }
+}
+
+impl HookKind for ClassifyKind {
+    fn name(&self) -> &str {
+        "classify"
+    }
+
+    fn points(&self) -> &[HookPoint] {
+        &[HookPoint::Ingress]
+    }
+
+    fn build(&self, args: &HookArgs, cx: &BuildContext) -> Result<Arc<dyn Hook>, HookBuildError> {
+        if let Some(k) = args.params.keys().next() {
+            return Err(HookBuildError::param(
+                k,
+                "unknown field; `classify` takes only [[hook.rule]] tables",
+            ));
+        }
+        let mut rules = Vec::with_capacity(args.rules.len());
+        let mut actions = Vec::with_capacity(args.rules.len());
+        for (i, t) in args.rules.iter().enumerate() {
+            rules.push(parse_match(t, i, cx, &MATCH_KEYS, &ACTION_KEYS)?);
+            actions.push(parse_action(t, i)?);
+        }
+        let classifier = self.builder.build(&rules).map_err(|e| HookBuildError {
+            rule: None,
+            field: None,
+            message: format!("building the {} classifier: {e}", self.builder.name()),
+        })?;
+        Ok(Arc::new(Classify {
+            classifier,
+            actions,
+            counts: WorkerCounters::new(cx.workers),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builtin::test_util::*;
+    use crate::flow::tcp_flag::{ACK, SYN};
+    use crate::rules::LinearBuilder;
+
+    const A: [u8; 4] = [10, 0, 1, 2];
+    const B: [u8; 4] = [10, 0, 2, 2];
+
+    fn classify(rules: &str) -> Arc<dyn Hook> {
+        build(
+            &ClassifyKind::new(Arc::new(LinearBuilder)),
+            HookPoint::Ingress,
+            rules,
+        )
+    }
+
+    #[test]
+    fn first_match_sets_mark_and_class_or_drops() {
+        let h = classify(
+            r#"
+            [[rule]]
+            proto = "tcp"
+            tcp_flags = "syn,!ack"
+            set_mark = 1
+            [[rule]]
+            proto = "tcp"
+            set_class = 2
+            set_mark = 2
+            [[rule]]
+            dscp = 46
+            set_class = 5
+            [[rule]]
+            src = "10.0.1.0/24"
+            action = "drop"
+            "#,
+        );
+        let mut ef = udp(A, B, 1, 2);
+        ef[15] = 46 << 2;
+        ef[24..26].fill(0);
+        let c = crate::wire::checksum::checksum(&ef[14..34]);
+        ef[24..26].copy_from_slice(&c.to_be_bytes());
+        let mut pkts = vec![
+            Pkt::new(tcp(A, B, 1, 2, SYN)),
+            Pkt::new(tcp(A, B, 1, 2, SYN | ACK)),
+            Pkt::new(ef),
+            Pkt::new(udp(A, B, 1, 2)),
+            Pkt::new(udp(B, A, 1, 2)),
+        ];
+        let v = run(&*h, HookPoint::Ingress, &mut pkts, 0);
+        let got: Vec<(u32, u16)> = pkts.iter().map(|p| (p.meta.mark, p.meta.class)).collect();
+        assert_eq!(got, vec![(1, 0), (2, 2), (0, 5), (0, 0), (0, 0)]);
+        assert_eq!(
+            v,
+            vec![
+                Verdict::Accept,
+                Verdict::Accept,
+                Verdict::Accept,
+                Verdict::Drop(DropReason::ClassifyRule),
+                Verdict::Accept
+            ]
+        );
+        assert_eq!(stat(&*h, "matched"), 4);
+    }
+
+    #[test]
+    fn vlan_and_input_port_come_from_metadata_and_non_ip_is_left_alone() {
+        let h = classify(
+            r#"
+            [[rule]]
+            vlan = "100-199"
+            in_port = "in0"
+            set_class = 9
+            "#,
+        );
+        let mut arp = Pkt::new(vec![0u8; 60]).with(|m| m.protocol = 0x0806);
+        arp.meta.vlan = 150;
+        let mut pkts = vec![
+            Pkt::new(udp(A, B, 1, 2)).with(|m| m.vlan = 150),
+            Pkt::new(udp(A, B, 1, 2)).with(|m| m.vlan = 200),
+            Pkt::new(udp(A, B, 1, 2)).with(|m| (m.vlan, m.in_port) = (150, 1)),
+            arp,
+        ];
+        run(&*h, HookPoint::Ingress, &mut pkts, 0);
+        let classes: Vec<u16> = pkts.iter().map(|p| p.meta.class).collect();
+        assert_eq!(classes, vec![9, 0, 0, 0]);
+    }
+
+    #[test]
+    fn config_errors_name_the_rule_and_field() {
+        let k = ClassifyKind::new(Arc::new(LinearBuilder));
+        let cx = build_cx(HookPoint::Ingress);
+        let err = |t: &str| k.build(&args(t), &cx).err().expect("refused");
+        let e = err("[[rule]]\nproto = \"tcp\"");
+        assert_eq!(e.rule, Some(0), "a rule without an action");
+        let e = err("[[rule]]\nproto = \"tcp\"\naction = \"drop\"\nset_mark = 1");
+        assert_eq!(e.field.as_deref(), Some("action"));
+        let e = err("[[rule]]\nset_class = 70000");
+        assert_eq!(e.field.as_deref(), Some("set_class"));
+        let e = err("[[rule]]\nset_class = 1\n[[rule]]\nout_port = 1\nset_class = 1");
+        assert_eq!((e.rule, e.field.as_deref()), (Some(1), Some("out_port")));
+        assert!(k.points() == [HookPoint::Ingress]);
+    }
+}

@@ -1,0 +1,740 @@
+//! `filter` (egress, netfilter-like): first-match rules on output and input
+//! port, prefixes, protocol, ports, TCP flags, DSCP, mark, class and (in
+//! stateful mode) connection state; actions accept, drop and count; an
+//! explicit default policy. A packet that cannot be read as IPv4 gets the
+//! policy, never a bypass.
+//!
+//! ```toml
+//! [[hook]]
+//! point = "egress"
+//! port = "net_tap1"
+//! kind = "filter"
+//! policy = "drop"              # required: what no rule decides
+//! stateful = true              # connection tracking (default false)
+//! conntrack_max = 65536        # entries per worker, fixed at first use
+//! [[hook.rule]]
+//! state = ["established", "related"]
+//! action = "accept"
+//! [[hook.rule]]
+//! proto = "tcp"
+//! dport = 80
+//! action = "accept"
+//! ```
+//!
+//! Stateful mode: every stateful filter of a process shares one connection
+//! table per worker, so a flow accepted (and tracked) by the filter on one
+//! port is known to the filter on the port its replies leave by. A new flow
+//! is tracked when a rule (or the policy) accepts its first packet. When the
+//! table is full, tracked flows keep their state and new flows get the
+//! default policy, counted as `ct_full_policy`. `count` rules count every
+//! packet they match that reaches them and do not decide.
+
+use crate::conntrack::{ConnTable, CtConfig, CtState};
+use crate::flow::FlowSummary;
+use crate::rules::{parse_match, Classifier, ClassifierBuilder, Key, MatchRule};
+use crate::rules::{CT_ESTABLISHED, CT_NEW as KEY_CT_NEW, CT_RELATED};
+use crate::worker_counters::WorkerCounters;
+use crate::{
+    BuildContext, DropReason, Hook, HookArgs, HookBuildError, HookBurst, HookContext, HookKind,
+    HookPoint, Verdict, MAX_BURST,
+};
+use std::sync::{Arc, Mutex};
+
+/// Match fields a filter rule may use.
+pub const MATCH_KEYS: [&str; 12] = [
+    "out_port",
+    "in_port",
+    "src",
+    "dst",
+    "proto",
+    "sport",
+    "dport",
+    "tcp_flags",
+    "dscp",
+    "mark",
+    "class",
+    "state",
+];
+const ACTION_KEYS: [&str; 1] = ["action"];
+
+// Per-worker counters of a filter.
+const RULE_ACCEPT: usize = 0;
+const RULE_DROP: usize = 1;
+const POLICY_ACCEPT: usize = 2;
+const POLICY_DROP: usize = 3;
+const UNPARSED: usize = 4;
+const COUNTED: usize = 5;
+const CT_FULL_POLICY: usize = 6;
+const CT_NEW: usize = 7;
+const CT_EST: usize = 8;
+const CT_REL: usize = 9;
+const CT_UNTRACKED: usize = 10;
+const COUNTERS: usize = 11;
+const COUNTER_NAMES: [&str; COUNTERS] = [
+    "rule_accepted",
+    "rule_dropped",
+    "policy_accepted",
+    "policy_dropped",
+    "unparsed",
+    "counted",
+    "ct_full_policy",
+    "ct_new",
+    "ct_established",
+    "ct_related",
+    "ct_untracked",
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Action {
+    Accept,
+    Drop,
+}
+
+/// Connection tables, one per worker, shared by every stateful filter.
+struct CtTables {
+    tables: Box<[Mutex<ConnTable>]>,
+    capacity: usize,
+}
+
+/// The `filter` kind. Keeps the connection tables across rule reloads, so
+/// tracked flows survive a new rule file.
+pub struct FilterKind {
+    builder: Arc<dyn ClassifierBuilder>,
+    conntrack: Mutex<Option<Arc<CtTables>>>,
+}
+
+impl FilterKind {
+    pub fn new(builder: Arc<dyn ClassifierBuilder>) -> Self {
+        FilterKind {
+            builder,
+            conntrack: Mutex::new(None),
+        }
+    }
+}
+
+/// One filter instance.
+pub struct Filter {
+    classifier: Box<dyn Classifier>,
+    /// Action of each terminal rule, in classifier order.
+    actions: Vec<Action>,
+    /// Config index of each terminal rule (for ordering against count rules).
+    terminal_index: Vec<usize>,
+    /// Count rules: config index and match.
+    count_rules: Vec<(usize, MatchRule)>,
+    policy: Action,
+    conntrack: Option<Arc<CtTables>>,
+    counts: WorkerCounters<COUNTERS>,
+}
+
+impl Filter {
+    fn policy_verdict(&self) -> Option<Verdict> {
+        match self.policy {
+            Action::Accept => None,
+            Action::Drop => Some(Verdict::Drop(DropReason::FilterPolicy)),
+        }
+    }
+}
+
+impl Hook for Filter {
+    fn process(&self, cx: &HookContext, burst: &mut HookBurst<'_, '_>) {
+        let w = cx.worker;
+        let mut keys = [Key::default(); MAX_BURST];
+        let mut sums = [FlowSummary::default(); MAX_BURST];
+        let mut idx = [0u8; MAX_BURST];
+        let mut n = 0;
+        let mut table = self
+            .conntrack
+            .as_ref()
+            .and_then(|t| t.tables.get(w))
+            .map(|t| t.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut ct_counts = [0u64; 4];
+        for i in burst.accepted() {
+            let Some(p) = burst.packet(i) else { continue };
+            let Some(s) = FlowSummary::parse(p.l3()) else {
+                self.counts.add(w, UNPARSED, 1);
+                if let Some(v) = self.policy_verdict() {
+                    burst.set_verdict(i, v);
+                }
+                continue;
+            };
+            let ct = match table.as_mut() {
+                Some(t) => match t.lookup(&s, p.l3(), cx.now_ns) {
+                    CtState::New => {
+                        ct_counts[0] += 1;
+                        KEY_CT_NEW
+                    }
+                    CtState::Established => {
+                        ct_counts[1] += 1;
+                        CT_ESTABLISHED
+                    }
+                    CtState::Related => {
+                        ct_counts[2] += 1;
+                        CT_RELATED
+                    }
+                    CtState::Untracked => {
+                        ct_counts[3] += 1;
+                        0
+                    }
+                },
+                None => 0,
+            };
+            keys[n] = Key::new(&s, p.meta, ct);
+            sums[n] = s;
+            idx[n] = i as u8;
+            n += 1;
+        }
+        for (c, v) in [CT_NEW, CT_EST, CT_REL, CT_UNTRACKED]
+            .into_iter()
+            .zip(ct_counts)
+        {
+            self.counts.add(w, c, v);
+        }
+        if n == 0 {
+            return;
+        }
+        let mut results = [0u32; MAX_BURST];
+        self.classifier.classify(&keys[..n], &mut results[..n]);
+        let mut tally = [0u64; COUNTERS];
+        for k in 0..n {
+            let i = usize::from(idx[k]);
+            let hit = results[k].checked_sub(1).map(|r| r as usize);
+            if !self.count_rules.is_empty() {
+                let limit = hit.map_or(usize::MAX, |r| self.terminal_index[r]);
+                tally[COUNTED] += self
+                    .count_rules
+                    .iter()
+                    .filter(|(ci, r)| *ci < limit && r.matches(&keys[k]))
+                    .count() as u64;
+            }
+            let (action, by_rule) = match hit.and_then(|r| self.actions.get(r)) {
+                Some(a) => (*a, true),
+                None => (self.policy, false),
+            };
+            let mut action = action;
+            if action == Action::Accept && keys[k].ct() == KEY_CT_NEW {
+                if let Some(t) = table.as_mut() {
+                    let full_before = t.stats().full;
+                    if !t.commit(&sums[k], cx.now_ns) && t.stats().full != full_before {
+                        // Table full: a new flow gets the default policy.
+                        tally[CT_FULL_POLICY] += 1;
+                        action = self.policy;
+                        if action == Action::Drop {
+                            tally[POLICY_DROP] += 1;
+                            burst.set_verdict(i, Verdict::Drop(DropReason::FilterPolicy));
+                            continue;
+                        }
+                    }
+                }
+            }
+            match (action, by_rule) {
+                (Action::Accept, true) => tally[RULE_ACCEPT] += 1,
+                (Action::Accept, false) => tally[POLICY_ACCEPT] += 1,
+                (Action::Drop, true) => {
+                    tally[RULE_DROP] += 1;
+                    burst.set_verdict(i, Verdict::Drop(DropReason::FilterRule));
+                }
+                (Action::Drop, false) => {
+                    tally[POLICY_DROP] += 1;
+                    burst.set_verdict(i, Verdict::Drop(DropReason::FilterPolicy));
+                }
+            }
+        }
+        for (c, v) in tally.into_iter().enumerate() {
+            self.counts.add(w, c, v);
+        }
+    }
+
+    fn stats(&self) -> Vec<(&'static str, u64)> {
+        let mut v: Vec<(&'static str, u64)> = COUNTER_NAMES
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.conntrack.is_some() || *i < CT_FULL_POLICY)
+            .map(|(i, name)| (*name, self.counts.sum(i)))
+            .collect();
+        if let Some(ct) = &self.conntrack {
+            let (mut entries, mut full) = (0, 0);
+            for t in ct.tables.iter() {
+                let t = t.lock().unwrap_or_else(|p| p.into_inner());
+                entries += t.len() as u64;
+                full += t.stats().full;
+            }
+            v.push(("ct_entries", entries));
+            v.push(("ct_refused_full", full));
+            v.push(("ct_capacity", ct.capacity as u64));
+        }
+        v
+    }
+}
+
+fn parse_policy(args: &HookArgs) -> Result<Action, HookBuildError> {
+    match args.params.get("policy") {
+        Some(toml::Value::String(p)) if p == "accept" => Ok(Action::Accept),
+        Some(toml::Value::String(p)) if p == "drop" => Ok(Action::Drop),
+        Some(v) => Err(HookBuildError::param(
+            "policy",
+            format!("expected \"accept\" or \"drop\", found {v}"),
+        )),
+        None => Err(HookBuildError::param(
+            "policy",
+            "missing: a filter needs an explicit default policy, \"accept\" or \"drop\"",
+        )),
+    }
+}
+
+impl FilterKind {
+    /// The shared connection tables, created at first use.
+    fn tables(&self, capacity: usize, workers: usize) -> Result<Arc<CtTables>, HookBuildError> {
+        let mut ct = self.conntrack.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = ct.as_ref() {
+            if t.capacity != capacity || t.tables.len() < workers {
+                return Err(HookBuildError::param(
+                    "conntrack_max",
+                    format!(
+                        "the connection tables were made with {} entries per worker; they \
+                         cannot change while running (restart fastpath to resize)",
+                        t.capacity
+                    ),
+                ));
+            }
+            return Ok(t.clone());
+        }
+        let t = Arc::new(CtTables {
+            tables: (0..workers.max(1))
+                .map(|_| {
+                    Mutex::new(ConnTable::new(CtConfig {
+                        capacity,
+                        ..CtConfig::default()
+                    }))
+                })
+                .collect(),
+            capacity,
+        });
+        *ct = Some(t.clone());
+        Ok(t)
+    }
+}
+
+impl HookKind for FilterKind {
+    fn name(&self) -> &str {
+        "filter"
+    }
+
+    fn points(&self) -> &[HookPoint] {
+        &[HookPoint::Egress]
+    }
+
+    fn build(&self, args: &HookArgs, cx: &BuildContext) -> Result<Arc<dyn Hook>, HookBuildError> {
+        for k in args.params.keys() {
+            if !["policy", "stateful", "conntrack_max"].contains(&k.as_str()) {
+                return Err(HookBuildError::param(
+                    k,
+                    "unknown field; expected policy, stateful, conntrack_max",
+                ));
+            }
+        }
+        let policy = parse_policy(args)?;
+        let stateful = match args.params.get("stateful") {
+            None => false,
+            Some(toml::Value::Boolean(b)) => *b,
+            Some(v) => {
+                return Err(HookBuildError::param(
+                    "stateful",
+                    format!("expected true or false, found {v}"),
+                ))
+            }
+        };
+        let capacity = match args.params.get("conntrack_max") {
+            None => CtConfig::default().capacity,
+            Some(toml::Value::Integer(i)) if stateful && (16..=1 << 24).contains(i) => *i as usize,
+            Some(_) if !stateful => {
+                return Err(HookBuildError::param(
+                    "conntrack_max",
+                    "only for a stateful filter; add stateful = true",
+                ))
+            }
+            Some(v) => {
+                return Err(HookBuildError::param(
+                    "conntrack_max",
+                    format!("expected entries per worker in 16..=16777216, found {v}"),
+                ))
+            }
+        };
+        let mut terminal = Vec::new();
+        let mut actions = Vec::new();
+        let mut terminal_index = Vec::new();
+        let mut count_rules = Vec::new();
+        for (i, t) in args.rules.iter().enumerate() {
+            let rule = parse_match(t, i, cx, &MATCH_KEYS, &ACTION_KEYS)?;
+            if rule.ct_states != 0 && !stateful {
+                return Err(HookBuildError::rule(
+                    i,
+                    "state",
+                    "connection state needs a stateful filter; add stateful = true to the hook",
+                ));
+            }
+            match t.get("action") {
+                Some(toml::Value::String(a)) if a == "accept" || a == "drop" => {
+                    actions.push(if a == "accept" {
+                        Action::Accept
+                    } else {
+                        Action::Drop
+                    });
+                    terminal.push(rule);
+                    terminal_index.push(i);
+                }
+                Some(toml::Value::String(a)) if a == "count" => count_rules.push((i, rule)),
+                Some(v) => {
+                    return Err(HookBuildError::rule(
+                        i,
+                        "action",
+                        format!("expected \"accept\", \"drop\" or \"count\", found {v}"),
+                    ))
+                }
+                None => {
+                    return Err(HookBuildError {
+                        rule: Some(i),
+                        field: None,
+                        message: "missing `action`: expected \"accept\", \"drop\" or \"count\""
+                            .into(),
+                    })
+                }
+            }
+        }
+        let classifier = self.builder.build(&terminal).map_err(|e| HookBuildError {
+            rule: None,
+            field: None,
+            message: format!("building the {} classifier: {e}", self.builder.name()),
+        })?;
+        let conntrack = if stateful {
+            Some(self.tables(capacity, cx.workers)?)
+        } else {
+            None
+        };
+        Ok(Arc::new(Filter {
+            classifier,
+            actions,
+            terminal_index,
+            count_rules,
+            policy,
+            conntrack,
+            counts: WorkerCounters::new(cx.workers),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builtin::test_util::*;
+    use crate::flow::tcp_flag::{ACK, SYN};
+    use crate::rules::LinearBuilder;
+
+    const A: [u8; 4] = [10, 0, 1, 2];
+    const B: [u8; 4] = [10, 0, 2, 2];
+    const DROP_RULE: Verdict = Verdict::Drop(DropReason::FilterRule);
+    const DROP_POLICY: Verdict = Verdict::Drop(DropReason::FilterPolicy);
+
+    fn kind() -> FilterKind {
+        FilterKind::new(Arc::new(LinearBuilder))
+    }
+
+    fn one(hook: &dyn Hook, pkt: Pkt, now: u64) -> Verdict {
+        run(hook, HookPoint::Egress, &mut [pkt], now)[0]
+    }
+
+    #[test]
+    fn first_match_wins_and_the_policy_decides_the_rest() {
+        let k = kind();
+        let h = build(
+            &k,
+            HookPoint::Egress,
+            r#"
+            policy = "drop"
+            [[rule]]
+            proto = "tcp"
+            dport = 23
+            action = "drop"
+            [[rule]]
+            proto = "tcp"
+            action = "accept"
+            [[rule]]
+            proto = "tcp"
+            dport = 22
+            action = "drop"
+            "#,
+        );
+        let mut pkts = vec![
+            Pkt::new(tcp(A, B, 1000, 23, SYN)),
+            Pkt::new(tcp(A, B, 1000, 22, SYN)),
+            Pkt::new(udp(A, B, 1000, 53)),
+        ];
+        let v = run(&*h, HookPoint::Egress, &mut pkts, 0);
+        assert_eq!(v, vec![DROP_RULE, Verdict::Accept, DROP_POLICY]);
+        assert_eq!(stat(&*h, "rule_dropped"), 1);
+        assert_eq!(stat(&*h, "rule_accepted"), 1);
+        assert_eq!(stat(&*h, "policy_dropped"), 1);
+    }
+
+    #[test]
+    fn what_cannot_be_parsed_gets_the_policy_never_a_bypass() {
+        let k = kind();
+        let accept_all_tcp = r#"
+            [[rule]]
+            proto = "tcp"
+            action = "accept"
+            "#;
+        let h = build(
+            &k,
+            HookPoint::Egress,
+            &format!("policy = \"drop\"\n{accept_all_tcp}"),
+        );
+        let mut bad = tcp(A, B, 1, 2, SYN);
+        bad[14] = 0x44; // IHL 4
+        assert_eq!(one(&*h, Pkt::new(bad.clone()), 0), DROP_POLICY);
+        let mut short = tcp(A, B, 1, 2, SYN);
+        short.truncate(14 + 10);
+        assert_eq!(one(&*h, Pkt::new(short), 0), DROP_POLICY);
+        assert_eq!(stat(&*h, "unparsed"), 2);
+        let h = build(
+            &k,
+            HookPoint::Egress,
+            &format!("policy = \"accept\"\n{accept_all_tcp}"),
+        );
+        assert_eq!(one(&*h, Pkt::new(bad), 0), Verdict::Accept);
+    }
+
+    #[test]
+    fn count_rules_count_what_reaches_them_and_do_not_decide() {
+        let k = kind();
+        let h = build(
+            &k,
+            HookPoint::Egress,
+            r#"
+            policy = "accept"
+            [[rule]]
+            proto = "udp"
+            action = "count"
+            [[rule]]
+            dport = 53
+            proto = "udp"
+            action = "drop"
+            [[rule]]
+            proto = "udp"
+            action = "count"
+            "#,
+        );
+        let mut pkts = vec![
+            Pkt::new(udp(A, B, 1, 53)),
+            Pkt::new(udp(A, B, 1, 54)),
+            Pkt::new(tcp(A, B, 1, 53, SYN)),
+        ];
+        let v = run(&*h, HookPoint::Egress, &mut pkts, 0);
+        assert_eq!(v, vec![DROP_RULE, Verdict::Accept, Verdict::Accept]);
+        // rule 1 counts both UDP packets; rule 3 only the one rule 2 did not take.
+        assert_eq!(stat(&*h, "counted"), 3);
+    }
+
+    #[test]
+    fn non_first_fragments_never_match_port_rules() {
+        let k = kind();
+        let h = build(
+            &k,
+            HookPoint::Egress,
+            r#"
+            policy = "drop"
+            [[rule]]
+            proto = "udp"
+            dport = 80
+            action = "accept"
+            [[rule]]
+            proto = "udp"
+            src = "10.0.1.0/24"
+            action = "count"
+            "#,
+        );
+        let mut frag = udp(A, B, 1234, 80);
+        frag[20] = 0x00;
+        frag[21] = 185; // offset 1480
+        frag[24..26].fill(0);
+        let c = crate::wire::checksum::checksum(&frag[14..34]);
+        frag[24..26].copy_from_slice(&c.to_be_bytes());
+        let mut first = udp(A, B, 1234, 80);
+        first[20] = 0x20; // MF, offset 0
+        first[24..26].fill(0);
+        let c = crate::wire::checksum::checksum(&first[14..34]);
+        first[24..26].copy_from_slice(&c.to_be_bytes());
+        let mut pkts = vec![Pkt::new(frag), Pkt::new(first)];
+        let v = run(&*h, HookPoint::Egress, &mut pkts, 0);
+        assert_eq!(v, vec![DROP_POLICY, Verdict::Accept]);
+        assert_eq!(
+            stat(&*h, "counted"),
+            1,
+            "the fragment still matches rules without ports"
+        );
+    }
+
+    #[test]
+    fn marks_classes_and_ports_from_metadata() {
+        let k = kind();
+        let h = build(
+            &k,
+            HookPoint::Egress,
+            r#"
+            policy = "accept"
+            [[rule]]
+            mark = "0x10/0xf0"
+            class = "2-3"
+            out_port = "out1"
+            in_port = 0
+            action = "drop"
+            "#,
+        );
+        let base = || Pkt::new(udp(A, B, 1, 2));
+        let v = run(
+            &*h,
+            HookPoint::Egress,
+            &mut [
+                base().with(|m| (m.mark, m.class) = (0x1f, 3)),
+                base().with(|m| (m.mark, m.class) = (0x20, 3)),
+                base().with(|m| (m.mark, m.class) = (0x10, 4)),
+                base().with(|m| (m.mark, m.class, m.in_port) = (0x10, 2, 5)),
+            ],
+            0,
+        );
+        assert_eq!(
+            v,
+            vec![DROP_RULE, Verdict::Accept, Verdict::Accept, Verdict::Accept]
+        );
+    }
+
+    const STATEFUL_IN: &str = r#"
+        policy = "drop"
+        stateful = true
+        conntrack_max = 16
+        [[rule]]
+        state = ["established", "related"]
+        action = "accept"
+        "#;
+    const STATEFUL_OUT: &str = r#"
+        policy = "accept"
+        stateful = true
+        conntrack_max = 16
+        "#;
+
+    #[test]
+    fn established_and_related_come_back_new_inbound_is_refused() {
+        let k = kind();
+        // Toward A (protected) and toward B; one shared table.
+        let to_a = build(&k, HookPoint::Egress, STATEFUL_IN);
+        let to_b = build(&k, HookPoint::Egress, STATEFUL_OUT);
+        // A -> B SYN leaves toward B and is tracked.
+        assert_eq!(
+            one(&*to_b, Pkt::new(tcp(A, B, 40000, 80, SYN)), 1),
+            Verdict::Accept
+        );
+        // B's SYN/ACK toward A is a reply: established.
+        assert_eq!(
+            one(&*to_a, Pkt::new(tcp(B, A, 80, 40000, SYN | ACK)), 2),
+            Verdict::Accept
+        );
+        assert_eq!(
+            one(&*to_a, Pkt::new(tcp(B, A, 80, 40000, ACK)), 3),
+            Verdict::Accept
+        );
+        // A new connection from B to A is refused.
+        assert_eq!(
+            one(&*to_a, Pkt::new(tcp(B, A, 5555, 22, SYN)), 4),
+            DROP_POLICY
+        );
+        // Echo: request out, reply in; an unsolicited echo request in is refused.
+        assert_eq!(
+            one(&*to_b, Pkt::new(icmp_echo(A, B, 8, 7)), 5),
+            Verdict::Accept
+        );
+        assert_eq!(
+            one(&*to_a, Pkt::new(icmp_echo(B, A, 0, 7)), 6),
+            Verdict::Accept
+        );
+        assert_eq!(one(&*to_a, Pkt::new(icmp_echo(B, A, 8, 9)), 7), DROP_POLICY);
+        assert!(stat(&*to_a, "ct_entries") >= 2);
+        assert_eq!(stat(&*to_a, "ct_established"), 3);
+    }
+
+    #[test]
+    fn tracked_flows_survive_a_rule_reload() {
+        let k = kind();
+        let to_b = build(&k, HookPoint::Egress, STATEFUL_OUT);
+        assert_eq!(
+            one(&*to_b, Pkt::new(udp(A, B, 5000, 53)), 1),
+            Verdict::Accept
+        );
+        // The rules are rebuilt (a reload): the table is the kind's, not the instance's.
+        let to_a = build(&k, HookPoint::Egress, STATEFUL_IN);
+        assert_eq!(
+            one(&*to_a, Pkt::new(udp(B, A, 53, 5000)), 2),
+            Verdict::Accept
+        );
+        // Resizing while running is refused with a reason.
+        let err = k
+            .build(
+                &args(&STATEFUL_IN.replace("conntrack_max = 16", "conntrack_max = 32")),
+                &build_cx(HookPoint::Egress),
+            )
+            .err()
+            .expect("resize refused");
+        assert_eq!(err.field.as_deref(), Some("conntrack_max"));
+    }
+
+    #[test]
+    fn a_full_table_keeps_established_flows_and_gives_new_ones_the_policy() {
+        let k = kind();
+        let to_b = build(
+            &k,
+            HookPoint::Egress,
+            r#"
+            policy = "drop"
+            stateful = true
+            conntrack_max = 16
+            [[rule]]
+            state = ["established"]
+            action = "accept"
+            [[rule]]
+            proto = "udp"
+            action = "accept"
+            "#,
+        );
+        let mut accepted = 0;
+        for p in 0..64u16 {
+            if one(&*to_b, Pkt::new(udp(A, B, 1000 + p, 53)), 10) == Verdict::Accept {
+                accepted += 1;
+            }
+        }
+        assert_eq!(accepted, 16, "exactly the table's capacity of new flows");
+        assert_eq!(stat(&*to_b, "ct_full_policy"), 48);
+        assert_eq!(stat(&*to_b, "policy_dropped"), 48);
+        // A tracked flow still passes.
+        assert_eq!(
+            one(&*to_b, Pkt::new(udp(A, B, 1000, 53)), 11),
+            Verdict::Accept
+        );
+    }
+
+    #[test]
+    fn config_errors_name_the_rule_and_field() {
+        let k = kind();
+        let cx = build_cx(HookPoint::Egress);
+        let err = |t: &str| k.build(&args(t), &cx).err().expect("refused");
+        let e = err("[[rule]]\nproto = \"tcp\"\naction = \"accept\"");
+        assert_eq!(e.field.as_deref(), Some("policy"));
+        let e = err("policy = \"drop\"\n[[rule]]\nstate = [\"new\"]\naction = \"accept\"");
+        assert_eq!((e.rule, e.field.as_deref()), (Some(0), Some("state")));
+        let e = err("policy = \"drop\"\n[[rule]]\nproto = \"tcp\"\naction = \"reject\"");
+        assert_eq!((e.rule, e.field.as_deref()), (Some(0), Some("action")));
+        let e = err("policy = \"drop\"\n[[rule]]\nproto = \"tcp\"\n[[rule]]\nproto = \"udp\"");
+        assert_eq!(e.rule, Some(0));
+        let e = err("policy = \"drop\"\nconntrack_max = 100");
+        assert_eq!(e.field.as_deref(), Some("conntrack_max"));
+        let e = err("policy = \"drop\"\nverbose = true");
+        assert_eq!(e.field.as_deref(), Some("verbose"));
+    }
+}

@@ -1,0 +1,136 @@
+//! Frames and a one-burst runner for the built-in hooks' tests.
+
+use crate::wire::checksum;
+use crate::{
+    BuildContext, Hook, HookArgs, HookBurst, HookContext, HookKind, HookPacket, HookPoint,
+    PacketMeta, Verdict,
+};
+use std::sync::Arc;
+
+/// Ethernet + IPv4 (IHL 5, right checksum) + `l4`, padded to 60 bytes.
+pub fn frame(src: [u8; 4], dst: [u8; 4], proto: u8, l4: &[u8]) -> Vec<u8> {
+    let mut f = vec![0u8; 14];
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    let mut ip = vec![0u8; 20];
+    ip[0] = 0x45;
+    ip[2..4].copy_from_slice(&((20 + l4.len()) as u16).to_be_bytes());
+    ip[8] = 64;
+    ip[9] = proto;
+    ip[12..16].copy_from_slice(&src);
+    ip[16..20].copy_from_slice(&dst);
+    let c = checksum::checksum(&ip);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    f.extend(ip);
+    f.extend_from_slice(l4);
+    if f.len() < 60 {
+        f.resize(60, 0);
+    }
+    f
+}
+
+pub fn udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16) -> Vec<u8> {
+    let mut l4 = [0u8; 8];
+    l4[..2].copy_from_slice(&sport.to_be_bytes());
+    l4[2..4].copy_from_slice(&dport.to_be_bytes());
+    l4[4..6].copy_from_slice(&8u16.to_be_bytes());
+    frame(src, dst, 17, &l4)
+}
+
+pub fn tcp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, flags: u8) -> Vec<u8> {
+    let mut l4 = [0u8; 20];
+    l4[..2].copy_from_slice(&sport.to_be_bytes());
+    l4[2..4].copy_from_slice(&dport.to_be_bytes());
+    l4[12] = 0x50;
+    l4[13] = flags;
+    frame(src, dst, 6, &l4)
+}
+
+pub fn icmp_echo(src: [u8; 4], dst: [u8; 4], ty: u8, id: u16) -> Vec<u8> {
+    let mut l4 = [0u8; 8];
+    l4[0] = ty;
+    l4[4..6].copy_from_slice(&id.to_be_bytes());
+    frame(src, dst, 1, &l4)
+}
+
+/// A test packet: frame bytes and the metadata the pipeline would give it.
+#[derive(Clone, Debug)]
+pub struct Pkt {
+    pub data: Vec<u8>,
+    pub meta: PacketMeta,
+}
+
+impl Pkt {
+    pub fn new(data: Vec<u8>) -> Pkt {
+        let mut meta = PacketMeta::received_on(0);
+        meta.protocol = 0x0800;
+        meta.l3_offset = 14;
+        meta.out_port = 1;
+        Pkt { data, meta }
+    }
+
+    pub fn with(mut self, f: impl FnOnce(&mut PacketMeta)) -> Pkt {
+        f(&mut self.meta);
+        self
+    }
+}
+
+/// Parse `toml` (a hook's keys, with `[[rule]]` tables) into arguments.
+pub fn args(toml_text: &str) -> HookArgs {
+    let mut t: toml::Table = toml_text.parse().expect("test TOML");
+    let rules = match t.remove("rule") {
+        Some(toml::Value::Array(a)) => a
+            .into_iter()
+            .map(|v| match v {
+                toml::Value::Table(t) => t,
+                _ => panic!("rule not a table"),
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    HookArgs { params: t, rules }
+}
+
+pub fn build_cx(point: HookPoint) -> BuildContext {
+    BuildContext {
+        workers: 1,
+        point,
+        port: 1,
+        ports: vec![("in0".into(), 0), ("out1".into(), 1)],
+        name: "t".into(),
+    }
+}
+
+pub fn build(kind: &dyn HookKind, point: HookPoint, toml_text: &str) -> Arc<dyn Hook> {
+    match kind.build(&args(toml_text), &build_cx(point)) {
+        Ok(h) => h,
+        Err(e) => panic!("build: {e}"),
+    }
+}
+
+/// Run one burst of `pkts` through `hook` at time `now_ns`; returns the
+/// verdicts (metadata changes are written back into `pkts`).
+pub fn run(hook: &dyn Hook, point: HookPoint, pkts: &mut [Pkt], now_ns: u64) -> Vec<Verdict> {
+    let mut views: Vec<HookPacket> = pkts
+        .iter_mut()
+        .map(|p| HookPacket::new(&mut p.data, &mut p.meta))
+        .collect();
+    let mut verdicts = vec![Verdict::Accept; views.len()];
+    let mut burst = HookBurst::new(&mut views, &mut verdicts);
+    let cx = HookContext {
+        worker: 0,
+        point,
+        port: 1,
+        now_ns,
+    };
+    hook.process(&cx, &mut burst);
+    verdicts
+}
+
+/// `hook`'s own counter `name`.
+pub fn stat(hook: &dyn Hook, name: &str) -> u64 {
+    hook.stats()
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .unwrap_or_else(|| panic!("no stat {name}"))
+        .1
+}

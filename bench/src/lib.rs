@@ -4,4 +4,5 @@
 
 pub mod compare;
 pub mod frame;
+pub mod hooks_bench;
 pub mod rates;

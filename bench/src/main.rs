@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 use fastpath_bench::compare;
 use fastpath_bench::frame::FlowSpec;
+use fastpath_bench::hooks_bench;
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -85,6 +86,31 @@ enum Cmd {
         /// Target ratio to report against (default: 0.95, or 0.6 with --router).
         #[arg(long)]
         target: Option<f64>,
+        /// Run without hugepages even when they are available.
+        #[arg(long)]
+        no_huge: bool,
+    },
+    /// The hooks benchmark: router pcap replay -> null with no hooks, hooks
+    /// on another port, an accept-all hook, classify + filter with 1,000 and
+    /// 10,000 rules, and with connection tracking on 100,000 flows;
+    /// alternated; prints the table and rewrites the `hooks` section of
+    /// RESULTS.md.
+    Hooks {
+        /// Rounds (each runs every case once, in an order rotated per round).
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        /// Seconds measured per run (plus one warm-up second).
+        #[arg(long, default_value_t = 5)]
+        seconds: u32,
+        /// The fastpath binary (default: next to this one).
+        #[arg(long)]
+        fastpath: Option<PathBuf>,
+        /// Results file to update (its `hooks` section).
+        #[arg(long, default_value = "bench/RESULTS.md")]
+        results: PathBuf,
+        /// Do not write the results file.
+        #[arg(long)]
+        no_write: bool,
         /// Run without hugepages even when they are available.
         #[arg(long)]
         no_huge: bool,
@@ -220,6 +246,61 @@ fn run(cmd: Cmd) -> Result<(), String> {
                         .to_string()
                 });
                 let doc = compare::replace_section(&doc, &section, &md);
+                std::fs::write(&results, doc).map_err(|e| format!("{}: {e}", results.display()))?;
+                eprintln!("updated {}", results.display());
+            }
+            Ok(())
+        }
+        Cmd::Hooks {
+            rounds,
+            seconds,
+            fastpath,
+            results,
+            no_write,
+            no_huge,
+        } => {
+            let hugepages = !no_huge && hooks_bench::hugepages_available();
+            let opts = hooks_bench::Options {
+                rounds,
+                seconds,
+                fastpath: hooks_bench::resolve_fastpath(fastpath)?,
+                workdir: std::env::temp_dir()
+                    .join(format!("fastpath-bench-hooks-{}", std::process::id())),
+                hugepages,
+            };
+            eprintln!(
+                "hooks benchmark: {rounds} rounds of {} cases, {seconds} s each, 64-byte \
+                 frames, {}",
+                hooks_bench::Case::ALL.len(),
+                if hugepages { "hugepages" } else { "--no-huge" }
+            );
+            let summary = hooks_bench::run(&opts, |l| eprintln!("{l}"));
+            let _ = std::fs::remove_dir_all(&opts.workdir);
+            let summary = summary?;
+            let md =
+                hooks_bench::markdown(&summary, &machine(hugepages), &hooks_bench::command_line());
+            println!("{md}");
+            let errors = summary.errors();
+            if !errors.is_empty() {
+                return Err(format!(
+                    "{} of {} cases failed ({}); {} not updated",
+                    errors.len(),
+                    summary.cases.len(),
+                    errors
+                        .iter()
+                        .map(|(c, _)| c.label())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    results.display()
+                ));
+            }
+            if !no_write {
+                let doc = std::fs::read_to_string(&results).unwrap_or_else(|_| {
+                    "# fastpath benchmark results\n\nRewritten by `fastpath-bench compare`; \
+                     each section by the command named in it.\n"
+                        .to_string()
+                });
+                let doc = compare::replace_section(&doc, "hooks", &md);
                 std::fs::write(&results, doc).map_err(|e| format!("{}: {e}", results.display()))?;
                 eprintln!("updated {}", results.display());
             }

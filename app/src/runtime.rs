@@ -85,7 +85,12 @@ pub fn run_with_registry(
         None => None,
     };
     let stop = Arc::new(AtomicBool::new(false));
-    install_signal_handler(stop.clone());
+    // SIGHUP reloads the hooks of a router config that has any.
+    let reload = config
+        .as_ref()
+        .filter(|c| !c.hooks.is_empty())
+        .map(|_| Arc::new(AtomicBool::new(false)));
+    install_signal_handler(stop.clone(), reload.clone());
 
     let (eal, rest) = Eal::init(argv).map_err(RunError::Eal)?;
     // What EAL left over must be exactly the app options we parsed: anything
@@ -106,21 +111,39 @@ pub fn run_with_registry(
         )));
     }
     let result = match &config {
-        Some(cfg) => crate::router::setup::run(&eal, args, cfg, registry, stop),
+        Some(cfg) => crate::router::setup::run(&eal, args, cfg, registry, stop, reload),
         None => run_with_eal(&eal, args, stop),
     };
     drop(eal);
     result
 }
 
-fn install_signal_handler(stop: Arc<AtomicBool>) {
-    // A second signal while stopping ends the process at once.
+/// SIGINT, SIGTERM and SIGHUP stop fastpath cleanly, and a second one while
+/// stopping ends the process at once (exit 130). With `reload`, SIGHUP
+/// instead sets that flag (the router re-reads its hooks).
+fn install_signal_handler(stop: Arc<AtomicBool>, reload: Option<Arc<AtomicBool>>) {
+    let on_int = stop.clone();
     let _ = ctrlc::set_handler(move || {
-        if stop.swap(true, Ordering::SeqCst) {
+        if on_int.swap(true, Ordering::SeqCst) {
             eprintln!("fastpath: second signal, exiting without cleanup");
             std::process::exit(130);
         }
     });
+    use signal_hook::consts::{SIGHUP, SIGTERM};
+    use signal_hook::flag;
+    let mut stopping = vec![SIGTERM];
+    match reload {
+        Some(r) => {
+            let _ = flag::register(SIGHUP, r);
+        }
+        None => stopping.push(SIGHUP),
+    }
+    for sig in stopping {
+        // Handlers run in registration order: the first exits when a stop
+        // is already under way, the second starts one.
+        let _ = flag::register_conditional_shutdown(sig, 130, stop.clone());
+        let _ = flag::register(sig, stop.clone());
+    }
 }
 
 fn run_with_eal(eal: &Eal, args: &AppArgs, stop: Arc<AtomicBool>) -> Result<Report, RunError> {

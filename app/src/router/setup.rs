@@ -144,6 +144,7 @@ pub fn run(
     cfg: &RouterConfig,
     registry: &Registry,
     stop: Arc<AtomicBool>,
+    reload: Option<Arc<AtomicBool>>,
 ) -> Result<Report, RunError> {
     let port_ids = resolve_ports(cfg)?;
     let workers = lcore::workers();
@@ -172,7 +173,7 @@ pub fn run(
     let pool = Mempool::new("mbuf_pool", pool_size, MEMPOOL_CACHE, eal.socket_id())?;
     let mut ports: Vec<Port> = Vec::new();
     let outcome = route(
-        eal, args, cfg, registry, &port_ids, &placement, &pool, &mut ports, stop,
+        eal, args, cfg, registry, &port_ids, &placement, &pool, &mut ports, stop, reload,
     );
     match outcome {
         Ok((duration, counts, stages, neighbours, events, hooks)) => {
@@ -218,6 +219,7 @@ fn route(
     pool: &Mempool,
     ports: &mut Vec<Port>,
     stop: Arc<AtomicBool>,
+    reload: Option<Arc<AtomicBool>>,
 ) -> Result<Outcome, RunError> {
     let n_workers = placement.len();
     let max_port = port_ids
@@ -372,14 +374,9 @@ fn route(
     };
     let publisher = Publisher::new(hooks.build(cfg, None)?);
     log_hooks(&publisher.current());
-    let reload = Arc::new(AtomicBool::new(false));
-    if !cfg.hooks.is_empty() {
-        // SIGHUP re-reads the config's [[hook]] sections; without hooks it
-        // keeps its default (terminate), as for any daemon that has nothing
-        // to reload.
-        signal_hook::flag::register(signal_hook::consts::SIGHUP, reload.clone())
-            .map_err(|e| RunError::Usage(format!("cannot install the SIGHUP handler: {e}")))?;
-    }
+    // SIGHUP sets `reload` when the config has hooks (else it stops
+    // fastpath, like SIGTERM): see runtime::install_signal_handler.
+    let reload = reload.unwrap_or_default();
 
     // Workers.
     let mut punt_rx = Vec::new();

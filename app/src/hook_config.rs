@@ -266,10 +266,20 @@ pub fn build_hook_set(
             line: Some(line),
             message,
         };
+        let key_line = |field: &str| {
+            spec.error_line(
+                &lines,
+                &HookBuildError {
+                    rule: None,
+                    field: Some(field.into()),
+                    message: String::new(),
+                },
+            )
+        };
         let Some(i) = port_index(&spec.port) else {
             let known: Vec<String> = port_names.iter().map(|(n, _)| format!("{n:?}")).collect();
             return Err(err(
-                spec.line,
+                key_line("port"),
                 format!(
                     "[[hook]] field `port`: {} is not a [[port]] of this config; expected one \
                      of {}",
@@ -281,7 +291,7 @@ pub fn build_hook_set(
         let port = port_ids[i];
         let Some(kind) = registry.get(&spec.kind) else {
             return Err(err(
-                spec.line,
+                key_line("kind"),
                 format!(
                     "[[hook]] field `kind`: no hook kind {:?} is registered; expected one of {}",
                     spec.kind,
@@ -292,7 +302,7 @@ pub fn build_hook_set(
         if !kind.points().contains(&spec.point) {
             let points: Vec<&str> = kind.points().iter().map(|p| p.name()).collect();
             return Err(err(
-                spec.line,
+                key_line("point"),
                 format!(
                     "[[hook]] field `point`: a {:?} hook cannot sit at {}; it works at {}",
                     spec.kind,

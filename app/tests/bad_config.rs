@@ -140,3 +140,88 @@ fn one_dpdk_port_under_two_names() {
         ],
     );
 }
+
+/// `TWO_PORTS` plus `hooks`; returns the text and the 1-based line of the
+/// first line containing `needle`.
+fn with_hooks(hooks: &str, needle: &str) -> (String, usize) {
+    let text = format!("{TWO_PORTS}\n{hooks}");
+    let line = text
+        .lines()
+        .position(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("{needle:?} not in the config"))
+        + 1;
+    (text, line)
+}
+
+const FILTER: &str = "[[hook]]\npoint = \"egress\"\nport = \"net_null1\"\nkind = \"filter\"\n\
+                      name = \"fw\"\npolicy = \"drop\"\n\
+                      [[hook.rule]]\nproto = \"tcp\"\ndport = 23\naction = \"drop\"\n\
+                      [[hook.rule]]\nproto = \"tcp\"\ndport = \"x\"\naction = \"drop\"\n";
+
+#[test]
+fn hook_rule_error_points_at_the_rule_and_field() {
+    let (toml, line) = with_hooks(FILTER, "dport = \"x\"");
+    let (r, path) = run_config("cfghookrule", &nulls(), &toml);
+    assert_config_error(
+        &r,
+        &format!("{path}:{line}:"),
+        &[
+            "[[hook]] \"fw\" (filter at egress of net_null1)",
+            "rule 2 field `dport`",
+        ],
+    );
+}
+
+#[test]
+fn hook_errors_name_kind_point_port_and_policy() {
+    let cases: [(&str, &str, &str, &[&str]); 4] = [
+        (
+            "cfghookkind",
+            "[[hook]]\npoint = \"egress\"\nport = \"net_null1\"\nkind = \"firewall\"\npolicy = \"drop\"\n",
+            "kind = \"firewall\"",
+            &["no hook kind \"firewall\" is registered", "accept, classify, filter"],
+        ),
+        (
+            "cfghookpoint",
+            "[[hook]]\npoint = \"egress\"\nport = \"net_null1\"\nkind = \"classify\"\n",
+            "point = \"egress\"",
+            &["a \"classify\" hook cannot sit at egress; it works at ingress"],
+        ),
+        (
+            "cfghookport",
+            "[[hook]]\npoint = \"ingress\"\nport = \"net_null5\"\nkind = \"accept\"\n",
+            "port = \"net_null5\"",
+            &["field `port`", "net_null5 is not a [[port]]"],
+        ),
+        (
+            "cfghookpolicy",
+            "[[hook]]\npoint = \"egress\"\nport = \"net_null0\"\nkind = \"filter\"\n",
+            "[[hook]]",
+            &["field `policy`", "explicit default policy"],
+        ),
+    ];
+    for (tag, hooks, at, needles) in cases {
+        let (toml, line) = with_hooks(hooks, at);
+        let (r, path) = run_config(tag, &nulls(), &toml);
+        assert_config_error(&r, &format!("{path}:{line}:"), needles);
+    }
+}
+
+#[test]
+fn hook_point_typo_fails_before_eal() {
+    let (toml, line) = with_hooks(
+        "[[hook]]\npoint = \"egres\"\nport = \"net_null1\"\nkind = \"filter\"\n",
+        "[[hook]]",
+    );
+    let (r, path) = run_config("cfghooktypo", &nulls(), &toml);
+    assert_config_error(
+        &r,
+        &format!("{path}:{line}:"),
+        &["field `point`", "unknown point \"egres\"", "\"ingress\""],
+    );
+    assert!(
+        !r.stderr.contains("EAL"),
+        "failed before EAL:\n{}",
+        r.stderr
+    );
+}

@@ -129,6 +129,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicU64;
     use std::sync::atomic::{AtomicBool, AtomicUsize};
     use std::thread;
 
@@ -188,10 +189,17 @@ mod tests {
         let freed = Arc::new(AtomicUsize::new(0));
         let p = Publisher::new(snap(0, &freed));
         let stop = Arc::new(AtomicBool::new(false));
+        // Each worker's latest snapshot id: the publisher starts once every
+        // worker runs, and stops once every worker has seen the last one,
+        // so readers and the publisher overlap however the threads are
+        // scheduled.
+        let latest: Arc<Vec<AtomicU64>> =
+            Arc::new((0..3).map(|_| AtomicU64::new(u64::MAX)).collect());
         let workers: Vec<_> = (0..3)
-            .map(|_| {
+            .map(|w| {
                 let mut s = p.subscribe();
                 let stop = stop.clone();
+                let latest = latest.clone();
                 thread::spawn(move || {
                     let mut last = 0;
                     let mut bursts = 0u64;
@@ -201,16 +209,24 @@ mod tests {
                         assert!(snap.words.iter().all(|&w| w == snap.id), "torn snapshot");
                         assert!(snap.id >= last, "went back in time");
                         last = snap.id;
+                        latest[w].store(last, Ordering::SeqCst);
                         bursts += 1;
                     }
                     bursts
                 })
             })
             .collect();
+        let wait_for = |id: u64| {
+            while latest.iter().any(|l| l.load(Ordering::SeqCst) != id) {
+                thread::yield_now();
+            }
+        };
+        wait_for(0);
         let mut retired = Vec::new();
         for id in 1..=rounds {
             retired.push(p.publish(snap(id, &freed)));
         }
+        wait_for(rounds);
         stop.store(true, Ordering::Relaxed);
         for w in workers {
             assert!(w.join().expect("worker panicked") > 0);

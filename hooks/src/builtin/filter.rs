@@ -29,7 +29,7 @@
 //! default policy, counted as `ct_full_policy`. `count` rules count every
 //! packet they match that reaches them and do not decide.
 
-use crate::conntrack::{ConnTable, CtConfig, CtState};
+use crate::conntrack::{ConnTable, CtCommit, CtConfig, CtHint, CtState};
 use crate::flow::FlowSummary;
 use crate::rules::{parse_match, Classifier, ClassifierBuilder, Key, MatchRule};
 use crate::rules::{CT_ESTABLISHED, CT_NEW as KEY_CT_NEW, CT_RELATED};
@@ -138,16 +138,9 @@ impl Filter {
 impl Hook for Filter {
     fn process(&self, cx: &HookContext, burst: &mut HookBurst<'_, '_>) {
         let w = cx.worker;
-        let mut keys = [Key::default(); MAX_BURST];
         let mut sums = [FlowSummary::default(); MAX_BURST];
         let mut idx = [0u8; MAX_BURST];
         let mut n = 0;
-        let mut table = self
-            .conntrack
-            .as_ref()
-            .and_then(|t| t.tables.get(w))
-            .map(|t| t.lock().unwrap_or_else(|p| p.into_inner()));
-        let mut ct_counts = [0u64; 4];
         for i in burst.accepted() {
             let Some(p) = burst.packet(i) else { continue };
             let Some(s) = FlowSummary::parse(p.l3()) else {
@@ -157,40 +150,67 @@ impl Hook for Filter {
                 }
                 continue;
             };
-            let ct = match table.as_mut() {
-                Some(t) => match t.lookup(&s, p.l3(), cx.now_ns) {
-                    CtState::New => {
-                        ct_counts[0] += 1;
-                        KEY_CT_NEW
-                    }
-                    CtState::Established => {
-                        ct_counts[1] += 1;
-                        CT_ESTABLISHED
-                    }
-                    CtState::Related => {
-                        ct_counts[2] += 1;
-                        CT_RELATED
-                    }
-                    CtState::Untracked => {
-                        ct_counts[3] += 1;
-                        0
-                    }
-                },
-                None => 0,
-            };
-            keys[n] = Key::new(&s, p.meta, ct);
             sums[n] = s;
             idx[n] = i as u8;
             n += 1;
         }
-        for (c, v) in [CT_NEW, CT_EST, CT_REL, CT_UNTRACKED]
-            .into_iter()
-            .zip(ct_counts)
-        {
-            self.counts.add(w, c, v);
-        }
         if n == 0 {
             return;
+        }
+        let mut table = self
+            .conntrack
+            .as_ref()
+            .and_then(|t| t.tables.get(w))
+            .map(|t| t.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut keys = [Key::default(); MAX_BURST];
+        // Each packet's state, and where its entry is for its commit.
+        let mut looked = [(CtState::Untracked, CtHint::NONE); MAX_BURST];
+        match table.as_mut() {
+            Some(t) => {
+                let l3 = |k: usize| {
+                    burst
+                        .packet(usize::from(idx[k]))
+                        .map_or(&[][..], |p| p.l3())
+                };
+                t.lookup_burst(&sums[..n], l3, cx.now_ns, &mut looked[..n]);
+                let mut ct_counts = [0u64; 4];
+                for k in 0..n {
+                    let ct = match looked[k].0 {
+                        CtState::New => {
+                            ct_counts[0] += 1;
+                            KEY_CT_NEW
+                        }
+                        CtState::Established => {
+                            ct_counts[1] += 1;
+                            CT_ESTABLISHED
+                        }
+                        CtState::Related => {
+                            ct_counts[2] += 1;
+                            CT_RELATED
+                        }
+                        CtState::Untracked => {
+                            ct_counts[3] += 1;
+                            0
+                        }
+                    };
+                    if let Some(p) = burst.packet(usize::from(idx[k])) {
+                        keys[k] = Key::new(&sums[k], p.meta, ct);
+                    }
+                }
+                for (c, v) in [CT_NEW, CT_EST, CT_REL, CT_UNTRACKED]
+                    .into_iter()
+                    .zip(ct_counts)
+                {
+                    self.counts.add(w, c, v);
+                }
+            }
+            None => {
+                for k in 0..n {
+                    if let Some(p) = burst.packet(usize::from(idx[k])) {
+                        keys[k] = Key::new(&sums[k], p.meta, 0);
+                    }
+                }
+            }
         }
         let mut results = [0u32; MAX_BURST];
         self.classifier.classify(&keys[..n], &mut results[..n]);
@@ -213,8 +233,7 @@ impl Hook for Filter {
             let mut action = action;
             if action == Action::Accept && keys[k].ct() == KEY_CT_NEW {
                 if let Some(t) = table.as_mut() {
-                    let full_before = t.stats().full;
-                    if !t.commit(&sums[k], cx.now_ns) && t.stats().full != full_before {
+                    if t.commit_hinted(&sums[k], cx.now_ns, looked[k].1) == CtCommit::Full {
                         // Table full: a new flow gets the default policy.
                         tally[CT_FULL_POLICY] += 1;
                         action = self.policy;

@@ -15,6 +15,11 @@
 //! are reclaimed lazily; a hook can also call [`ConnTable::sweep`] once per
 //! burst to reclaim them ahead of need.
 //!
+//! Per burst, the fast way is [`ConnTable::lookup_burst`], which reads
+//! every packet's slot before looking any up (their cache misses overlap),
+//! then, for each accepted `New` packet, [`ConnTable::commit_hinted`] with
+//! the hint its lookup gave (no second probe).
+//!
 //! # Design
 //!
 //! * **Normalised tuple.** The key is the protocol and the two endpoints
@@ -32,8 +37,9 @@
 //! * **Lazy expiry.** An entry carries its expiry time; nothing runs on a
 //!   timer. An expired entry met while probing (by a lookup, a commit or a
 //!   sweep) is removed there, and its slot is free for the next insertion.
-//!   Every commit also sweeps a few slots, so dead entries do not pile up
-//!   where no probe goes.
+//!   Every commit that creates an entry first sweeps a few slots, so dead
+//!   entries do not pile up where no probe goes (a commit that only
+//!   refreshes an entry does not sweep: entries come from insertions).
 //! * **Strict TCP pickup.** Only a SYN (without ACK, RST or FIN) creates a
 //!   TCP entry. A mid-stream TCP packet without an entry is `New` and its
 //!   commit is refused (counted in [`CtStats::ignored`], not as full); unlike
@@ -98,12 +104,13 @@ mod table;
 mod tests;
 
 use crate::flow::{proto, tcp_flag, FlowSummary, Fragment};
+use crate::MAX_BURST;
 use table::{Key, NoRoom, Probe, Slots, FIN_A, FIN_B, ORIG_B, REPLIED};
 
 const SEC: u64 = 1_000_000_000;
-/// Slots every commit sweeps before it inserts.
+/// Slots a commit sweeps before it inserts.
 const SWEEP_PER_COMMIT: usize = 8;
-/// Slots a commit sweeps when the table is at capacity.
+/// Slots a commit sweeps before it inserts when the table is at capacity.
 const SWEEP_WHEN_FULL: usize = 32;
 /// Upper bound on [`CtConfig::capacity`] (2^26 entries, 4 GiB of slots).
 pub const MAX_CAPACITY: usize = 1 << 26;
@@ -122,6 +129,35 @@ pub enum CtState {
     /// Not tracked: a non-first fragment, or a TCP, UDP or ICMP packet
     /// whose L4 header is cut short. The filter decides without state.
     Untracked,
+}
+
+/// Where [`ConnTable::lookup_burst`] found a packet's entry, for the
+/// [`ConnTable::commit_hinted`] of the same packet. Only a hint: the commit
+/// checks that the slot still holds the packet's live entry (other packets'
+/// lookups and commits may have moved it) and probes when not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CtHint(usize);
+
+impl CtHint {
+    /// No slot: the commit probes.
+    pub const NONE: CtHint = CtHint(usize::MAX);
+}
+
+impl Default for CtHint {
+    fn default() -> Self {
+        CtHint::NONE
+    }
+}
+
+/// What [`ConnTable::commit_hinted`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CtCommit {
+    /// The flow is tracked: an entry was created or refreshed, or exists.
+    Tracked,
+    /// The packet cannot create an entry (counted in [`CtStats::ignored`]).
+    Ignored,
+    /// No room (counted in [`CtStats::full`]).
+    Full,
 }
 
 /// Table size and timeouts (nanoseconds of the `now_ns` clock).
@@ -205,9 +241,20 @@ impl Lookup {
         let (key, from_b) = Key::new(proto, src, sport, dst, dport);
         Lookup { key, from_b }
     }
+
+    /// The entry flag saying this packet's sender originated the flow.
+    #[inline(always)]
+    fn orig(&self) -> u8 {
+        if self.from_b {
+            ORIG_B
+        } else {
+            0
+        }
+    }
 }
 
 /// How the table sees one packet.
+#[derive(Clone, Copy)]
 enum Class {
     /// A packet of a trackable flow.
     Flow(Lookup),
@@ -302,19 +349,81 @@ impl ConnTable {
     /// timer). Never creates an entry.
     #[inline]
     pub fn lookup(&mut self, s: &FlowSummary, l3: &[u8], now_ns: u64) -> CtState {
-        let l = match classify(s) {
-            Class::Flow(l) => l,
-            Class::IcmpError => return self.related(s, l3, now_ns),
-            Class::NoFlow => return CtState::New,
-            Class::Untracked => return CtState::Untracked,
-        };
-        let i = match self.slots.probe(&l.key, now_ns) {
+        match classify(s) {
+            Class::Flow(l) => {
+                let home = self.slots.home(&l.key);
+                self.lookup_flow(s, &l, home, now_ns).0
+            }
+            Class::IcmpError => self.related(s, l3, now_ns),
+            Class::NoFlow => CtState::New,
+            Class::Untracked => CtState::Untracked,
+        }
+    }
+
+    /// [`lookup`](Self::lookup) for a burst of packets: `sums[k]` is packet
+    /// `k`'s summary, `l3(k)` its bytes from the IPv4 header on (read only
+    /// for an ICMP error). Sets `out[k]` to the packet's state and where its
+    /// entry is: pass that hint to the [`commit_hinted`](Self::commit_hinted)
+    /// of the same packet, which then need not probe again. At most
+    /// [`MAX_BURST`] packets (and `out.len()`) are looked up.
+    ///
+    /// The same as looking the packets up one after the other, but faster
+    /// on a table larger than the cache: every packet's slot is read first,
+    /// so that their cache and TLB misses overlap instead of coming one
+    /// after the other.
+    pub fn lookup_burst<'l>(
+        &mut self,
+        sums: &[FlowSummary],
+        l3: impl Fn(usize) -> &'l [u8],
+        now_ns: u64,
+        out: &mut [(CtState, CtHint)],
+    ) {
+        let n = sums.len().min(out.len()).min(MAX_BURST);
+        let mut classes = [Class::Untracked; MAX_BURST];
+        let mut homes = [0usize; MAX_BURST];
+        for k in 0..n {
+            let c = classify(&sums[k]);
+            if let Class::Flow(l) = c {
+                homes[k] = self.slots.home(&l.key);
+            }
+            classes[k] = c;
+        }
+        // A loop of loads and nothing else, so that as many as the core
+        // can track are in flight at once (packets without a flow read
+        // slot 0, harmlessly).
+        let mut acc = 0u8;
+        for &home in &homes[..n] {
+            acc |= self.slots.touch(home);
+        }
+        std::hint::black_box(acc);
+        for k in 0..n {
+            out[k] = match &classes[k] {
+                Class::Flow(l) => self.lookup_flow(&sums[k], l, homes[k], now_ns),
+                Class::IcmpError => (self.related(&sums[k], l3(k), now_ns), CtHint::NONE),
+                Class::NoFlow => (CtState::New, CtHint::NONE),
+                Class::Untracked => (CtState::Untracked, CtHint::NONE),
+            };
+        }
+    }
+
+    /// The lookup of a packet of a trackable flow, `home` being the slot
+    /// its key hashes to.
+    #[inline(always)]
+    fn lookup_flow(
+        &mut self,
+        s: &FlowSummary,
+        l: &Lookup,
+        home: usize,
+        now_ns: u64,
+    ) -> (CtState, CtHint) {
+        let i = match self.slots.probe_from(&l.key, home, now_ns) {
             Probe::Found(i) => i,
-            Probe::Vacant(_) | Probe::Exhausted => return CtState::New,
+            Probe::Vacant(_) | Probe::Exhausted => return (CtState::New, CtHint::NONE),
         };
+        let hint = CtHint(i);
         let (mut flags, eproto) = {
             let e = self.slots.get_mut(i);
-            (e.flags, e.proto)
+            (e.flags, e.proto())
         };
         let reply = l.from_b != (flags & ORIG_B != 0);
         let f = s.tcp_flags;
@@ -327,12 +436,12 @@ impl ConnTable {
                 };
                 self.slots.remove_at(i);
                 self.stats.reset += 1;
-                return state;
+                return (state, CtHint::NONE);
             }
             let closing = flags & (FIN_A | FIN_B) == FIN_A | FIN_B;
             if closing && is_bare_syn(f) {
                 // A new connection on the tuple of one that is closing.
-                return CtState::New;
+                return (CtState::New, hint);
             }
             if f & tcp_flag::FIN != 0 {
                 flags |= if l.from_b { FIN_B } else { FIN_A };
@@ -341,13 +450,13 @@ impl ConnTable {
         if reply {
             flags |= REPLIED;
         } else if flags & REPLIED == 0 {
-            return CtState::New;
+            return (CtState::New, hint);
         }
         let expires_ns = now_ns.saturating_add(self.timeout(eproto, flags));
         let e = self.slots.get_mut(i);
         e.flags = flags;
         e.expires_ns = expires_ns;
-        CtState::Established
+        (CtState::Established, hint)
     }
 
     /// An ICMP error: `Related` when the datagram it quotes belongs to a
@@ -370,36 +479,59 @@ impl ConnTable {
     /// counted in [`CtStats::ignored`]) and when there is no room (counted
     /// in [`CtStats::full`], and logged at most once a second).
     pub fn commit(&mut self, s: &FlowSummary, now_ns: u64) -> bool {
+        self.commit_hinted(s, now_ns, CtHint::NONE) == CtCommit::Tracked
+    }
+
+    /// [`commit`](Self::commit) with the hint the packet's
+    /// [`lookup_burst`](Self::lookup_burst) gave, and saying why a flow is
+    /// not tracked. When the entry is still in the hinted slot the commit
+    /// goes straight to it; any hint is safe (a stale one costs a probe).
+    #[inline]
+    pub fn commit_hinted(&mut self, s: &FlowSummary, now_ns: u64, hint: CtHint) -> CtCommit {
         let l = match classify(s) {
             Class::Flow(l) if creates_entry(s) => l,
             Class::Flow(_) | Class::IcmpError | Class::NoFlow | Class::Untracked => {
                 self.stats.ignored += 1;
-                return false;
+                return CtCommit::Ignored;
             }
         };
-        let at_capacity = self.slots.len() >= self.cfg.capacity;
-        let budget = if at_capacity {
+        if self.slots.holds(hint.0, &l.key, now_ns) {
+            // The common case, a refresh: no probe.
+            self.refresh(hint.0, l.orig(), now_ns);
+            return CtCommit::Tracked;
+        }
+        self.commit_probe(l, now_ns)
+    }
+
+    /// The rest of [`commit_hinted`](Self::commit_hinted): probe for the
+    /// entry, refresh it or insert one.
+    #[inline(never)]
+    fn commit_probe(&mut self, l: Lookup, now_ns: u64) -> CtCommit {
+        let orig = l.orig();
+        let first = self.slots.probe(&l.key, now_ns);
+        if let Probe::Found(i) = first {
+            self.refresh(i, orig, now_ns);
+            return CtCommit::Tracked;
+        }
+        // A new entry: sweep a few slots first, so that dead entries do not
+        // pile up where no probe goes (a sweep per insertion, which is what
+        // makes entries).
+        let budget = if self.slots.len() >= self.cfg.capacity {
             SWEEP_WHEN_FULL
         } else {
             SWEEP_PER_COMMIT
         };
-        self.slots.sweep(now_ns, budget);
-        let orig = if l.from_b { ORIG_B } else { 0 };
-        let at = match self.slots.probe(&l.key, now_ns) {
+        let at = if self.slots.sweep(now_ns, budget) == 0 {
+            // Nothing moved: the probe still holds.
+            first
+        } else {
+            self.slots.probe(&l.key, now_ns)
+        };
+        let at = match at {
             Probe::Found(i) => {
-                let e = self.slots.get_mut(i);
-                let closing = e.flags & (FIN_A | FIN_B) == FIN_A | FIN_B;
-                if e.proto == proto::TCP && closing {
-                    // Port reuse: a new connection in the old one's slot.
-                    e.flags = (e.flags & !(ORIG_B | REPLIED | FIN_A | FIN_B)) | orig;
-                    e.expires_ns = now_ns.saturating_add(self.cfg.tcp_transient_ns);
-                    self.stats.inserted += 1;
-                } else if e.flags & ORIG_B == orig {
-                    let (p, f) = (e.proto, e.flags);
-                    let t = self.timeout(p, f);
-                    self.slots.get_mut(i).expires_ns = now_ns.saturating_add(t);
-                }
-                return true;
+                // Not reached: a sweep only removes entries.
+                self.refresh(i, orig, now_ns);
+                return CtCommit::Tracked;
             }
             Probe::Vacant(v) => v,
             Probe::Exhausted => return self.refuse(now_ns),
@@ -407,20 +539,39 @@ impl ConnTable {
         if self.slots.len() >= self.cfg.capacity {
             return self.refuse(now_ns);
         }
-        let expires_ns = now_ns.saturating_add(self.timeout(l.key.proto, orig));
+        let expires_ns = now_ns.saturating_add(self.timeout(l.key.proto(), orig));
         match self.slots.insert_at(at, &l.key, orig, expires_ns, now_ns) {
             Ok(_) => {
                 self.stats.inserted += 1;
-                true
+                CtCommit::Tracked
             }
             Err(NoRoom::Probe) => self.refuse(now_ns),
+        }
+    }
+
+    /// Commit on the existing entry in slot `i`: a TCP entry that is
+    /// closing starts a new connection (port reuse); else an
+    /// original-direction commit restarts the timer.
+    #[inline(always)]
+    fn refresh(&mut self, i: usize, orig: u8, now_ns: u64) {
+        let e = self.slots.get_mut(i);
+        let closing = e.flags & (FIN_A | FIN_B) == FIN_A | FIN_B;
+        if e.proto() == proto::TCP && closing {
+            // Port reuse: a new connection in the old one's slot.
+            e.flags = (e.flags & !(ORIG_B | REPLIED | FIN_A | FIN_B)) | orig;
+            e.expires_ns = now_ns.saturating_add(self.cfg.tcp_transient_ns);
+            self.stats.inserted += 1;
+        } else if e.flags & ORIG_B == orig {
+            let (p, f) = (e.proto(), e.flags);
+            let t = self.timeout(p, f);
+            self.slots.get_mut(i).expires_ns = now_ns.saturating_add(t);
         }
     }
 
     /// Count and (at most once a second) log a commit refused for lack of
     /// room.
     #[cold]
-    fn refuse(&mut self, now_ns: u64) -> bool {
+    fn refuse(&mut self, now_ns: u64) -> CtCommit {
         self.stats.full += 1;
         let due = match self.last_full_log_ns {
             Some(t) => now_ns.saturating_sub(t) >= SEC,
@@ -433,14 +584,14 @@ impl ConnTable {
                 self.slots.len()
             );
         }
-        false
+        CtCommit::Full
     }
 
     /// Reclaim expired entries, going round the table from where the last
     /// sweep stopped, for at most `max_slots` steps (a step moves past one
     /// slot or reclaims one entry); returns how many were reclaimed.
     /// Optional: a hook can call it once per burst (say 32 steps) so that
-    /// dead entries are gone before they are needed; commits sweep a few
+    /// dead entries are gone before they are needed; insertions sweep a few
     /// slots anyway.
     pub fn sweep(&mut self, now_ns: u64, max_slots: usize) -> usize {
         self.slots.sweep(now_ns, max_slots)

@@ -30,14 +30,14 @@ pub(crate) const FIN_B: u8 = 0x10;
 
 /// A flow key with its two endpoints in canonical order: side `a` is the
 /// lower `(address, port)` pair, so both directions of a flow have the same
-/// key.
+/// key. Each side is `address << 16 | port` (48 bits); side `a` carries the
+/// protocol above it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Key {
-    /// Address of side `a` in the upper half, side `b` in the lower half.
-    pub addrs: u64,
-    /// Port of side `a` in the upper half, side `b` in the lower half.
-    pub ports: u32,
-    pub proto: u8,
+    /// Side `a`, protocol in bits 48..56.
+    pub a: u64,
+    /// Side `b`.
+    pub b: u64,
 }
 
 impl Key {
@@ -50,19 +50,23 @@ impl Key {
         let from_b = x > y;
         let (lo, hi) = if from_b { (y, x) } else { (x, y) };
         let key = Key {
-            addrs: (lo >> 16) << 32 | hi >> 16,
-            ports: ((lo & 0xffff) << 16 | hi & 0xffff) as u32,
-            proto,
+            a: lo | u64::from(proto) << 48,
+            b: hi,
         };
         (key, from_b)
+    }
+
+    /// The protocol.
+    #[inline(always)]
+    pub fn proto(&self) -> u8 {
+        (self.a >> 48) as u8
     }
 
     /// Multiplicative hash: two multiplies, the slot index is taken from
     /// the high bits (`bits` of them) of the product.
     #[inline(always)]
     fn home(&self, bits: u32) -> usize {
-        let v = self.addrs.wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            ^ (u64::from(self.ports) << 8 | u64::from(self.proto));
+        let v = self.a.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ self.b;
         (v.wrapping_mul(0xd6e8_feb8_6659_fd93) >> (64 - bits)) as usize
     }
 }
@@ -71,9 +75,9 @@ impl Key {
 #[repr(C, align(32))]
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Entry {
-    pub addrs: u64,
-    pub ports: u32,
-    pub proto: u8,
+    /// The key ([`Key::a`], [`Key::b`]).
+    a: u64,
+    b: u64,
     /// [`USED`], [`ORIG_B`], [`REPLIED`], [`FIN_A`], [`FIN_B`].
     pub flags: u8,
     /// Distance from the home slot (below [`MAX_PROBE`]).
@@ -81,6 +85,8 @@ pub(crate) struct Entry {
     /// The entry is dead from this time on (`now_ns >= expires_ns`).
     pub expires_ns: u64,
 }
+
+const _: () = assert!(std::mem::size_of::<Entry>() == 32);
 
 impl Entry {
     #[inline(always)]
@@ -90,16 +96,21 @@ impl Entry {
 
     #[inline(always)]
     fn is(&self, k: &Key) -> bool {
-        self.addrs == k.addrs && self.ports == k.ports && self.proto == k.proto
+        self.a == k.a && self.b == k.b
+    }
+
+    /// The entry's protocol.
+    #[inline(always)]
+    pub fn proto(&self) -> u8 {
+        (self.a >> 48) as u8
     }
 
     /// The entry's key.
     #[cfg(test)]
     pub fn key(&self) -> Key {
         Key {
-            addrs: self.addrs,
-            ports: self.ports,
-            proto: self.proto,
+            a: self.a,
+            b: self.b,
         }
     }
 }
@@ -191,11 +202,46 @@ impl Slots {
         &mut self.slots[i & self.mask]
     }
 
+    /// `key`'s home slot.
+    #[inline(always)]
+    pub fn home(&self, key: &Key) -> usize {
+        key.home(self.bits)
+    }
+
+    /// Read slot `home` (from [`Slots::home`]) so that its cache line (and
+    /// its page's TLB entry) is on its way before a probe needs it. Returns
+    /// a byte of the slot; the caller folds these into one value it keeps
+    /// (see [`ConnTable::lookup_burst`](super::ConnTable::lookup_burst)),
+    /// so that the loads are not optimised away and do not depend on each
+    /// other.
+    #[inline(always)]
+    pub fn touch(&self, home: usize) -> u8 {
+        self.slots[home & self.mask].flags
+    }
+
+    /// Whether slot `i` holds `key`'s entry, live at `now_ns`. Keys are
+    /// unique in the table, so a yes means the slot is the one a probe
+    /// would find (without the reclaiming a probe does on the way).
+    #[inline(always)]
+    pub fn holds(&self, i: usize, key: &Key, now_ns: u64) -> bool {
+        match self.slots.get(i) {
+            Some(e) => e.used() && e.is(key) && now_ns < e.expires_ns,
+            None => false,
+        }
+    }
+
     /// Look `key` up. Expired entries met on the way are reclaimed, the
     /// key's own included: an expired entry is never `Found`.
     #[inline]
     pub fn probe(&mut self, key: &Key, now_ns: u64) -> Probe {
-        let mut i = key.home(self.bits);
+        self.probe_from(key, key.home(self.bits), now_ns)
+    }
+
+    /// [`Slots::probe`] with `key`'s home slot (from [`Slots::home`])
+    /// computed already.
+    #[inline]
+    pub fn probe_from(&mut self, key: &Key, home: usize, now_ns: u64) -> Probe {
+        let mut i = home & self.mask;
         let mut dist = 0u8;
         loop {
             let e = &self.slots[i];
@@ -284,9 +330,8 @@ impl Slots {
             end = prev;
         }
         self.slots[slot] = Entry {
-            addrs: key.addrs,
-            ports: key.ports,
-            proto: key.proto,
+            a: key.a,
+            b: key.b,
             flags: flags | USED,
             dist,
             expires_ns,

@@ -631,3 +631,153 @@ fn arbitrary_bytes_never_panic() {
     let st = t.stats();
     assert!(st.inserted > 1000 && st.expired > 1000 && st.full > 0 && st.reset > 0);
 }
+
+/// A random packet of a small set of flows between a few hosts, both ways:
+/// TCP (any flags), UDP, ICMP echo and errors quoting the others,
+/// fragments; so that entries collide, move, expire and get reset.
+fn random_packet(rng: &mut Rng) -> Vec<u8> {
+    let host = |r: u64| [CLIENT, SERVER, ROUTER][(r % 3) as usize];
+    let (a, b) = (host(rng.next()), host(rng.next()));
+    let (pa, pb) = (1000 + (rng.next() % 4) as u16, 53 + (rng.next() % 2) as u16);
+    let (src, sport, dst, dport) = if rng.next().is_multiple_of(2) {
+        (a, pa, b, pb)
+    } else {
+        (b, pb, a, pa)
+    };
+    match rng.next() % 8 {
+        0 | 1 => {
+            let flags =
+                [SYN, SYN, SYN | ACK, ACK, FIN | ACK, RST, ACK | PSH][(rng.next() % 7) as usize];
+            tcp(src, sport, dst, dport, flags)
+        }
+        2 | 3 => udp(src, sport, dst, dport),
+        4 => echo(src, dst, [8, 0][(rng.next() % 2) as usize], sport % 2),
+        5 => {
+            let quoted = udp(dst, dport, src, sport);
+            icmp_error(src, dst, 3, 3, &quoted, 28)
+        }
+        6 => {
+            let quoted = tcp(dst, dport, src, sport, SYN);
+            icmp_error(src, dst, 11, 0, &quoted, 28)
+        }
+        _ => ip(proto::UDP, src, dst, 0x0010, &[0u8; 8]), // non-first fragment
+    }
+}
+
+fn short_timeouts(capacity: usize) -> ConnTable {
+    ConnTable::new(CtConfig {
+        capacity,
+        tcp_established_ns: 3 * S,
+        tcp_transient_ns: S / 2,
+        udp_ns: S / 4,
+        udp_replied_ns: S,
+        icmp_ns: S / 4,
+        other_ns: 2 * S,
+    })
+}
+
+/// `lookup_burst` then `commit_hinted` is what `lookup` and `commit` one
+/// packet after the other are: same states, same commits, same live
+/// entries, whatever the hints (right, wrong, none).
+#[test]
+fn bursts_and_hints_change_nothing() {
+    let mut rng = Rng(0x5eed_1234_abcd_ef01);
+    // One by one; by burst with each lookup's hint; by burst with hints
+    // shifted by one packet (wrong); by burst without hints.
+    let mut one = short_timeouts(64);
+    let mut hinted = short_timeouts(64);
+    let mut shifted = short_timeouts(64);
+    let mut unhinted = short_timeouts(64);
+    let mut now = 0;
+    let mut news = 0;
+    for round in 0..3000 {
+        let n = 1 + (rng.next() % MAX_BURST as u64) as usize;
+        let pkts: Vec<Vec<u8>> = (0..n).map(|_| random_packet(&mut rng)).collect();
+        let sums: Vec<FlowSummary> = pkts
+            .iter()
+            .map(|p| FlowSummary::parse(p).expect("parses"))
+            .collect();
+        let accept: Vec<bool> = (0..n).map(|_| !rng.next().is_multiple_of(4)).collect();
+        now += rng.next() % (S / 8);
+
+        let mut expected = Vec::new();
+        let mut committed = Vec::new();
+        for k in 0..n {
+            expected.push(one.lookup(&sums[k], &pkts[k], now));
+        }
+        for k in 0..n {
+            if expected[k] == New && accept[k] {
+                committed.push(one.commit(&sums[k], now));
+            }
+        }
+        for (t, which) in [(&mut hinted, 0), (&mut shifted, 1), (&mut unhinted, 2)] {
+            let mut out = vec![(Untracked, CtHint::NONE); n];
+            t.lookup_burst(&sums, |k| &pkts[k][..], now, &mut out);
+            let states: Vec<CtState> = out.iter().map(|o| o.0).collect();
+            assert_eq!(states, expected, "round {round}, table {which}");
+            let mut c = Vec::new();
+            for k in 0..n {
+                if out[k].0 == New && accept[k] {
+                    let hint = match which {
+                        0 => out[k].1,
+                        1 => out[(k + 1) % n].1,
+                        _ => CtHint::NONE,
+                    };
+                    c.push(t.commit_hinted(&sums[k], now, hint) == CtCommit::Tracked);
+                }
+            }
+            assert_eq!(c, committed, "round {round}, table {which}");
+            t.slots.check();
+            assert_eq!(t.count_live(now), one.count_live(now), "round {round}");
+        }
+        news += expected.iter().filter(|s| **s == New).count();
+    }
+    let st = one.stats();
+    assert!(
+        news > 10_000 && st.inserted > 1000 && st.reset > 100,
+        "{st:?}"
+    );
+    assert!(st.expired > 1000, "{st:?}");
+    for t in [&hinted, &shifted, &unhinted] {
+        let s = t.stats();
+        assert_eq!(
+            (s.inserted, s.reset, s.full, s.ignored),
+            (st.inserted, st.reset, st.full, st.ignored)
+        );
+    }
+}
+
+/// A hint left stale by the packets between a lookup and its commit (the
+/// entry moved, or is gone) costs a probe, nothing else.
+#[test]
+fn a_stale_hint_is_only_a_probe() {
+    let mut t = table(4);
+    let first = udp(CLIENT, 6000, SERVER, 53);
+    let s = FlowSummary::parse(&first).unwrap();
+    assert!(t.commit(&s, 0));
+    let mut out = [(Untracked, CtHint::NONE)];
+    t.lookup_burst(&[s], |_| &first[..], 1, &mut out);
+    assert_eq!(out[0].0, New);
+    assert_ne!(out[0].1, CtHint::NONE);
+    // Fill the table: the entry may be shifted away from the hinted slot.
+    for i in 1..4 {
+        assert!(commit(&mut t, &udp(CLIENT, 6000 + i, SERVER, 53), 1));
+    }
+    assert_eq!(t.commit_hinted(&s, 2, out[0].1), CtCommit::Tracked);
+    assert_eq!(t.len(), 4);
+    // Refreshed at 2: alive until 2 + 30 s.
+    assert_eq!(t.count_live(30 * S + 1), 1);
+    // The entry expires; the hinted slot holds it still, dead: the commit
+    // makes a new one (reclaiming the dead entries to make room).
+    let later = 40 * S;
+    assert_eq!(t.commit_hinted(&s, later, out[0].1), CtCommit::Tracked);
+    assert_eq!(t.count_live(later), 1);
+    assert_eq!(t.stats().inserted, 5);
+    // A hint past the end of the table is no hint.
+    assert_eq!(
+        t.commit_hinted(&s, later, CtHint(usize::MAX - 1)),
+        CtCommit::Tracked
+    );
+    assert_eq!(t.stats().inserted, 5);
+    t.slots.check();
+}

@@ -954,7 +954,7 @@ fn run_alone(
     let before = check_burst(&burst)?;
     h.hook.process(cx, &mut burst);
     let verdicts = check_burst(&burst)?;
-    drop(burst);
+    let _ = burst;
     drop(views);
 
     for (i, (p, q)) in pkts.iter().zip(&after).enumerate() {
@@ -1125,7 +1125,7 @@ proptest! {
             let log = chain.run(&cx, &mut burst);
             let end_tally = burst.tally();
             let v = check_burst(&burst)?;
-            drop(burst);
+            let _ = burst;
             drop(views);
             // Stolen packets are those the log names, owned by the thief.
             let stolen: Vec<usize> = (0..v.len()).filter(|&i| v[i] == Verdict::Stolen).collect();

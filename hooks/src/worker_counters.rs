@@ -2,7 +2,10 @@
 //! relaxed load and store to its own line (no locked instruction, no line
 //! shared between workers); the control plane sums when it reads.
 
+use crate::{BuildContext, HookPoint};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 
 #[repr(align(64))]
 struct Line<const N: usize>([AtomicU64; N]);
@@ -47,6 +50,30 @@ impl<const N: usize> WorkerCounters<N> {
     }
 }
 
+/// A kind's counters by instance (point, port, name), so that an instance
+/// rebuilt by a rule reload keeps counting where the old one stopped.
+pub struct CounterStore<const N: usize> {
+    by_instance: Mutex<HashMap<(HookPoint, u16, String), Arc<WorkerCounters<N>>>>,
+}
+
+impl<const N: usize> Default for CounterStore<N> {
+    fn default() -> Self {
+        CounterStore {
+            by_instance: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<const N: usize> CounterStore<N> {
+    /// The counters of the instance `cx` builds (new ones the first time).
+    pub fn for_instance(&self, cx: &BuildContext) -> Arc<WorkerCounters<N>> {
+        let mut m = self.by_instance.lock().unwrap_or_else(|p| p.into_inner());
+        m.entry((cx.point, cx.port, cx.name.clone()))
+            .or_insert_with(|| Arc::new(WorkerCounters::new(cx.workers)))
+            .clone()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,5 +87,21 @@ mod tests {
         c.add(5, 1, 1);
         c.add(0, 9, 1);
         assert_eq!((c.sum(0), c.sum(1), c.sum(9)), (7, 2, 0));
+    }
+
+    #[test]
+    fn the_same_instance_gets_the_same_counters() {
+        let store = CounterStore::<1>::default();
+        let cx = |name: &str, port| BuildContext {
+            workers: 1,
+            point: HookPoint::Egress,
+            port,
+            ports: vec![],
+            name: name.into(),
+        };
+        store.for_instance(&cx("fw", 1)).add(0, 0, 5);
+        assert_eq!(store.for_instance(&cx("fw", 1)).sum(0), 5);
+        assert_eq!(store.for_instance(&cx("fw", 2)).sum(0), 0);
+        assert_eq!(store.for_instance(&cx("other", 1)).sum(0), 0);
     }
 }

@@ -21,7 +21,7 @@
 use crate::flow::FlowSummary;
 use crate::rules::{parse_match, Classifier, ClassifierBuilder, Key};
 use crate::wire::ethernet::ethertype;
-use crate::worker_counters::WorkerCounters;
+use crate::worker_counters::{CounterStore, WorkerCounters};
 use crate::{
     BuildContext, DropReason, Hook, HookArgs, HookBuildError, HookBurst, HookContext, HookKind,
     HookPoint, Verdict, MAX_BURST,
@@ -58,11 +58,16 @@ pub enum ClassifyAction {
 /// The `classify` kind, building its classifiers with `builder`.
 pub struct ClassifyKind {
     builder: Arc<dyn ClassifierBuilder>,
+    /// Each instance's own counters, kept across reloads.
+    counters: CounterStore<2>,
 }
 
 impl ClassifyKind {
     pub fn new(builder: Arc<dyn ClassifierBuilder>) -> Self {
-        ClassifyKind { builder }
+        ClassifyKind {
+            builder,
+            counters: CounterStore::default(),
+        }
     }
 }
 
@@ -72,7 +77,7 @@ pub struct Classify {
     actions: Vec<ClassifyAction>,
     /// Per worker: packets that matched a rule, IPv4 packets that could
     /// not be read (they match no rule).
-    counts: WorkerCounters<2>,
+    counts: Arc<WorkerCounters<2>>,
 }
 
 impl Hook for Classify {
@@ -219,7 +224,7 @@ impl HookKind for ClassifyKind {
         Ok(Arc::new(Classify {
             classifier,
             actions,
-            counts: WorkerCounters::new(cx.workers),
+            counts: self.counters.for_instance(cx),
         }))
     }
 }

@@ -33,7 +33,7 @@ use crate::conntrack::{ConnTable, CtCommit, CtConfig, CtHint, CtState};
 use crate::flow::FlowSummary;
 use crate::rules::{parse_match, Classifier, ClassifierBuilder, Key, MatchRule};
 use crate::rules::{CT_ESTABLISHED, CT_NEW as KEY_CT_NEW, CT_RELATED};
-use crate::worker_counters::WorkerCounters;
+use crate::worker_counters::{CounterStore, WorkerCounters};
 use crate::{
     BuildContext, DropReason, Hook, HookArgs, HookBuildError, HookBurst, HookContext, HookKind,
     HookPoint, Verdict, MAX_BURST,
@@ -101,6 +101,8 @@ struct CtTables {
 pub struct FilterKind {
     builder: Arc<dyn ClassifierBuilder>,
     conntrack: Mutex<Option<Arc<CtTables>>>,
+    /// Each instance's own counters, kept across reloads.
+    counters: CounterStore<COUNTERS>,
 }
 
 impl FilterKind {
@@ -108,6 +110,7 @@ impl FilterKind {
         FilterKind {
             builder,
             conntrack: Mutex::new(None),
+            counters: CounterStore::default(),
         }
     }
 }
@@ -123,7 +126,7 @@ pub struct Filter {
     count_rules: Vec<(usize, MatchRule)>,
     policy: Action,
     conntrack: Option<Arc<CtTables>>,
-    counts: WorkerCounters<COUNTERS>,
+    counts: Arc<WorkerCounters<COUNTERS>>,
 }
 
 impl Filter {
@@ -144,9 +147,14 @@ impl Hook for Filter {
         for i in burst.accepted() {
             let Some(p) = burst.packet(i) else { continue };
             let Some(s) = FlowSummary::parse(p.l3()) else {
+                // Unreadable: the policy decides, counted as such too.
                 self.counts.add(w, UNPARSED, 1);
-                if let Some(v) = self.policy_verdict() {
-                    burst.set_verdict(i, v);
+                match self.policy_verdict() {
+                    Some(v) => {
+                        self.counts.add(w, POLICY_DROP, 1);
+                        burst.set_verdict(i, v);
+                    }
+                    None => self.counts.add(w, POLICY_ACCEPT, 1),
                 }
                 continue;
             };
@@ -436,7 +444,7 @@ impl HookKind for FilterKind {
             count_rules,
             policy,
             conntrack,
-            counts: WorkerCounters::new(cx.workers),
+            counts: self.counters.for_instance(cx),
         }))
     }
 }
@@ -514,6 +522,11 @@ mod tests {
         short.truncate(14 + 10);
         assert_eq!(one(&*h, Pkt::new(short), 0), DROP_POLICY);
         assert_eq!(stat(&*h, "unparsed"), 2);
+        assert_eq!(
+            stat(&*h, "policy_dropped"),
+            2,
+            "policy counters include them"
+        );
         let h = build(
             &k,
             HookPoint::Egress,
@@ -755,5 +768,40 @@ mod tests {
         assert_eq!(e.field.as_deref(), Some("conntrack_max"));
         let e = err("policy = \"drop\"\nverbose = true");
         assert_eq!(e.field.as_deref(), Some("verbose"));
+    }
+}
+
+#[cfg(test)]
+mod reload_tests {
+    use super::*;
+    use crate::builtin::test_util::*;
+    use crate::rules::LinearBuilder;
+
+    #[test]
+    fn a_rebuilt_instance_keeps_counting() {
+        let k = FilterKind::new(Arc::new(LinearBuilder));
+        let rules = "policy = \"drop\"\n[[rule]]\nproto = \"udp\"\naction = \"accept\"";
+        let h = build(&k, HookPoint::Egress, rules);
+        run(
+            &*h,
+            HookPoint::Egress,
+            &mut [Pkt::new(udp([10, 0, 1, 2], [10, 0, 2, 2], 1, 2))],
+            0,
+        );
+        let h2 = build(&k, HookPoint::Egress, rules);
+        run(
+            &*h2,
+            HookPoint::Egress,
+            &mut [Pkt::new(tcp([10, 0, 1, 2], [10, 0, 2, 2], 1, 2, 2))],
+            0,
+        );
+        assert_eq!(stat(&*h2, "rule_accepted"), 1);
+        assert_eq!(stat(&*h2, "policy_dropped"), 1);
+        // Another instance name starts from zero.
+        let other = args(rules);
+        let mut cx = build_cx(HookPoint::Egress);
+        cx.name = "other".into();
+        let h3 = k.build(&other, &cx).unwrap();
+        assert_eq!(stat(&*h3, "rule_accepted"), 0);
     }
 }

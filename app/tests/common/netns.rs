@@ -18,14 +18,15 @@ pub struct Topology {
     pub suffix: String,
 }
 
-fn need(tool: &str) {
+/// Fail loudly when `tool` is not on the PATH.
+pub fn need(tool: &str) {
     let found = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
         .unwrap_or(false);
     assert!(
         found,
-        "this test needs `{tool}` (scripts/quickstart test installs it: iproute2, ethtool, \
-         iputils-ping, netcat-openbsd)"
+        "this test needs `{tool}` (scripts/quickstart test installs it: iproute2 (ip, ss), \
+         ethtool, iputils-ping, netcat-openbsd, coreutils (timeout))"
     );
 }
 

@@ -6,7 +6,7 @@
 //! (`HookSet::any_ingress` / `any_egress`), never this code.
 
 use super::stages::{Scratch, Verdict};
-use crate::dpdk::{Mbuf, BURST_SIZE};
+use crate::dpdk::{tsc, Mbuf, BURST_SIZE};
 use arrayvec::ArrayVec;
 use hooks::{Chain, HookBurst, HookContext, HookPacket, HookPoint, HookSet, PacketMeta};
 
@@ -19,29 +19,58 @@ fn at_egress(v: &Verdict, meta: &PacketMeta, port: u16) -> bool {
     matches!(v, Verdict::Neigh(_)) && meta.out_port == port
 }
 
-/// Run the ingress chain of `port` over the packets l2 let through.
-#[inline(never)]
-pub fn ingress(hooks: &HookSet, port: u16, cx: HookContext, mbufs: &mut [Mbuf], s: &mut Scratch) {
-    if let Some(chain) = hooks.chain(HookPoint::Ingress, port) {
-        run_chain(chain, HookContext { port, ..cx }, mbufs, s, at_ingress);
-    }
+/// Nanoseconds now, from the TSC and 32.32 fixed-point ns per tick.
+#[inline]
+pub fn now_ns(ns_per_tick: u64) -> u64 {
+    ((u128::from(tsc()) * u128::from(ns_per_tick)) >> 32) as u64
 }
 
-/// Run the egress chain of every output port the routed packets go to.
+/// Run the ingress chain of `cx.port` (which has hooks) over the packets l2
+/// let through.
 #[inline(never)]
-pub fn egress(hooks: &HookSet, cx: HookContext, mbufs: &mut [Mbuf], s: &mut Scratch) {
+pub fn ingress(
+    chain: &Chain,
+    cx: HookContext,
+    ns_per_tick: u64,
+    mbufs: &mut [Mbuf],
+    s: &mut Scratch,
+) {
+    let cx = HookContext {
+        now_ns: now_ns(ns_per_tick),
+        ..cx
+    };
+    run_chain(chain, cx, mbufs, s, at_ingress);
+}
+
+/// Run the egress chain of every output port the routed packets go to and
+/// that has hooks. A burst usually leaves by one port: one chain lookup.
+#[inline(never)]
+pub fn egress(
+    hooks: &HookSet,
+    cx: HookContext,
+    ns_per_tick: u64,
+    mbufs: &mut [Mbuf],
+    s: &mut Scratch,
+) {
     let mut done = ArrayVec::<u16, BURST_SIZE>::new();
+    let mut last = None;
     for i in 0..mbufs.len() {
         if !matches!(s.verdicts[i], Verdict::Neigh(_)) {
             continue;
         }
         let port = s.metas[i].out_port;
-        if done.contains(&port) {
+        if last == Some(port) || done.contains(&port) {
             continue;
         }
+        last = Some(port);
         done.push(port);
         if let Some(chain) = hooks.chain(HookPoint::Egress, port) {
-            run_chain(chain, HookContext { port, ..cx }, mbufs, s, at_egress);
+            let cx = HookContext {
+                port,
+                now_ns: now_ns(ns_per_tick),
+                ..cx
+            };
+            run_chain(chain, cx, mbufs, s, at_egress);
         }
     }
 }
@@ -82,8 +111,19 @@ fn run_chain(
 /// chain at `point` of `port`). Stealing is a slow path: one allocation and
 /// one dynamic call per packet.
 #[cold]
-pub fn hand_over(hooks: &HookSet, cx: HookContext, entry: u8, mut m: Mbuf, meta: PacketMeta) {
+pub fn hand_over(
+    hooks: &HookSet,
+    cx: HookContext,
+    ns_per_tick: u64,
+    entry: u8,
+    mut m: Mbuf,
+    meta: PacketMeta,
+) {
     *m.meta_mut() = meta;
+    let cx = HookContext {
+        now_ns: now_ns(ns_per_tick),
+        ..cx
+    };
     if let Some(e) = hooks
         .chain(cx.point, cx.port)
         .and_then(|c| c.entries().get(usize::from(entry)))

@@ -144,19 +144,20 @@ impl Pipeline {
             now_ns: 0,
         };
         if hooks.any_ingress() {
-            let cx = self.hook_time(cx);
-            hook_points::ingress(hooks, port, cx, burst.as_mut_slice(), scratch);
+            if let Some(chain) = hooks.chain(HookPoint::Ingress, port) {
+                hook_points::ingress(chain, cx, self.ns_per_tick, burst.as_mut_slice(), scratch);
+            }
         }
         if timed {
             t[1] = tsc();
         }
         self.ip_stage(burst.as_mut_slice(), scratch);
         if hooks.any_egress() {
-            let cx = self.hook_time(HookContext {
+            let cx = HookContext {
                 point: HookPoint::Egress,
                 ..cx
-            });
-            hook_points::egress(hooks, cx, burst.as_mut_slice(), scratch);
+            };
+            hook_points::egress(hooks, cx, self.ns_per_tick, burst.as_mut_slice(), scratch);
         }
         if timed {
             t[2] = tsc();
@@ -221,7 +222,7 @@ impl Pipeline {
                         port: chain_port,
                         now_ns: 0,
                     };
-                    hook_points::hand_over(hooks, self.hook_time(cx), entry, m, metas[i]);
+                    hook_points::hand_over(hooks, cx, self.ns_per_tick, entry, m, metas[i]);
                 }
                 Verdict::Ipv4 | Verdict::Neigh(_) => {
                     drop_one(&mut dropped, m, out.counters, port, DropReason::NoRoute)
@@ -235,16 +236,6 @@ impl Pipeline {
         if timed {
             t[4] = tsc();
             out.counters.stage_cycles(&t, n as u64);
-        }
-    }
-
-    /// `cx` with the time now (read only when a hook point has hooks).
-    #[inline]
-    fn hook_time(&self, cx: HookContext) -> HookContext {
-        let ns = (u128::from(tsc()) * u128::from(self.ns_per_tick)) >> 32;
-        HookContext {
-            now_ns: ns as u64,
-            ..cx
         }
     }
 

@@ -53,19 +53,21 @@ fn routes_between_two_namespaces() {
     );
     std::fs::write(&cfg_path, config()).unwrap();
 
-    let mut cmd = fastpath();
-    cmd.args(eal_args(
-        "router",
-        &[
-            format!("net_af_packet0,iface={},framecnt=4096", topo.router_if("a")),
-            format!("net_af_packet1,iface={},framecnt=4096", topo.router_if("b")),
-        ],
-    ))
-    .args(["--", "--config"])
-    .arg(&cfg_path)
-    .args(["--neigh-reachable", "1", "--stats-json"])
-    .arg(&json);
-    let child = spawn(cmd);
+    let child = spawn_af_packet(|| {
+        let mut cmd = fastpath();
+        cmd.args(eal_args(
+            "router",
+            &[
+                format!("net_af_packet0,iface={},framecnt=4096", topo.router_if("a")),
+                format!("net_af_packet1,iface={},framecnt=4096", topo.router_if("b")),
+            ],
+        ))
+        .args(["--", "--config"])
+        .arg(&cfg_path)
+        .args(["--neigh-reachable", "1", "--stats-json"])
+        .arg(&json);
+        cmd
+    });
     let pid = child.id();
     // From here on a failure must still stop fastpath: wait() kills it at the deadline.
     let checks = std::panic::catch_unwind(|| {

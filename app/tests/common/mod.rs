@@ -135,3 +135,38 @@ pub fn assert_success(r: &Run) {
     );
 }
 pub mod frames;
+
+/// Start fastpath on net_af_packet ports, retrying a start that DPDK 22.11
+/// refused because its PACKET_FANOUT group id, `(getpid() ^ ifindex) &
+/// 0xffff`, clashed with another fastpath's in the same network namespace
+/// (parallel tests): a new process has a new pid. A start that fails for
+/// any other reason fails the test with fastpath's output.
+pub fn spawn_af_packet(make: impl Fn() -> Command) -> Child {
+    for _ in 0..4 {
+        let mut child = spawn(make());
+        let start = Instant::now();
+        // The probe happens at EAL init, well within this.
+        while start.elapsed() < Duration::from_secs(2) {
+            if child.try_wait().expect("try_wait").is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if child.try_wait().expect("try_wait").is_none() {
+            return child;
+        }
+        let r = wait(child, Duration::from_secs(5));
+        assert!(
+            r.stderr.contains("PACKET_FANOUT"),
+            "fastpath exited at start: {:?}\nstdout:\n{}\nstderr:\n{}",
+            r.status,
+            r.stdout,
+            r.stderr
+        );
+        eprintln!(
+            "fastpath start clashed on PACKET_FANOUT, again:\n{}",
+            r.stderr
+        );
+    }
+    panic!("fastpath did not start in 4 attempts (PACKET_FANOUT group clashes)");
+}

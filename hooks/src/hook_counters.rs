@@ -2,17 +2,13 @@
 //! per worker (a cache line each, written only by that worker) summed when
 //! read.
 
+use crate::worker_counters::WorkerCounters;
 use crate::Tally;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-#[repr(align(64))]
-#[derive(Debug, Default)]
-struct Slot {
-    seen: AtomicU64,
-    accepted: AtomicU64,
-    dropped: AtomicU64,
-    stolen: AtomicU64,
-}
+const SEEN: usize = 0;
+const ACCEPTED: usize = 1;
+const DROPPED: usize = 2;
+const STOLEN: usize = 3;
 
 /// Sums of one hook's counters over every worker.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -24,62 +20,39 @@ pub struct HookStats {
 }
 
 /// Counters of one hook in one chain position, per worker.
-#[derive(Debug)]
 pub struct HookCounters {
-    slots: Box<[Slot]>,
+    counts: WorkerCounters<4>,
 }
 
 impl HookCounters {
     /// Counters for `workers` workers (at least one block).
     pub fn new(workers: usize) -> Self {
         HookCounters {
-            slots: (0..workers.max(1)).map(|_| Slot::default()).collect(),
+            counts: WorkerCounters::new(workers),
         }
     }
 
     /// Add one call's effect: `before` and `after` are the burst's tallies
-    /// around the hook. Only worker `worker` writes its block (relaxed load
-    /// and store, no locked instruction); an out-of-range worker shares the
-    /// last block with atomic adds.
+    /// around the hook. Only worker `worker` writes its block (see
+    /// [`WorkerCounters::add`]).
     #[inline]
     pub fn record(&self, worker: usize, before: Tally, after: Tally) {
-        let seen = u64::from(before.accepted);
-        let accepted = u64::from(after.accepted);
-        let dropped = u64::from(after.dropped - before.dropped);
-        let stolen = u64::from(after.stolen - before.stolen);
-        match self.slots.get(worker) {
-            Some(s) => {
-                bump(&s.seen, seen);
-                bump(&s.accepted, accepted);
-                bump(&s.dropped, dropped);
-                bump(&s.stolen, stolen);
-            }
-            None => {
-                let s = &self.slots[self.slots.len() - 1];
-                s.seen.fetch_add(seen, Relaxed);
-                s.accepted.fetch_add(accepted, Relaxed);
-                s.dropped.fetch_add(dropped, Relaxed);
-                s.stolen.fetch_add(stolen, Relaxed);
-            }
-        }
+        let c = &self.counts;
+        c.add(worker, SEEN, u64::from(before.accepted));
+        c.add(worker, ACCEPTED, u64::from(after.accepted));
+        c.add(worker, DROPPED, u64::from(after.dropped - before.dropped));
+        c.add(worker, STOLEN, u64::from(after.stolen - before.stolen));
     }
 
     /// Sums over every worker.
     pub fn read(&self) -> HookStats {
-        self.slots
-            .iter()
-            .fold(HookStats::default(), |a, s| HookStats {
-                seen: a.seen + s.seen.load(Relaxed),
-                accepted: a.accepted + s.accepted.load(Relaxed),
-                dropped: a.dropped + s.dropped.load(Relaxed),
-                stolen: a.stolen + s.stolen.load(Relaxed),
-            })
+        HookStats {
+            seen: self.counts.sum(SEEN),
+            accepted: self.counts.sum(ACCEPTED),
+            dropped: self.counts.sum(DROPPED),
+            stolen: self.counts.sum(STOLEN),
+        }
     }
-}
-
-#[inline(always)]
-fn bump(c: &AtomicU64, n: u64) {
-    c.store(c.load(Relaxed) + n, Relaxed);
 }
 
 #[cfg(test)]

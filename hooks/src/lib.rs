@@ -36,3 +36,10 @@ pub use registry::{
     BuildContext, DuplicateKind, HookArgs, HookBuildError, HookKind, KindHandle, Registry,
 };
 pub use verdict::Verdict;
+
+/// Lock `m`, taking the data even if a panicking thread poisoned it: the
+/// data here (snapshots, registries, per-worker tables) stays consistent
+/// across a panic, and the control plane must go on.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

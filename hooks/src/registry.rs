@@ -2,6 +2,7 @@
 //! (a crate, an example file) becomes usable by registering its kind and
 //! naming it in the config; the pipeline only ever sees `Arc<dyn Hook>`.
 
+use crate::lock;
 use crate::{Hook, HookPoint};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -183,10 +184,6 @@ impl KindHandle {
             }
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]

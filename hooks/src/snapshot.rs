@@ -13,6 +13,7 @@
 //! count does the bookkeeping that `rte_rcu_qsbr`'s per-thread counters do,
 //! and [`Retired::is_freed`] lets the control plane (and a test) see it.
 
+use crate::lock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -120,10 +121,6 @@ impl<T> Subscriber<T> {
         self.current = next;
         self.seen = g;
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]

@@ -67,7 +67,7 @@ impl<const N: usize> Default for CounterStore<N> {
 impl<const N: usize> CounterStore<N> {
     /// The counters of the instance `cx` builds (new ones the first time).
     pub fn for_instance(&self, cx: &BuildContext) -> Arc<WorkerCounters<N>> {
-        let mut m = self.by_instance.lock().unwrap_or_else(|p| p.into_inner());
+        let mut m = crate::lock(&self.by_instance);
         m.entry((cx.point, cx.port, cx.name.clone()))
             .or_insert_with(|| Arc::new(WorkerCounters::new(cx.workers)))
             .clone()

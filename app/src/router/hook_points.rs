@@ -19,6 +19,11 @@ fn at_egress(v: &Verdict, meta: &PacketMeta, port: u16) -> bool {
     matches!(v, Verdict::Neigh(_)) && meta.out_port == port
 }
 
+/// Nanoseconds per tick of a `tsc_hz` clock, 32.32 fixed point.
+pub fn ns_per_tick(tsc_hz: u64) -> u64 {
+    ((1_000_000_000u128 << 32) / u128::from(tsc_hz.max(1))) as u64
+}
+
 /// Nanoseconds now, from the TSC and 32.32 fixed-point ns per tick.
 #[inline]
 pub fn now_ns(ns_per_tick: u64) -> u64 {
@@ -130,5 +135,21 @@ pub fn hand_over(
     {
         let mut one = std::iter::once(Box::new(m) as Box<dyn hooks::OwnedPacket>);
         e.hook.take(&cx, &mut one);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ns_per_tick;
+
+    #[test]
+    fn the_hooks_clock_converts_ticks_to_nanoseconds() {
+        for hz in [1_000_000_000u64, 2_600_000_000, 3_000_000_123] {
+            let k = ns_per_tick(hz);
+            let ticks = hz * 3600; // an hour
+            let ns = ((u128::from(ticks) * u128::from(k)) >> 32) as u64;
+            let want = 3_600_000_000_000u64;
+            assert!(want.abs_diff(ns) < want / 1_000_000, "{hz}: {ns}");
+        }
     }
 }

@@ -426,7 +426,7 @@ fn route(
                 pad_short: pad_short.clone(),
                 tsc_hz: crate::dpdk::tsc_hz(),
                 worker: w,
-                ns_per_tick: super::stages::ns_per_tick(crate::dpdk::tsc_hz()),
+                ns_per_tick: super::hook_points::ns_per_tick(crate::dpdk::tsc_hz()),
             },
             hooks: publisher.subscribe(),
             timed: args.stage_cycles,

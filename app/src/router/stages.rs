@@ -55,14 +55,9 @@ pub struct Pipeline {
     pub tsc_hz: u64,
     /// This worker's index (`HookContext::worker`).
     pub worker: usize,
-    /// Nanoseconds per TSC tick in 32.32 fixed point (`ns_per_tick(tsc_hz)`):
+    /// Nanoseconds per TSC tick in 32.32 fixed point (`hook_points::ns_per_tick(tsc_hz)`):
     /// the hooks' clock is one multiply and a shift, not a division.
     pub ns_per_tick: u64,
-}
-
-/// Nanoseconds per tick of a `tsc_hz` clock, 32.32 fixed point.
-pub fn ns_per_tick(tsc_hz: u64) -> u64 {
-    ((1_000_000_000u128 << 32) / u128::from(tsc_hz.max(1))) as u64
 }
 
 /// Per-burst working arrays, owned by the worker and reused burst after
@@ -428,21 +423,5 @@ fn drop_one(
     counters.dropped(port, reason, 1);
     if let Err(m) = dropped.push(m) {
         drop(m);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ns_per_tick;
-
-    #[test]
-    fn the_hooks_clock_converts_ticks_to_nanoseconds() {
-        for hz in [1_000_000_000u64, 2_600_000_000, 3_000_000_123] {
-            let k = ns_per_tick(hz);
-            let ticks = hz * 3600; // an hour
-            let ns = ((u128::from(ticks) * u128::from(k)) >> 32) as u64;
-            let want = 3_600_000_000_000u64;
-            assert!(want.abs_diff(ns) < want / 1_000_000, "{hz}: {ns}");
-        }
     }
 }

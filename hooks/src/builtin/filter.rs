@@ -138,9 +138,19 @@ impl Filter {
     }
 }
 
+/// A packet's connection state as key bits, and the counter it counts under.
+fn ct_key(state: CtState) -> (u8, usize) {
+    match state {
+        CtState::New => (KEY_CT_NEW, CT_NEW),
+        CtState::Established => (CT_ESTABLISHED, CT_EST),
+        CtState::Related => (CT_RELATED, CT_REL),
+        CtState::Untracked => (0, CT_UNTRACKED),
+    }
+}
+
 impl Hook for Filter {
     fn process(&self, cx: &HookContext, burst: &mut HookBurst<'_, '_>) {
-        let w = cx.worker;
+        let mut tally = [0u64; COUNTERS];
         let mut sums = [FlowSummary::default(); MAX_BURST];
         let mut idx = [0u8; MAX_BURST];
         let mut n = 0;
@@ -148,13 +158,13 @@ impl Hook for Filter {
             let Some(p) = burst.packet(i) else { continue };
             let Some(s) = FlowSummary::parse(p.l3()) else {
                 // Unreadable: the policy decides, counted as such too.
-                self.counts.add(w, UNPARSED, 1);
+                tally[UNPARSED] += 1;
                 match self.policy_verdict() {
                     Some(v) => {
-                        self.counts.add(w, POLICY_DROP, 1);
+                        tally[POLICY_DROP] += 1;
                         burst.set_verdict(i, v);
                     }
-                    None => self.counts.add(w, POLICY_ACCEPT, 1),
+                    None => tally[POLICY_ACCEPT] += 1,
                 }
                 continue;
             };
@@ -162,67 +172,42 @@ impl Hook for Filter {
             idx[n] = i as u8;
             n += 1;
         }
-        if n == 0 {
-            return;
-        }
-        let mut table = self
-            .conntrack
-            .as_ref()
-            .and_then(|t| t.tables.get(w))
-            .map(|t| t.lock().unwrap_or_else(|p| p.into_inner()));
-        let mut keys = [Key::default(); MAX_BURST];
+        let mut table = match n {
+            0 => None,
+            _ => self
+                .conntrack
+                .as_ref()
+                .and_then(|t| t.tables.get(cx.worker))
+                .map(crate::lock),
+        };
         // Each packet's state, and where its entry is for its commit.
         let mut looked = [(CtState::Untracked, CtHint::NONE); MAX_BURST];
-        match table.as_mut() {
-            Some(t) => {
-                let l3 = |k: usize| {
-                    burst
-                        .packet(usize::from(idx[k]))
-                        .map_or(&[][..], |p| p.l3())
-                };
-                t.lookup_burst(&sums[..n], l3, cx.now_ns, &mut looked[..n]);
-                let mut ct_counts = [0u64; 4];
-                for k in 0..n {
-                    let ct = match looked[k].0 {
-                        CtState::New => {
-                            ct_counts[0] += 1;
-                            KEY_CT_NEW
-                        }
-                        CtState::Established => {
-                            ct_counts[1] += 1;
-                            CT_ESTABLISHED
-                        }
-                        CtState::Related => {
-                            ct_counts[2] += 1;
-                            CT_RELATED
-                        }
-                        CtState::Untracked => {
-                            ct_counts[3] += 1;
-                            0
-                        }
-                    };
-                    if let Some(p) = burst.packet(usize::from(idx[k])) {
-                        keys[k] = Key::new(&sums[k], p.meta, ct);
-                    }
+        if let Some(t) = table.as_mut() {
+            let l3 = |k: usize| {
+                burst
+                    .packet(usize::from(idx[k]))
+                    .map_or(&[][..], |p| p.l3())
+            };
+            t.lookup_burst(&sums[..n], l3, cx.now_ns, &mut looked[..n]);
+        }
+        let mut keys = [Key::default(); MAX_BURST];
+        for k in 0..n {
+            let ct = match table {
+                Some(_) => {
+                    let (bits, counter) = ct_key(looked[k].0);
+                    tally[counter] += 1;
+                    bits
                 }
-                for (c, v) in [CT_NEW, CT_EST, CT_REL, CT_UNTRACKED]
-                    .into_iter()
-                    .zip(ct_counts)
-                {
-                    self.counts.add(w, c, v);
-                }
-            }
-            None => {
-                for k in 0..n {
-                    if let Some(p) = burst.packet(usize::from(idx[k])) {
-                        keys[k] = Key::new(&sums[k], p.meta, 0);
-                    }
-                }
+                None => 0,
+            };
+            if let Some(p) = burst.packet(usize::from(idx[k])) {
+                keys[k] = Key::new(&sums[k], p.meta, ct);
             }
         }
         let mut results = [0u32; MAX_BURST];
-        self.classifier.classify(&keys[..n], &mut results[..n]);
-        let mut tally = [0u64; COUNTERS];
+        if n > 0 {
+            self.classifier.classify(&keys[..n], &mut results[..n]);
+        }
         for k in 0..n {
             let i = usize::from(idx[k]);
             let hit = results[k].checked_sub(1).map(|r| r as usize);
@@ -234,22 +219,17 @@ impl Hook for Filter {
                     .filter(|(ci, r)| *ci < limit && r.matches(&keys[k]))
                     .count() as u64;
             }
-            let (action, by_rule) = match hit.and_then(|r| self.actions.get(r)) {
+            let (mut action, mut by_rule) = match hit.and_then(|r| self.actions.get(r)) {
                 Some(a) => (*a, true),
                 None => (self.policy, false),
             };
-            let mut action = action;
             if action == Action::Accept && keys[k].ct() == KEY_CT_NEW {
                 if let Some(t) = table.as_mut() {
                     if t.commit_hinted(&sums[k], cx.now_ns, looked[k].1) == CtCommit::Full {
                         // Table full: a new flow gets the default policy.
                         tally[CT_FULL_POLICY] += 1;
                         action = self.policy;
-                        if action == Action::Drop {
-                            tally[POLICY_DROP] += 1;
-                            burst.set_verdict(i, Verdict::Drop(DropReason::FilterPolicy));
-                            continue;
-                        }
+                        by_rule &= action == Action::Accept;
                     }
                 }
             }
@@ -267,7 +247,7 @@ impl Hook for Filter {
             }
         }
         for (c, v) in tally.into_iter().enumerate() {
-            self.counts.add(w, c, v);
+            self.counts.add(cx.worker, c, v);
         }
     }
 
@@ -281,7 +261,7 @@ impl Hook for Filter {
         if let Some(ct) = &self.conntrack {
             let (mut entries, mut full) = (0, 0);
             for t in ct.tables.iter() {
-                let t = t.lock().unwrap_or_else(|p| p.into_inner());
+                let t = crate::lock(t);
                 entries += t.len() as u64;
                 full += t.stats().full;
             }
@@ -311,7 +291,7 @@ fn parse_policy(args: &HookArgs) -> Result<Action, HookBuildError> {
 impl FilterKind {
     /// The shared connection tables, created at first use.
     fn tables(&self, capacity: usize, workers: usize) -> Result<Arc<CtTables>, HookBuildError> {
-        let mut ct = self.conntrack.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ct = crate::lock(&self.conntrack);
         if let Some(t) = ct.as_ref() {
             if t.capacity != capacity || t.tables.len() < workers {
                 return Err(HookBuildError::param(

@@ -13,23 +13,9 @@ use common::*;
 use fastpath::cli::AppArgs;
 use std::sync::Arc;
 
-const CONFIG: &str = r#"
-[[port]]
-device = "net_pcap0"
-address = "10.0.1.1/24"
-
-[[port]]
-device = "net_pcap1"
-address = "10.0.2.1/24"
-
-[[route]]
-prefix = "198.51.100.0/24"
-via = "10.0.2.2"
-
-[[neighbour]]
-address = "10.0.2.2"
-mac = "02:bb:00:00:00:22"
-
+const CONFIG: &str = concat!(
+    pcap_router_config!(),
+    r#"
 [[hook]]
 point = "ingress"
 port = "net_pcap0"
@@ -38,7 +24,8 @@ name = "police-lan"
 rate_pps = 0
 burst = 10
 prefixes = ["10.0.1.0/24"]
-"#;
+"#
+);
 
 #[test]
 fn a_registered_example_hook_polices_one_prefix() {

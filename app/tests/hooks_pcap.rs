@@ -7,25 +7,10 @@
 mod common;
 use common::frames::{eth, ipv4, padded, tcp, udp, HOST_A_MAC, PCAP0_MAC};
 use common::*;
-use std::time::Duration;
 
-const CONFIG: &str = r#"
-[[port]]
-device = "net_pcap0"
-address = "10.0.1.1/24"
-
-[[port]]
-device = "net_pcap1"
-address = "10.0.2.1/24"
-
-[[route]]
-prefix = "198.51.100.0/24"
-via = "10.0.2.2"
-
-[[neighbour]]
-address = "10.0.2.2"
-mac = "02:bb:00:00:00:22"
-
+const CONFIG: &str = concat!(
+    pcap_router_config!(),
+    r#"
 [[hook]]
 point = "ingress"
 port = "net_pcap0"
@@ -61,7 +46,8 @@ action = "accept"
 [[hook.rule]]
 proto = "udp"
 action = "count"
-"#;
+"#
+);
 
 const DST: [u8; 4] = [198, 51, 100, 9];
 
@@ -106,40 +92,11 @@ fn classify_marks_filter_decides_and_every_drop_has_its_reason() {
     frames.extend((0..3).map(|_| later_fragment())); // policy drop, counted
     frames.extend((0..2).map(|_| with_options())); // accepted (port 80 past options)
 
-    let dir = tempfile::tempdir().unwrap();
-    let p = |n: &str| dir.path().join(n);
-    std::fs::write(p("router.toml"), CONFIG).unwrap();
-    write_pcap(&p("in0.pcap"), &frames);
-    write_pcap(&p("in1.pcap"), &[]);
-    let mut cmd = fastpath();
-    cmd.args(eal_args(
-        "hooks-pcap",
-        &[
-            format!(
-                "net_pcap0,rx_pcap={},tx_pcap={}",
-                p("in0.pcap").display(),
-                p("out0.pcap").display()
-            ),
-            format!(
-                "net_pcap1,rx_pcap={},tx_pcap={}",
-                p("in1.pcap").display(),
-                p("out1.pcap").display()
-            ),
-        ],
-    ))
-    .args(["--", "--config"])
-    .arg(p("router.toml"))
-    .args(["--duration", "1", "--stats-json"])
-    .arg(p("stats.json"));
-    let r = run(cmd, Duration::from_secs(60));
-    assert_success(&r);
+    let (_, out1, s, stderr) = run_pcaps_logged("hooks-pcap", CONFIG, &frames, &[], "1");
     assert!(
-        r.stderr
-            .contains("hook \"fw\" (filter) at egress of port 1"),
-        "{}",
-        r.stderr
+        stderr.contains("hook \"fw\" (filter) at egress of port 1"),
+        "{stderr}"
     );
-    let out1 = fastpath::pcap::read(std::fs::File::open(p("out1.pcap")).unwrap()).unwrap();
     let dport = |f: &Vec<u8>| {
         let l4 = 14 + usize::from(f[14] & 0x0f) * 4;
         u16::from_be_bytes([f[l4 + 2], f[l4 + 3]])
@@ -149,7 +106,6 @@ fn classify_marks_filter_decides_and_every_drop_has_its_reason() {
     assert_eq!(out1.iter().filter(|f| dport(f) == 80).count(), 12);
     assert!(out1.iter().all(|f| f[26..30] == [10, 0, 1, 2]));
 
-    let s = read_json(&p("stats.json"));
     let drops = &s["totals"]["drops"];
     assert_eq!(drops["classify_rule"], 5);
     assert_eq!(drops["filter_rule"], 5);

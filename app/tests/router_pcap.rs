@@ -6,51 +6,26 @@
 //! plane) and the exact count of every drop reason.
 
 mod common;
+use common::frames::{eth, ipv4, HOST_A_MAC as HOST_A, PCAP0_MAC as MAC0, PCAP1_MAC as MAC1};
 use common::*;
 use hooks::wire::checksum;
 use hooks::wire::Ipv4Packet;
-use std::time::Duration;
 
-/// net_pcap's MAC is 02:70:63:61:70:<port id> ("pcap").
-const MAC0: [u8; 6] = [0x02, 0x70, 0x63, 0x61, 0x70, 0x00];
-const MAC1: [u8; 6] = [0x02, 0x70, 0x63, 0x61, 0x70, 0x01];
-const HOST_A: [u8; 6] = [0x02, 0xaa, 0, 0, 0, 0x02];
 const NEIGH_22: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 0x22];
 const NEIGH_23: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 0x23];
 
-const CONFIG: &str = r#"
-[[port]]
-device = "net_pcap0"
-address = "10.0.1.1/24"
-
-[[port]]
-device = "net_pcap1"
-address = "10.0.2.1/24"
-
-[[route]]
-prefix = "198.51.100.0/24"
-via = "10.0.2.2"
-
+const CONFIG: &str = concat!(
+    pcap_router_config!(),
+    r#"
 [[route]]
 prefix = "198.51.100.7/32"
 via = "10.0.2.3"
 
 [[neighbour]]
-address = "10.0.2.2"
-mac = "02:bb:00:00:00:22"
-
-[[neighbour]]
 address = "10.0.2.3"
 mac = "02:bb:00:00:00:23"
-"#;
-
-fn eth(dst: [u8; 6], src: [u8; 6], ethertype: u16) -> Vec<u8> {
-    let mut f = Vec::new();
-    f.extend_from_slice(&dst);
-    f.extend_from_slice(&src);
-    f.extend_from_slice(&ethertype.to_be_bytes());
-    f
-}
+"#
+);
 
 /// An Ethernet + ARP reply (42 bytes, unpadded) from `(mac, ip)` to `(to_mac, to_ip)`.
 fn arp_reply(mac: [u8; 6], ip: [u8; 4], to_mac: [u8; 6], to_ip: [u8; 4]) -> Vec<u8> {
@@ -61,23 +36,6 @@ fn arp_reply(mac: [u8; 6], ip: [u8; 4], to_mac: [u8; 6], to_ip: [u8; 4]) -> Vec<
     f.extend_from_slice(&to_mac);
     f.extend_from_slice(&to_ip);
     f
-}
-
-/// IPv4 header (IHL 5, right checksum) + `payload`.
-fn ipv4(src: [u8; 4], dst: [u8; 4], ttl: u8, protocol: u8, payload: &[u8]) -> Vec<u8> {
-    let mut p = vec![0u8; 20];
-    p[0] = 0x45;
-    let total = (20 + payload.len()) as u16;
-    p[2..4].copy_from_slice(&total.to_be_bytes());
-    p[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
-    p[8] = ttl;
-    p[9] = protocol;
-    p[12..16].copy_from_slice(&src);
-    p[16..20].copy_from_slice(&dst);
-    let c = checksum::checksum(&p);
-    p[10..12].copy_from_slice(&c.to_be_bytes());
-    p.extend_from_slice(payload);
-    p
 }
 
 fn udp_to(dst: [u8; 4], ttl: u8) -> Vec<u8> {
@@ -280,59 +238,7 @@ fn every_kind_of_frame_ends_where_it_should() {
 
 /// A config with one port per side and no neighbours: on-link next hops
 /// must be resolved by ARP.
-const CONFIG_NO_NEIGH: &str = r#"
-[[port]]
-device = "net_pcap0"
-address = "10.0.1.1/24"
-
-[[port]]
-device = "net_pcap1"
-address = "10.0.2.1/24"
-"#;
-
-/// Run fastpath on pcaps: `in0` into port 0, `in1` into port 1; returns the
-/// frames each port sent and the statistics.
-fn run_pcaps(
-    test: &str,
-    config: &str,
-    in0: &[Vec<u8>],
-    in1: &[Vec<u8>],
-    secs: &str,
-) -> (Vec<Vec<u8>>, Vec<Vec<u8>>, serde_json::Value) {
-    let dir = tempfile::tempdir().unwrap();
-    let p = |n: &str| dir.path().join(n);
-    std::fs::write(p("router.toml"), config).unwrap();
-    write_pcap(&p("in0.pcap"), in0);
-    write_pcap(&p("in1.pcap"), in1);
-    let mut cmd = fastpath();
-    cmd.args(eal_args(
-        test,
-        &[
-            format!(
-                "net_pcap0,rx_pcap={},tx_pcap={}",
-                p("in0.pcap").display(),
-                p("out0.pcap").display()
-            ),
-            format!(
-                "net_pcap1,rx_pcap={},tx_pcap={}",
-                p("in1.pcap").display(),
-                p("out1.pcap").display()
-            ),
-        ],
-    ))
-    .args(["--", "--config"])
-    .arg(p("router.toml"))
-    .args(["--duration", secs, "--stats-json"])
-    .arg(p("stats.json"));
-    let r = run(cmd, Duration::from_secs(60));
-    assert_success(&r);
-    let read = |n: &str| fastpath::pcap::read(std::fs::File::open(p(n)).unwrap()).unwrap();
-    (
-        read("out0.pcap"),
-        read("out1.pcap"),
-        read_json(&p("stats.json")),
-    )
-}
+const CONFIG_NO_NEIGH: &str = pcap_ports_config!();
 
 /// Is `f` an ARP request from port 1 for `target`?
 fn is_arp_request_for(f: &[u8], target: [u8; 4]) -> bool {

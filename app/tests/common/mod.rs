@@ -170,3 +170,96 @@ pub fn spawn_af_packet(make: impl Fn() -> Command) -> Child {
     }
     panic!("fastpath did not start in 4 attempts (PACKET_FANOUT group clashes)");
 }
+
+/// Run fastpath on pcaps: `in0` into port 0, `in1` into port 1; returns the
+/// frames each port sent, the statistics and fastpath's stderr.
+pub fn run_pcaps_logged(
+    test: &str,
+    config: &str,
+    in0: &[Vec<u8>],
+    in1: &[Vec<u8>],
+    secs: &str,
+) -> (Vec<Vec<u8>>, Vec<Vec<u8>>, serde_json::Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    std::fs::write(p("router.toml"), config).unwrap();
+    write_pcap(&p("in0.pcap"), in0);
+    write_pcap(&p("in1.pcap"), in1);
+    let mut cmd = fastpath();
+    cmd.args(eal_args(
+        test,
+        &[
+            format!(
+                "net_pcap0,rx_pcap={},tx_pcap={}",
+                p("in0.pcap").display(),
+                p("out0.pcap").display()
+            ),
+            format!(
+                "net_pcap1,rx_pcap={},tx_pcap={}",
+                p("in1.pcap").display(),
+                p("out1.pcap").display()
+            ),
+        ],
+    ))
+    .args(["--", "--config"])
+    .arg(p("router.toml"))
+    .args(["--duration", secs, "--stats-json"])
+    .arg(p("stats.json"));
+    let r = run(cmd, Duration::from_secs(60));
+    assert_success(&r);
+    let read = |n: &str| fastpath::pcap::read(std::fs::File::open(p(n)).unwrap()).unwrap();
+    (
+        read("out0.pcap"),
+        read("out1.pcap"),
+        read_json(&p("stats.json")),
+        r.stderr,
+    )
+}
+
+/// [`run_pcaps_logged`] without the log.
+pub fn run_pcaps(
+    test: &str,
+    config: &str,
+    in0: &[Vec<u8>],
+    in1: &[Vec<u8>],
+    secs: &str,
+) -> (Vec<Vec<u8>>, Vec<Vec<u8>>, serde_json::Value) {
+    let (out0, out1, stats, _) = run_pcaps_logged(test, config, in0, in1, secs);
+    (out0, out1, stats)
+}
+
+/// Two net_pcap ports: 10.0.1.1/24 (port 0) and 10.0.2.1/24 (port 1).
+#[macro_export]
+macro_rules! pcap_ports_config {
+    () => {
+        r#"
+[[port]]
+device = "net_pcap0"
+address = "10.0.1.1/24"
+
+[[port]]
+device = "net_pcap1"
+address = "10.0.2.1/24"
+"#
+    };
+}
+
+/// The two net_pcap ports and 198.51.100.0/24 routed out of port 1 to the
+/// static neighbour 10.0.2.2 (02:bb:00:00:00:22).
+#[macro_export]
+macro_rules! pcap_router_config {
+    () => {
+        concat!(
+            pcap_ports_config!(),
+            r#"
+[[route]]
+prefix = "198.51.100.0/24"
+via = "10.0.2.2"
+
+[[neighbour]]
+address = "10.0.2.2"
+mac = "02:bb:00:00:00:22"
+"#
+        )
+    };
+}

@@ -1,6 +1,6 @@
 //! A burst of mbufs in a fixed array: no heap allocation per burst.
 
-use super::Mbuf;
+use super::{Mbuf, Mempool};
 use dpdk_sys as sys;
 
 /// Packets per burst, as in DPDK's examples and testpmd.
@@ -120,6 +120,45 @@ impl MbufBurst {
             self.len = from;
         }
         n
+    }
+
+    /// Add `n` fresh mbufs from `pool` in one `rte_pktmbuf_alloc_bulk`: all
+    /// of them, or none (false) when the pool has fewer free or they do not fit.
+    pub fn alloc_bulk(&mut self, pool: &Mempool, n: usize) -> bool {
+        if n == 0 {
+            return true;
+        }
+        if n > BURST_SIZE - self.len {
+            return false;
+        }
+        // SAFETY: slots len..len+n are free; on success DPDK writes n fresh
+        // mbufs (refcnt 1, ours) there, on failure it writes nothing. Their
+        // private areas hold valid PacketMeta values (the Mbuf invariant: zeroed
+        // at pool creation, only ever written as PacketMeta).
+        let ret = unsafe {
+            sys::rte_pktmbuf_alloc_bulk(
+                pool.as_ptr(),
+                self.slots.as_mut_ptr().add(self.len),
+                n as u32,
+            )
+        };
+        if ret != 0 {
+            return false;
+        }
+        self.len += n;
+        true
+    }
+
+    /// Move the mbufs in slots `from..len` to the front and forget the others
+    /// (which the caller handed to a driver).
+    ///
+    /// # Safety
+    /// Slots `0..from` no longer belong to this burst.
+    #[inline(always)]
+    pub(crate) unsafe fn keep_from(&mut self, from: usize) {
+        let from = from.min(self.len);
+        self.slots.copy_within(from..self.len, 0);
+        self.len -= from;
     }
 
     /// Raw slot array and a setter for the held count: for rx/tx bursts only.

@@ -530,6 +530,30 @@ impl TxQueue {
         unsafe { burst.set_len(0) };
         TxOutcome { sent, dropped }
     }
+
+    /// Send what the driver takes and keep the rest in the burst, in order,
+    /// for the next try (a generator that must not lose a stamped packet);
+    /// returns how many the driver took.
+    #[inline(always)]
+    pub fn tx_burst_retain(&mut self, burst: &mut MbufBurst) -> usize {
+        let n = burst.len();
+        if n == 0 {
+            return 0;
+        }
+        // SAFETY: slots 0..n hold mbufs we own; the driver takes the first
+        // `sent` of them. We hold the only token for this TX queue.
+        let sent = unsafe {
+            sys::rte_eth_tx_burst(
+                self.port,
+                self.queue,
+                burst.raw_slots().as_mut_ptr(),
+                n as u16,
+            )
+        } as usize;
+        // SAFETY: slots 0..sent now belong to the driver; the rest stay ours.
+        unsafe { burst.keep_from(sent) };
+        sent
+    }
 }
 
 fn port_name(id: u16) -> String {

@@ -165,7 +165,7 @@ fn fastpath_cmd(o: &Options, pcap: &Path) -> Command {
     c
 }
 
-fn show(c: &Command) -> String {
+pub fn show(c: &Command) -> String {
     let mut s = c.get_program().to_string_lossy().into_owned();
     for a in c.get_args() {
         let a = a.to_string_lossy();

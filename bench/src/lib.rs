@@ -3,6 +3,16 @@
 //! comparison that rewrites `bench/RESULTS.md`.
 
 pub mod compare;
+pub mod dut_process;
 pub mod frame;
+pub mod harness;
 pub mod hooks_bench;
+pub mod loadgen;
+pub mod memif_compare;
+pub mod plot;
 pub mod rates;
+pub mod report;
+pub mod search;
+pub mod sink;
+pub mod spec_args;
+pub mod traffic;

@@ -3,7 +3,10 @@
 use clap::{Parser, Subcommand};
 use fastpath_bench::compare;
 use fastpath_bench::frame::FlowSpec;
+use fastpath_bench::harness::{self, HarnessArgs};
 use fastpath_bench::hooks_bench;
+use fastpath_bench::memif_compare;
+use fastpath_bench::spec_args::SpecArgs;
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -19,6 +22,56 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Cmd {
+    /// One trial: send the flow spec's packets at a rate (or as fast as
+    /// possible) through a device under test in another process and back;
+    /// loss, reordering and latency. EAL arguments go after `--`.
+    Run(HarnessArgs),
+    /// RFC 2544 throughput search (NDR, or PDR with --loss-ratio) through a
+    /// device under test in another process. EAL arguments go after `--`.
+    Search(HarnessArgs),
+    /// Side by side over memif: the generator (this program, on core 0)
+    /// sends the same traffic through dpdk-testpmd io and macswap and through
+    /// fastpath without hooks and with the hooks benchmark's setups (core 1),
+    /// alternated; then an NDR search each. Rewrites the `memif` section of
+    /// RESULTS.md and writes the searches' plots beside it.
+    Memif {
+        #[command(flatten)]
+        spec: SpecArgs,
+        /// Rounds (each runs every device once, in an order rotated per round).
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        /// Seconds of sending per run.
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
+        /// Trial length of the NDR search per device (0: no search).
+        #[arg(long, default_value_t = 1.0)]
+        ndr_seconds: f64,
+        /// Resolution of the NDR search, a fraction of the generator's maximum.
+        #[arg(long, default_value_t = 0.02)]
+        resolution: f64,
+        /// The fastpath binary (default: next to this one).
+        #[arg(long)]
+        fastpath: Option<PathBuf>,
+        /// The peer.
+        #[arg(long, default_value = "dpdk-testpmd")]
+        testpmd: PathBuf,
+        /// Results file to update (its `memif` section); plots go to its folder's `plots/`.
+        #[arg(long, default_value = "bench/RESULTS.md")]
+        results: PathBuf,
+        /// Do not write the results file or the plots.
+        #[arg(long)]
+        no_write: bool,
+    },
+    /// Print the generator's frame templates for a flow spec (one line per
+    /// size and flow: `SIZE FLOW HEX`, payload unstamped), or write them to a
+    /// pcap file; the TRex profiles' test compares its scapy frames with these.
+    Frames {
+        #[command(flatten)]
+        spec: SpecArgs,
+        /// Write a pcap file instead of printing hex.
+        #[arg(long)]
+        pcap: Option<PathBuf>,
+    },
     /// Write valid Ethernet/IPv4/UDP frames to a pcap file.
     Pcap {
         /// Output file.
@@ -127,6 +180,77 @@ fn main() {
 
 fn run(cmd: Cmd) -> Result<(), String> {
     match cmd {
+        Cmd::Memif {
+            spec,
+            rounds,
+            seconds,
+            ndr_seconds,
+            resolution,
+            fastpath,
+            testpmd,
+            results,
+            no_write,
+        } => {
+            let described = spec.spec()?.describe();
+            let results_dir = results
+                .parent()
+                .map(|p| p.to_path_buf())
+                .unwrap_or_default();
+            let opts = memif_compare::Options {
+                rounds,
+                seconds,
+                ndr_trial_seconds: ndr_seconds,
+                resolution,
+                duts: memif_compare::Dut::ALL.to_vec(),
+                spec_args: spec.to_args(),
+                fastpath: hooks_bench::resolve_fastpath(fastpath)?,
+                testpmd,
+                bench: std::env::current_exe().map_err(|e| e.to_string())?,
+                workdir: std::env::temp_dir()
+                    .join(format!("fastpath-bench-memif-{}", std::process::id())),
+                plot_dir: (!no_write).then(|| results_dir.join("plots")),
+            };
+            eprintln!(
+                "memif comparison: {rounds} rounds of {} devices, {seconds} s each, {described}",
+                opts.duts.len()
+            );
+            let summary = memif_compare::run(&opts, |l| eprintln!("{l}"));
+            let _ = std::fs::remove_dir_all(&opts.workdir);
+            let summary = summary?;
+            let md = memif_compare::markdown(&summary, &described, &machine(false), &results_dir);
+            println!("{md}");
+            if !no_write {
+                update_results(&results, "memif", &md)?;
+            }
+            Ok(())
+        }
+        Cmd::Run(a) => harness::run(a, false).map(|_| ()),
+        Cmd::Search(a) => harness::run(a, true).map(|_| ()),
+        Cmd::Frames { spec, pcap } => {
+            let spec = spec.spec()?;
+            let templates = spec.templates();
+            match pcap {
+                Some(out) => {
+                    let frames: Vec<Vec<u8>> =
+                        templates.into_iter().flatten().map(|t| t.bytes).collect();
+                    let f = std::fs::File::create(&out)
+                        .map_err(|e| format!("{}: {e}", out.display()))?;
+                    fastpath::pcap::write(std::io::BufWriter::new(f), &frames)
+                        .map_err(|e| format!("{}: {e}", out.display()))?;
+                }
+                None => {
+                    use std::io::Write as _;
+                    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+                    for (size, per_flow) in spec.sizes.distinct().into_iter().zip(&templates) {
+                        for (flow, t) in per_flow.iter().enumerate() {
+                            let hex: String = t.bytes.iter().map(|b| format!("{b:02x}")).collect();
+                            writeln!(w, "{size} {flow} {hex}").map_err(|e| e.to_string())?;
+                        }
+                    }
+                }
+            }
+            Ok(())
+        }
         Cmd::Pcap {
             out,
             size,
@@ -341,4 +465,17 @@ fn machine(hugepages: bool) -> String {
             "--no-huge"
         }
     )
+}
+
+/// Replace section `name` of the results file (creating the file if needed).
+fn update_results(results: &std::path::Path, name: &str, md: &str) -> Result<(), String> {
+    let doc = std::fs::read_to_string(results).unwrap_or_else(|_| {
+        "# fastpath benchmark results\n\nRewritten by `fastpath-bench compare`; \
+         each section by the command named in it.\n"
+            .to_string()
+    });
+    let doc = compare::replace_section(&doc, name, md);
+    std::fs::write(results, doc).map_err(|e| format!("{}: {e}", results.display()))?;
+    eprintln!("updated {}", results.display());
+    Ok(())
 }

@@ -1,0 +1,135 @@
+//! A device under test in its own process (testpmd, fastpath), its output in
+//! a file, started and stopped by the harness; and the EAL arguments of the
+//! memif pair that joins it to the generator.
+
+use crate::compare::send_sigint;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// MAC of the device under test's memif port 0 (the generator's frames go to it).
+pub const DUT_MAC0: &str = "02:fa:57:00:00:00";
+/// MAC of the device under test's memif port 1.
+pub const DUT_MAC1: &str = "02:fa:57:00:00:01";
+
+/// EAL arguments with two memif ports on `sock` (ids 0 and 1) in `role`
+/// (`server` for the device under test, `client` for the generator), without
+/// hugepages; `macs`: give the ports [`DUT_MAC0`] and [`DUT_MAC1`].
+pub fn memif_eal(prefix: &str, lcores: &str, sock: &Path, role: &str, macs: bool) -> Vec<String> {
+    let mut v: Vec<String> = [
+        "-l",
+        lcores,
+        "--no-pci",
+        "--no-huge",
+        "-m",
+        "1024",
+        "--log-level",
+        "lib.eal:error",
+        "--file-prefix",
+        prefix,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for (id, mac) in [(0, DUT_MAC0), (1, DUT_MAC1)] {
+        let mut d = format!(
+            "net_memif{id},role={role},socket={},socket-abstract=no,id={id}",
+            sock.display()
+        );
+        if macs {
+            d += &format!(",mac={mac}");
+        }
+        v.push("--vdev".into());
+        v.push(d);
+    }
+    v
+}
+
+/// A device under test running in the background, its output in files.
+pub struct DutProcess {
+    child: Child,
+    log: PathBuf,
+}
+
+impl DutProcess {
+    /// Start `c` and wait until its log shows `ready` (its ports are started
+    /// and it forwards) and the memif socket exists.
+    pub fn start(
+        mut c: Command,
+        log: PathBuf,
+        sock: &Path,
+        ready: &str,
+    ) -> Result<DutProcess, String> {
+        let _ = std::fs::remove_file(sock);
+        let out = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let err = out.try_clone().map_err(|e| e.to_string())?;
+        c.stdin(Stdio::null()).stdout(out).stderr(err);
+        let name = c.get_program().to_string_lossy().into_owned();
+        let child = c.spawn().map_err(|e| format!("cannot start {name}: {e}"))?;
+        let mut r = DutProcess { child, log };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let is_ready = |r: &DutProcess| {
+            sock.exists() && std::fs::read_to_string(&r.log).is_ok_and(|l| l.contains(ready))
+        };
+        while !is_ready(&r) {
+            if let Ok(Some(st)) = r.child.try_wait() {
+                return Err(format!(
+                    "{name} exited ({st}) before listening:\n{}",
+                    r.tail()
+                ));
+            }
+            if Instant::now() > deadline {
+                let _ = r.stop();
+                return Err(format!(
+                    "{name} was not ready in 20 s (no `{ready}` in its output, or no socket {}):\n{}",
+                    sock.display(),
+                    r.tail()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(r)
+    }
+
+    /// Everything it printed so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Its last lines, for error messages.
+    pub fn tail(&self) -> String {
+        let s = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = s.lines().collect();
+        lines[lines.len().saturating_sub(15)..].join("\n")
+    }
+
+    /// SIGINT, then wait (SIGKILL after 10 s); Err with the log when it failed.
+    pub fn stop(&mut self) -> Result<(), String> {
+        send_sigint(self.child.id());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(st)) if st.success() => return Ok(()),
+                Ok(Some(st)) => return Err(format!("exited with {st}:\n{}", self.tail())),
+                Ok(None) if Instant::now() > deadline => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    return Err(format!("did not stop within 10 s:\n{}", self.tail()));
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+}
+
+impl Drop for DutProcess {
+    /// A device under test never outlives its harness (a failed run, a
+    /// panicking test): kill it if it still runs.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! Shared by the harness tests: binaries, a per-test work folder, a device
+//! under test over memif and the generator run against it.
+#![allow(dead_code)]
+
+use fastpath_bench::dut_process::{memif_eal, DutProcess, DUT_MAC0};
+use fastpath_bench::report::Report;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// `fastpath-bench`, built for this test.
+pub fn bench_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_fastpath-bench"))
+}
+
+/// A sibling binary of the workspace (`fastpath`), which cargo builds with the tests.
+pub fn workspace_bin(name: &str) -> PathBuf {
+    let p = bench_bin().with_file_name(name);
+    assert!(
+        p.exists(),
+        "{} is missing: build the workspace first (cargo build --workspace, or cargo nextest run --workspace)",
+        p.display()
+    );
+    p
+}
+
+/// `dpdk-testpmd`, which these tests need (Debian package `dpdk`).
+pub fn testpmd() -> PathBuf {
+    let out = Command::new("sh")
+        .args(["-c", "command -v dpdk-testpmd"])
+        .output()
+        .expect("sh");
+    let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(
+        !p.is_empty(),
+        "dpdk-testpmd not found: install Debian's `dpdk` package (apt-get install dpdk)"
+    );
+    PathBuf::from(p)
+}
+
+/// A fresh folder for one test, removed when dropped.
+pub fn workdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("fp-bench-")
+        .tempdir()
+        .expect("tempdir")
+}
+
+/// A unique tag for EAL file prefixes.
+pub fn tag(name: &str) -> String {
+    format!("{name}-{}", std::process::id())
+}
+
+/// Start a device under test with memif servers on `sock`; `app_args` go after `--`.
+pub fn start_dut(
+    program: &Path,
+    app_args: &[&str],
+    dir: &Path,
+    sock: &Path,
+    name: &str,
+    ready: &str,
+) -> DutProcess {
+    let mut c = Command::new(program);
+    c.args(memif_eal(
+        &format!("dut-{}", tag(name)),
+        "0-1",
+        sock,
+        "server",
+        true,
+    ))
+    .arg("--")
+    .args(app_args);
+    DutProcess::start(c, dir.join(format!("{name}.log")), sock, ready)
+        .unwrap_or_else(|e| panic!("starting the device under test: {e}"))
+}
+
+/// Run `fastpath-bench <cmd> <args> --dst-mac DUT_MAC0 --tx-port net_memif0
+/// --rx-port net_memif1 -- <memif clients on sock>`.
+pub fn generator(cmd: &str, args: &[&str], sock: &Path, name: &str) -> Output {
+    Command::new(bench_bin())
+        .arg(cmd)
+        .args(args)
+        .args([
+            "--dst-mac",
+            DUT_MAC0,
+            "--tx-port",
+            "net_memif0",
+            "--rx-port",
+            "net_memif1",
+        ])
+        .arg("--")
+        .args(memif_eal(
+            &format!("gen-{}", tag(name)),
+            "0",
+            sock,
+            "client",
+            false,
+        ))
+        .output()
+        .expect("run fastpath-bench")
+}
+
+/// The generator's output must say it succeeded; returns its JSON report.
+pub fn report(out: &Output, json: &Path) -> Report {
+    assert!(
+        out.status.success(),
+        "fastpath-bench failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = std::fs::read_to_string(json).expect("the JSON report");
+    serde_json::from_str(&s).unwrap_or_else(|e| panic!("{e}: {s}"))
+}
+
+/// fastpath routing memif0 -> memif1, with a classify rule that drops UDP
+/// from source port 1027: one flow of ten when flows vary the source port
+/// from 1024.
+pub const LOSSY_FASTPATH: &str = r#"
+[[port]]
+device = "net_memif0"
+address = "10.255.0.1/24"
+
+[[port]]
+device = "net_memif1"
+address = "10.255.1.1/24"
+
+[[route]]
+prefix = "198.19.0.0/16"
+via = "10.255.1.2"
+
+[[neighbour]]
+address = "10.255.1.2"
+mac = "02:00:00:00:00:99"
+
+[[hook]]
+point = "ingress"
+port = "net_memif0"
+kind = "classify"
+
+[[hook.rule]]
+proto = "udp"
+sport = 1027
+action = "drop"
+"#;
+
+/// Start fastpath with [`LOSSY_FASTPATH`] on memif `sock`.
+pub fn start_lossy_fastpath(dir: &Path, sock: &Path, name: &str) -> DutProcess {
+    let cfg = dir.join("fastpath.toml");
+    std::fs::write(&cfg, LOSSY_FASTPATH).unwrap();
+    start_dut(
+        &workspace_bin("fastpath"),
+        &["--config", cfg.to_str().unwrap(), "--mbufs", "8191"],
+        dir,
+        sock,
+        name,
+        " polls ",
+    )
+}

@@ -1,0 +1,142 @@
+//! `fastpath-bench search` against dpdk-testpmd io in another process over
+//! memif: the whole command (EAL, links, trials, JSON, plots), on a bound the
+//! peer forwards without loss, and on a bound it cannot reach.
+
+mod common;
+use common::*;
+
+fn search(
+    name: &str,
+    rate: &str,
+    extra: &[&str],
+) -> (
+    fastpath_bench::report::Report,
+    std::path::PathBuf,
+    tempfile::TempDir,
+) {
+    let dir = workdir();
+    let sock = dir.path().join("m.sock");
+    let mut dut = start_dut(
+        &testpmd(),
+        &[
+            "--forward-mode=io",
+            "--nb-cores=1",
+            "--total-num-mbufs",
+            "8191",
+            "-a",
+            "--stats-period",
+            "1",
+        ],
+        dir.path(),
+        &sock,
+        name,
+        "packet forwarding - ports",
+    );
+    let json = dir.path().join("search.json");
+    let stem = dir.path().join("plots/search");
+    let mut args = vec![
+        "--flows",
+        "64",
+        "--size",
+        "imix",
+        "--vlan",
+        "42",
+        "--rate",
+        rate,
+        "--seconds",
+        "0.3",
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        stem.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = generator("search", &args, &sock, name);
+    dut.stop().expect("testpmd stops cleanly");
+    let r = report(&out, &json);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("verdict"),
+        "no table on the terminal:\n{stdout}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("trial 1: offered"),
+        "no progress lines:\n{stderr}"
+    );
+    (r, stem, dir)
+}
+
+#[test]
+fn a_bound_testpmd_forwards_is_the_ndr_in_one_trial_with_plots() {
+    let (r, stem, _dir) = search("ndr", "100kpps", &[]);
+    assert_eq!(r.tool, "fastpath-bench");
+    let p = r.search.expect("search parameters");
+    assert_eq!((p.loss_ratio, p.max_rate_pps), (0.0, 100_000.0));
+    assert_eq!(r.trials.len(), 1, "{:?}", r.trials);
+    let t = r.result.expect("NDR");
+    assert!(t.pass && t.lost == 0 && t.sent >= 25_000, "{t:?}");
+    assert_eq!(r.spec["vlan"], 42);
+    assert_eq!(r.spec["sizes"], "imix");
+    assert!((r.frame_mean_bytes - 361.83).abs() < 0.01);
+    for kind in ["rate", "latency"] {
+        let f = stem.with_file_name(format!("search-{kind}.svg"));
+        let svg = std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        assert!(
+            svg.starts_with("<svg") || svg.starts_with("<?xml"),
+            "{}",
+            &svg[..60.min(svg.len())]
+        );
+        assert!(!svg.contains("NaN"));
+    }
+}
+
+/// Search fastpath dropping one flow of ten (10 % loss at any rate).
+fn search_lossy(name: &str, extra: &[&str]) -> fastpath_bench::report::Report {
+    let dir = workdir();
+    let sock = dir.path().join("m.sock");
+    let mut dut = start_lossy_fastpath(dir.path(), &sock, name);
+    let json = dir.path().join("search.json");
+    let mut args = vec![
+        "--flows",
+        "10",
+        "--vary",
+        "src-port",
+        "--rate",
+        "100kpps",
+        "--seconds",
+        "0.2",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = generator("search", &args, &sock, name);
+    dut.stop().expect("fastpath stops cleanly");
+    report(&out, &json)
+}
+
+#[test]
+fn a_device_that_always_loses_has_no_ndr_and_the_search_ends() {
+    // Every trial loses 10 %: the window halves from 100 kpps down to the
+    // 5 % resolution, log2(20) rounded up plus the first trial, then stops.
+    let r = search_lossy("nondr", &["--resolution", "0.05"]);
+    assert!(r.result.is_none(), "{:?}", r.result);
+    assert_eq!(r.trials.len(), 6, "{:?}", r.trials);
+    for t in &r.trials {
+        assert!(!t.pass && (t.loss_ratio - 0.1).abs() < 0.01, "{t:?}");
+    }
+    let rates: Vec<f64> = r.trials.iter().map(|t| t.offered_pps).collect();
+    assert!(
+        rates.windows(2).all(|w| w[1] < w[0]),
+        "each trial lower: {rates:?}"
+    );
+}
+
+#[test]
+fn a_pdr_above_the_loss_passes_at_the_bound_in_one_trial() {
+    let r = search_lossy("pdr", &["--loss-ratio", "0.15"]);
+    assert_eq!(r.trials.len(), 1, "{:?}", r.trials);
+    let t = r.result.expect("PDR at 15 % passes");
+    assert!(t.pass && (t.loss_ratio - 0.1).abs() < 0.01, "{t:?}");
+    assert!(t.offered_pps > 90_000.0, "{t:?}");
+}

@@ -62,6 +62,23 @@ enum Cmd {
         #[arg(long)]
         no_write: bool,
     },
+    /// Refresh every figure in RESULTS.md, one section after the other:
+    /// forwarding (pcap -> null, testpmd io), the IPv4 router, the hooks
+    /// table, and the memif side by side with its NDR searches.
+    All {
+        /// Rounds of each comparison.
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        /// Seconds measured per run.
+        #[arg(long, default_value_t = 5)]
+        seconds: u32,
+        /// Results file to update.
+        #[arg(long, default_value = "bench/RESULTS.md")]
+        results: PathBuf,
+        /// Run the pcap comparisons without hugepages even when available.
+        #[arg(long)]
+        no_huge: bool,
+    },
     /// Print the generator's frame templates for a flow spec (one line per
     /// size and flow: `SIZE FLOW HEX`, payload unstamped), or write them to a
     /// pcap file; the TRex profiles' test compares its scapy frames with these.
@@ -221,6 +238,49 @@ fn run(cmd: Cmd) -> Result<(), String> {
             println!("{md}");
             if !no_write {
                 update_results(&results, "memif", &md)?;
+            }
+            Ok(())
+        }
+        Cmd::All {
+            rounds,
+            seconds,
+            results,
+            no_huge,
+        } => {
+            let common = |cmd: &str| {
+                let mut v = vec![
+                    "fastpath-bench".to_string(),
+                    cmd.to_string(),
+                    "--rounds".into(),
+                    rounds.to_string(),
+                    "--seconds".into(),
+                    seconds.to_string(),
+                    "--results".into(),
+                    results.display().to_string(),
+                ];
+                if no_huge && cmd != "memif" {
+                    v.push("--no-huge".into());
+                }
+                v
+            };
+            let mut steps = vec![
+                ("forwarding", common("compare")),
+                ("IPv4 router", {
+                    let mut v = common("compare");
+                    v.push("--router".into());
+                    v
+                }),
+                ("hooks", common("hooks")),
+                ("memif", {
+                    let mut v = common("memif");
+                    v.extend(["--flows".to_string(), "64".into()]);
+                    v
+                }),
+            ];
+            for (i, (what, args)) in steps.drain(..).enumerate() {
+                eprintln!("== {}/4: {what}: {}", i + 1, args[1..].join(" "));
+                let cli = Cli::try_parse_from(&args).map_err(|e| e.to_string())?;
+                run(cli.cmd).map_err(|e| format!("{what}: {e}"))?;
             }
             Ok(())
         }

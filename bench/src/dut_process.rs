@@ -12,7 +12,8 @@ pub const DUT_MAC0: &str = "02:fa:57:00:00:00";
 /// MAC of the device under test's memif port 1.
 pub const DUT_MAC1: &str = "02:fa:57:00:00:01";
 
-/// EAL arguments with two memif ports on `sock` (ids 0 and 1) in `role`
+/// EAL arguments with two memif ports on `sock` (ids 0 and 1, rings of 4,096
+/// slots like a NIC's descriptor ring, not memif's default 1,024) in `role`
 /// (`server` for the device under test, `client` for the generator), without
 /// hugepages; `macs`: give the ports [`DUT_MAC0`] and [`DUT_MAC1`].
 pub fn memif_eal(prefix: &str, lcores: &str, sock: &Path, role: &str, macs: bool) -> Vec<String> {
@@ -33,7 +34,7 @@ pub fn memif_eal(prefix: &str, lcores: &str, sock: &Path, role: &str, macs: bool
     .collect();
     for (id, mac) in [(0, DUT_MAC0), (1, DUT_MAC1)] {
         let mut d = format!(
-            "net_memif{id},role={role},socket={},socket-abstract=no,id={id}",
+            "net_memif{id},role={role},socket={},socket-abstract=no,id={id},rsize=12",
             sock.display()
         );
         if macs {

@@ -30,6 +30,11 @@ pub struct HarnessArgs {
     /// search: stop when the window is this fraction of the upper bound.
     #[arg(long, default_value_t = 0.01)]
     pub resolution: f64,
+    /// search: repeat a failing trial up to N times at the same rate; the
+    /// rate passes if a repeat does (0: RFC 2544's single trial). Tells a
+    /// host hiccup on a shared machine from the device's limit.
+    #[arg(long, default_value_t = 0)]
+    pub retries: u32,
     /// Port to send on (DPDK name or id).
     #[arg(long, default_value = "0")]
     pub tx_port: String,
@@ -65,6 +70,18 @@ pub struct HarnessArgs {
 fn check(a: &HarnessArgs) -> Result<(), String> {
     if !(a.seconds > 0.0 && a.seconds.is_finite()) {
         return Err(format!("--seconds {} must be above zero", a.seconds));
+    }
+    if !(0.0..1.0).contains(&a.loss_ratio) {
+        return Err(format!(
+            "--loss-ratio {} is outside [0, 1): 0 for NDR, e.g. 0.005 for a 0.5 % PDR",
+            a.loss_ratio
+        ));
+    }
+    if !(a.resolution > 0.0 && a.resolution < 1.0) {
+        return Err(format!(
+            "--resolution {} is outside (0, 1): a fraction of the upper bound, e.g. 0.01",
+            a.resolution
+        ));
     }
     if a.eal.is_empty() {
         return Err(
@@ -128,10 +145,13 @@ pub fn run(a: HarnessArgs, search: bool) -> Result<Report, String> {
         let mut n = 0;
         search::search(
             &mut gen,
-            rate,
-            a.loss_ratio,
-            a.resolution,
-            a.seconds,
+            search::Options {
+                max_rate_pps: rate,
+                loss_ratio: a.loss_ratio,
+                resolution: a.resolution,
+                trial_seconds: a.seconds,
+                retries: a.retries,
+            },
             |t, w| {
                 n += 1;
                 eprintln!("{}", progress_line(n, t, Some(w)));

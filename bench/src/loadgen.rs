@@ -9,7 +9,7 @@
 use crate::report::Trial;
 use crate::search::Device;
 use crate::sink::Sink;
-use crate::traffic::{Signature, Template, TrafficSpec};
+use crate::traffic::{restamp_tsc, FlowCursor, Signature, Template, TrafficSpec};
 use fastpath::dpdk::{
     self, Eal, MbufBurst, Mempool, Port, PortConfig, RxQueue, TxQueue, BURST_SIZE,
 };
@@ -42,6 +42,7 @@ pub struct LoadGen {
     /// so a DUT's frames toward it (ARP, replies) never back up.
     tx_port_rx: Option<RxQueue>,
     templates: Vec<Vec<Template>>,
+    cursor: FlowCursor,
     spec: TrafficSpec,
     opts: Options,
     next_seq: u64,
@@ -51,6 +52,9 @@ pub struct LoadGen {
     pub foreign: u64,
     /// Trials where the generator sent less than 99 % of the rate asked.
     pub short_trials: u64,
+    /// Packets the TX ring refused in fixed-rate trials (counted lost: the
+    /// device did not take them), over all trials.
+    pub refused: u64,
     ports: Vec<Port>,
     pool: Mempool,
     _eal: Eal,
@@ -135,6 +139,7 @@ impl LoadGen {
             rx,
             tx_port_rx,
             templates: spec.templates(),
+            cursor: FlowCursor::new(&spec),
             spec,
             opts,
             next_seq: 0,
@@ -142,6 +147,7 @@ impl LoadGen {
             stop,
             foreign: 0,
             short_trials: 0,
+            refused: 0,
             ports,
             pool,
             _eal: eal,
@@ -166,40 +172,59 @@ impl LoadGen {
         }
         for m in burst.as_mut_slice() {
             let seq = self.next_seq;
-            let (si, flow) = self.spec.nth(seq);
+            let (si, flow) = self.cursor.next(&self.spec, seq);
             let t = &self.templates[si][flow as usize];
-            if m.append(&t.bytes) {
-                t.stamp(m.data_mut(), Signature { seq, tsc: now });
-            }
+            let appended = m.append(&t.bytes);
+            debug_assert!(
+                appended,
+                "a template of {} bytes fits an mbuf",
+                t.bytes.len()
+            );
+            t.stamp(m.data_mut(), Signature { seq, tsc: now });
             self.next_seq += 1;
         }
         n
     }
 
+    /// Receive what has arrived (up to four bursts, so the sink keeps up
+    /// with a sender that only sends one); returns how many carried packets.
     #[inline]
     fn receive(&mut self, burst: &mut MbufBurst, sink: &mut Sink) -> usize {
-        let n = self.rx.rx_burst(burst);
-        if n > 0 {
+        let mut total = 0;
+        for _ in 0..4 {
+            let n = self.rx.rx_burst(burst);
+            if n == 0 {
+                break;
+            }
             let now = dpdk::tsc();
             for m in burst.as_slice() {
                 sink.record(m.data(), now);
             }
             burst.free_all();
+            total += n;
         }
         if let Some(q) = &mut self.tx_port_rx {
             self.foreign += q.rx_burst(burst) as u64;
             burst.free_all();
         }
-        n
+        total
     }
 
     /// One trial: send at `rate_pps` (None: as fast as possible) for the
     /// trial length, then receive stragglers until all arrived or the drain
     /// time is over.
+    ///
+    /// At a fixed rate the generator behaves like a wire: packets the TX ring
+    /// refuses (the device did not take them in time) are freed and counted
+    /// as sent and lost. As fast as possible, the ring's back-pressure is the
+    /// pace: refused packets wait for room, and get a fresh TSC before each
+    /// try, so their wait is not counted as the device's latency.
     pub fn run_trial(&mut self, rate_pps: Option<f64>, allowed_loss: f64) -> Result<Trial, String> {
         let hz = self.hz;
         let base = self.next_seq;
-        let mut sink = Sink::starting_at(hz, base);
+        let expected = rate_pps.unwrap_or(20e6) * self.opts.trial.as_secs_f64() * 1.1;
+        let mut sink = Sink::with_expected(hz, base, expected as u64);
+        let udp = self.spec.udp_offset();
         let mut out = MbufBurst::new();
         let mut inb = MbufBurst::new();
         let start = dpdk::tsc();
@@ -221,18 +246,30 @@ impl LoadGen {
                     }
                 };
                 self.fill(&mut out, room as usize, now);
+            } else {
+                for m in out.as_mut_slice() {
+                    restamp_tsc(m.data_mut(), udp, now);
+                }
             }
-            self.tx.tx_burst_retain(&mut out);
+            if per_tick.is_some() {
+                self.refused += self.tx.tx_burst(&mut out).dropped as u64;
+            } else {
+                self.tx.tx_burst_retain(&mut out);
+            }
             self.receive(&mut inb, &mut sink);
             now = dpdk::tsc();
         }
         let send_end = now;
-        // Stamped packets the driver never took were not sent.
+        // Stamped packets still waiting for room (as fast as possible) were
+        // never offered.
         let sent = self.next_seq - base - out.len() as u64;
         out.free_all();
         let drain_until = Instant::now() + self.opts.drain;
         let mut quiet_since = Instant::now();
         while sink.received() < sent && Instant::now() < drain_until {
+            if self.stop.load(Ordering::Relaxed) {
+                return Err("interrupted".into());
+            }
             if self.receive(&mut inb, &mut sink) > 0 {
                 quiet_since = Instant::now();
             } else if quiet_since.elapsed() > self.opts.drain / 4 {

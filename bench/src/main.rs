@@ -49,6 +49,9 @@ enum Cmd {
         /// Resolution of the NDR search, a fraction of the generator's maximum.
         #[arg(long, default_value_t = 0.02)]
         resolution: f64,
+        /// Repeats of a failing NDR trial at the same rate (0: RFC 2544's single trial).
+        #[arg(long, default_value_t = 2)]
+        retries: u32,
         /// The fastpath binary (default: next to this one).
         #[arg(long)]
         fastpath: Option<PathBuf>,
@@ -203,6 +206,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
             seconds,
             ndr_seconds,
             resolution,
+            retries,
             fastpath,
             testpmd,
             results,
@@ -218,6 +222,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 seconds,
                 ndr_trial_seconds: ndr_seconds,
                 resolution,
+                retries,
                 duts: memif_compare::Dut::ALL.to_vec(),
                 spec_args: spec.to_args(),
                 fastpath: hooks_bench::resolve_fastpath(fastpath)?,

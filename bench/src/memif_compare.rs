@@ -80,6 +80,8 @@ pub struct Options {
     /// Trial length of the NDR searches (0: no search).
     pub ndr_trial_seconds: f64,
     pub resolution: f64,
+    /// Repeats of a failing search trial (see `search::Options::retries`).
+    pub retries: u32,
     pub duts: Vec<Dut>,
     /// Flow spec arguments for `fastpath-bench run` (`--size 64 --flows 1024 ...`).
     pub spec_args: Vec<String>,
@@ -99,8 +101,10 @@ pub struct Summary {
     pub ndr: Vec<(Dut, Report)>,
     pub commands: Vec<(Dut, String)>,
     pub generator: String,
-    /// Plot files written, relative to the plot dir's parent.
+    /// The searches' plot files.
     pub plots: Vec<(Dut, Vec<PathBuf>)>,
+    /// The bar chart of the rounds' forwarded rates.
+    pub forwarded_plot: Option<PathBuf>,
 }
 
 /// The fastpath config of a hooks case with memif ports in place of pcap / null.
@@ -185,6 +189,7 @@ fn generator_cmd(
         Mode::SearchUpTo(pps) => {
             c.args(["--seconds", &o.ndr_trial_seconds.to_string()])
                 .args(["--resolution", &o.resolution.to_string()])
+                .args(["--retries", &o.retries.to_string()])
                 .args(["--rate", &format!("{pps:.0}pps")]);
         }
         Mode::Max => {
@@ -232,6 +237,7 @@ fn one(o: &Options, dut: Dut, mode: Mode, tag: &str) -> Result<Report, String> {
 /// Run the rounds and the searches; `progress` hears a line per run.
 pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Summary, String> {
     std::fs::create_dir_all(&o.workdir).map_err(|e| e.to_string())?;
+    let mut forwarded_plot = None;
     let mut runs: Vec<(Dut, Vec<Report>)> = o.duts.iter().map(|&d| (d, Vec::new())).collect();
     for round in 0..o.rounds {
         let n = o.duts.len();
@@ -253,6 +259,26 @@ pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Summary, Strin
     }
     let mut ndr = Vec::new();
     let mut plots = Vec::new();
+    if let Some(dir) = &o.plot_dir {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let bars: Vec<(String, f64, f64, f64)> = runs
+            .iter()
+            .map(|(dut, reports)| {
+                let f: Vec<f64> = fwd(reports).iter().map(|v| v / 1e6).collect();
+                let lo = f.iter().cloned().fold(f64::INFINITY, f64::min);
+                let hi = f.iter().cloned().fold(0.0, f64::max);
+                (dut.label(), rates::median(&f).unwrap_or(0.0), lo, hi)
+            })
+            .collect();
+        let path = dir.join("memif-forwarded.svg");
+        let svg = crate::plot::bars_svg(
+            "forwarded as fast as the generator sends, over memif (median, min-max)",
+            "Mpps",
+            &bars,
+        );
+        std::fs::write(&path, svg).map_err(|e| format!("{}: {e}", path.display()))?;
+        forwarded_plot = Some(path);
+    }
     // Every search has the same upper bound: the most the generator sent in
     // any run (a device that passes there is at least that fast).
     let max_offered = runs
@@ -301,6 +327,7 @@ pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Summary, Strin
         commands,
         generator,
         plots,
+        forwarded_plot,
     })
 }
 
@@ -364,19 +391,28 @@ pub fn markdown(s: &Summary, spec: &str, machine: &str, results_dir: &Path) -> S
             lat(|l| l.p999),
         );
     }
+    if let Some(p) = &s.forwarded_plot {
+        let rel = p.strip_prefix(results_dir).unwrap_or(p);
+        let _ = writeln!(m, "\n![forwarded rates over memif]({})", rel.display());
+    }
     if !s.ndr.is_empty() {
         let p = s.ndr[0]
             .1
             .search
-            .map(|p| (p.trial_seconds, p.resolution))
+            .map(|p| (p.trial_seconds, p.resolution, p.retries))
             .unwrap_or_default();
         let _ = writeln!(
             m,
             "\nRFC 2544 no-drop rate (binary search, {} s trials, resolution {} % of the \
              upper bound, the most the generator sent in any run above; ≥: passed at that \
-             bound, so the generator is the limit; one search each):\n",
+             bound, so the generator is the limit; one search each). A failing trial is \
+             repeated up to {} times at the same rate and the rate passes if a repeat does: \
+             on this shared VM a host hiccup loses a few packets at any rate, and a single \
+             0-loss trial per rate measured the hiccups (NDRs from 0.7 to 20 Mpps for \
+             devices that all forward about 20 Mpps), not the devices.\n",
             p.0,
-            p.1 * 100.0
+            p.1 * 100.0,
+            p.2
         );
         let _ = writeln!(m, "| device under test | NDR Mpps | ratio to testpmd io | trials | p99 us at NDR | plots |");
         let _ = writeln!(m, "|---|---:|---:|---:|---:|---|");
@@ -408,7 +444,7 @@ pub fn markdown(s: &Summary, spec: &str, machine: &str, results_dir: &Path) -> S
                 m,
                 "| {} | {}{:.3} | {:.3} | {} | {:.1} | {links} |",
                 dut.label(),
-                if rate(r) >= limit && limit > 0.0 {
+                if limit > 0.0 && rate(r) >= 0.99 * limit {
                     "≥ "
                 } else {
                     ""

@@ -114,7 +114,7 @@ pub fn rate_svg(r: &Report) -> String {
         (Swatch::Line(GREY, true), "no loss (y = x)".to_string()),
     ];
     if let Some((ox, oy)) = result {
-        let label = result_label(r, oy);
+        let label = result_label(r, ox);
         mark_result(&mut svg, f, (x.map(ox), y.map(oy)), &label);
         legend.push((Swatch::Ring(GREEN), label));
     } else if trials.is_empty() {
@@ -381,15 +381,16 @@ fn range_with_zero(values: impl Iterator<Item = f64>) -> (f64, f64) {
         .fold((0.0, 0.0), |(lo, hi): (f64, f64), v| (lo.min(v), hi.max(v)))
 }
 
-/// "NDR 12.34 Mpps", "PDR (0.5 %) 12.34 Mpps" or, without search, "result …".
-fn result_label(r: &Report, fwd_mpps: f64) -> String {
+/// "NDR 12.34 Mpps", "PDR (0.5 %) 12.34 Mpps" or, without search, "result …":
+/// the offered rate of the result trial, as RFC 2544 reports throughput.
+fn result_label(r: &Report, rate_mpps: f64) -> String {
     match &r.search {
-        Some(s) if s.loss_ratio == 0.0 => format!("NDR {fwd_mpps:.2} Mpps"),
+        Some(s) if s.loss_ratio == 0.0 => format!("NDR {rate_mpps:.2} Mpps"),
         Some(s) => format!(
-            "PDR ({} %) {fwd_mpps:.2} Mpps",
+            "PDR ({} %) {rate_mpps:.2} Mpps",
             trim(finite(s.loss_ratio) * 100.0, 4)
         ),
-        None => format!("result {fwd_mpps:.2} Mpps"),
+        None => format!("result {rate_mpps:.2} Mpps"),
     }
 }
 
@@ -962,6 +963,7 @@ mod tests {
                 trial_seconds: 1.0,
                 resolution: 0.01,
                 max_rate_pps: 14.88e6,
+                retries: 0,
             }),
             trials,
             result,
@@ -1260,30 +1262,5 @@ mod tests {
         for p in paths {
             parse(&std::fs::read_to_string(p).unwrap());
         }
-    }
-
-    /// Writes sample plots to `$TMPDIR/plot-samples` for a look:
-    /// `cargo test -p fastpath-bench --lib plot::tests::samples -- --ignored`.
-    #[test]
-    #[ignore]
-    fn samples() {
-        let dir = std::env::temp_dir().join("plot-samples");
-        write_plots(&search_report(), &dir.join("search")).unwrap();
-        let bars = vec![
-            ("testpmd io".to_string(), 30.2, 29.8, 30.9),
-            ("testpmd macswap".to_string(), 24.0, 23.1, 24.4),
-            ("testpmd 5tswap".to_string(), 21.7, 20.9, 22.0),
-            ("fastpath router".to_string(), 18.5, 17.9, 18.8),
-        ];
-        std::fs::write(
-            dir.join("bars.svg"),
-            bars_svg("forwarding rate, 64 B frames, 1 lcore", "Mpps", &bars),
-        )
-        .unwrap();
-        write_plots(&report("empty <dut>", vec![], 0.0), &dir.join("empty")).unwrap();
-        let mut one = report("a<b&c", vec![trial(5.0, 4.99, true)], 0.005);
-        one.trials[0].latency_ns = Some(lat(3.0, 3.0, 3.0));
-        one.result = Some(one.trials[0].clone());
-        write_plots(&one, &dir.join("single")).unwrap();
     }
 }

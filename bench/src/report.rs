@@ -61,6 +61,10 @@ pub struct SearchParams {
     pub resolution: f64,
     /// Upper bound of the search (line rate, or the generator's own maximum).
     pub max_rate_pps: f64,
+    /// Repeats allowed for a failing trial at the same rate (0: RFC 2544's
+    /// single trial; absent in older reports and the TRex runner's).
+    #[serde(default)]
+    pub retries: u32,
 }
 
 /// The whole outcome.
@@ -143,8 +147,8 @@ impl Report {
                     } else {
                         format!("PDR ({} % loss)", p.loss_ratio * 100.0)
                     },
-                    r.forwarded_pps / 1e6,
-                    line_bps(r.forwarded_pps, self.frame_mean_bytes) / 1e9,
+                    r.offered_pps / 1e6,
+                    line_bps(r.offered_pps, self.frame_mean_bytes) / 1e9,
                     r.loss_ratio * 100.0,
                     us(r.latency_ns.unwrap_or_default().p99)
                 );
@@ -181,6 +185,7 @@ mod tests {
                 trial_seconds: 1.0,
                 resolution: 0.01,
                 max_rate_pps: 1e6,
+                retries: 0,
             }),
             trials: vec![Trial {
                 offered_pps: 1e6,

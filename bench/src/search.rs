@@ -32,17 +32,37 @@ pub struct Window {
     pub hi_pps: f64,
 }
 
-/// Run the search. `max_rate_pps`: None measures it first, with a trial as
-/// fast as the generator can send (that trial's offered rate is the maximum).
-/// `progress` sees every trial with the window after it.
+/// How to search.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Upper bound; None measures it first, with a trial as fast as the
+    /// generator can send (that trial's offered rate is the bound).
+    pub max_rate_pps: Option<f64>,
+    /// Loss ratio a trial may have and pass (0: NDR).
+    pub loss_ratio: f64,
+    /// Stop when the window is this fraction of the bound.
+    pub resolution: f64,
+    pub trial_seconds: f64,
+    /// Repeat a failing trial up to this many times at the same rate; the
+    /// rate passes if a repeat does. 0 is RFC 2544's single trial. On a
+    /// shared machine a host hiccup can lose a few packets at any rate: a
+    /// retry tells that from a device that loses at the rate every time.
+    pub retries: u32,
+}
+
+/// Run the search; `progress` sees every trial with the window after it.
 pub fn search(
     dev: &mut dyn Device,
-    max_rate_pps: Option<f64>,
-    loss_ratio: f64,
-    resolution: f64,
-    trial_seconds: f64,
+    o: Options,
     mut progress: impl FnMut(&Trial, Window),
 ) -> Result<Outcome, String> {
+    let Options {
+        max_rate_pps,
+        loss_ratio,
+        resolution,
+        trial_seconds,
+        retries,
+    } = o;
     if !(0.0..1.0).contains(&loss_ratio) {
         return Err(format!(
             "loss ratio {loss_ratio} is outside [0, 1): 0 for NDR, e.g. 0.005 for a 0.5 % PDR"
@@ -54,7 +74,7 @@ pub fn search(
         ));
     }
     let mut trials = Vec::new();
-    let first = dev.trial(max_rate_pps, loss_ratio)?;
+    let mut first = dev.trial(max_rate_pps, loss_ratio)?;
     let max = max_rate_pps.unwrap_or(first.offered_pps);
     if !(max > 0.0 && max.is_finite()) {
         return Err(format!(
@@ -62,6 +82,20 @@ pub fn search(
         ));
     }
     let (mut lo, mut hi) = (0.0, max);
+    for _ in 0..retries {
+        if first.pass {
+            break;
+        }
+        progress(
+            &first,
+            Window {
+                lo_pps: lo,
+                hi_pps: hi,
+            },
+        );
+        trials.push(first);
+        first = dev.trial(Some(max), loss_ratio)?;
+    }
     let mut best = None;
     if first.pass {
         lo = max;
@@ -78,7 +112,21 @@ pub fn search(
     let step = resolution * max;
     while hi - lo > step {
         let mid = (lo + hi) / 2.0;
-        let t = dev.trial(Some(mid), loss_ratio)?;
+        let mut t = dev.trial(Some(mid), loss_ratio)?;
+        for _ in 0..retries {
+            if t.pass {
+                break;
+            }
+            progress(
+                &t,
+                Window {
+                    lo_pps: lo,
+                    hi_pps: hi,
+                },
+            );
+            trials.push(t);
+            t = dev.trial(Some(mid), loss_ratio)?;
+        }
         if t.pass {
             lo = mid;
             best = Some(t.clone());
@@ -100,6 +148,7 @@ pub fn search(
             trial_seconds,
             resolution,
             max_rate_pps: max,
+            retries,
         },
         trials,
         result: best,
@@ -123,7 +172,7 @@ impl Device for Synthetic {
         let received = ((offered.min(self.capacity_pps)) * self.seconds).round() as u64;
         let lost = sent - received.min(sent);
         let loss_ratio = if sent == 0 {
-            0.0
+            1.0
         } else {
             lost as f64 / sent as f64
         };
@@ -145,13 +194,66 @@ impl Device for Synthetic {
 mod tests {
     use super::*;
 
+    fn opts(max: Option<f64>, loss: f64, res: f64, retries: u32) -> Options {
+        Options {
+            max_rate_pps: max,
+            loss_ratio: loss,
+            resolution: res,
+            trial_seconds: 1.0,
+            retries,
+        }
+    }
+
+    /// Loses a packet in every other trial whatever the rate (a host hiccup),
+    /// and above its capacity always.
+    struct Flaky {
+        inner: Synthetic,
+        n: u32,
+    }
+
+    impl Device for Flaky {
+        fn trial(&mut self, rate: Option<f64>, allowed: f64) -> Result<Trial, String> {
+            let mut t = self.inner.trial(rate, allowed)?;
+            self.n += 1;
+            if self.n % 2 == 1 && t.lost == 0 {
+                t.lost = 1;
+                t.received -= 1;
+                t.loss_ratio = 1.0 / t.sent as f64;
+                t.pass = false;
+            }
+            Ok(t)
+        }
+    }
+
+    #[test]
+    fn a_retry_tells_a_hiccup_from_the_device_limit() {
+        let flaky = || Flaky {
+            inner: Synthetic {
+                capacity_pps: 6e6,
+                generator_max_pps: 10e6,
+                seconds: 1.0,
+            },
+            n: 0,
+        };
+        // Without retries every hiccup pulls the window down: more than one
+        // step below the 6 Mpps capacity.
+        let o = search(&mut flaky(), opts(Some(10e6), 0.0, 0.01, 0), |_, _| {}).unwrap();
+        let without = o.result.map(|t| t.offered_pps).unwrap_or(0.0);
+        assert!(6e6 - without > 0.01 * 10e6, "{without}");
+        // With one retry the search lands within a step below capacity.
+        let o = search(&mut flaky(), opts(Some(10e6), 0.0, 0.01, 1), |_, _| {}).unwrap();
+        let with = o.result.unwrap().offered_pps;
+        assert!(with <= 6e6 && 6e6 - with <= 0.01 * 10e6, "{with}");
+        assert_eq!(o.params.retries, 1);
+    }
+
     fn run(capacity: f64, max: Option<f64>, loss: f64, res: f64) -> Outcome {
         let mut dev = Synthetic {
             capacity_pps: capacity,
             generator_max_pps: 20e6,
             seconds: 1.0,
         };
-        search(&mut dev, max, loss, res, 1.0, |_, _| {}).unwrap()
+        search(&mut dev, opts(max, loss, res, 0), |_, _| {}).unwrap()
     }
 
     #[test]
@@ -207,9 +309,9 @@ mod tests {
             generator_max_pps: 1.0,
             seconds: 1.0,
         };
-        let e = search(&mut dev, None, 1.5, 0.01, 1.0, |_, _| {}).unwrap_err();
+        let e = search(&mut dev, opts(None, 1.5, 0.01, 0), |_, _| {}).unwrap_err();
         assert!(e.contains("loss ratio"), "{e}");
-        let e = search(&mut dev, None, 0.0, 0.0, 1.0, |_, _| {}).unwrap_err();
+        let e = search(&mut dev, opts(None, 0.0, 0.0, 0), |_, _| {}).unwrap_err();
         assert!(e.contains("resolution"), "{e}");
     }
 }

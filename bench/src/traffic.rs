@@ -252,15 +252,15 @@ impl Template {
         self.udp + UDP_LEN
     }
 
-    /// Write `sig` into `frame` (a copy of this template) and fix the UDP
-    /// checksum incrementally (RFC 1624): the template's payload is zero there,
-    /// so the new sum is the old one plus the stamp's words.
+    /// Write `sig` into `frame` (a copy of this template, stamped or not) and
+    /// set the UDP checksum incrementally (RFC 1624): the template's payload
+    /// is zero there, so the sum is the template's plus the stamp's words.
     #[inline]
     pub fn stamp(&self, frame: &mut [u8], sig: Signature) {
         let p = self.payload();
         let b = sig.bytes();
         frame[p..p + Signature::LEN].copy_from_slice(&b);
-        let ck = u16::from_be_bytes([frame[self.udp + 6], frame[self.udp + 7]]);
+        let ck = u16::from_be_bytes([self.bytes[self.udp + 6], self.bytes[self.udp + 7]]);
         let mut sum = u32::from(!ck);
         for w in b.chunks_exact(2) {
             sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
@@ -394,17 +394,81 @@ impl TrafficSpec {
             .collect()
     }
 
-    /// Index into [`templates`](Self::templates) of packet `k`: (size index, flow).
+    /// Index into [`templates`](Self::templates) of the size of packet `k`.
     #[inline]
-    pub fn nth(&self, k: u64) -> (usize, u32) {
-        let size = self.sizes.nth(k);
-        let si = match self.sizes {
+    pub fn size_index(&self, k: u64) -> usize {
+        match self.sizes {
             FrameSizes::Fixed(_) => 0,
-            FrameSizes::Imix => IMIX_SIZES.iter().position(|&(s, _)| s == size).unwrap_or(0),
-        };
-        (si, (k % u64::from(self.flows)) as u32)
+            FrameSizes::Imix => {
+                let size = self.sizes.nth(k);
+                IMIX_SIZES.iter().position(|&(s, _)| s == size).unwrap_or(0)
+            }
+        }
     }
 
+    /// Offset of the UDP header (the same in every template of the spec).
+    pub fn udp_offset(&self) -> usize {
+        self.l2_len() + IPV4_LEN
+    }
+}
+
+/// Which template each packet of a run uses: sizes in the spec's pattern,
+/// and for each size its own round robin over the flows, so every flow sends
+/// every size in the IMIX proportions (as TRex's one stream per size does),
+/// whatever the flow count.
+#[derive(Clone, Debug)]
+pub struct FlowCursor {
+    next_flow: [u32; IMIX_SIZES.len()],
+    flows: u32,
+}
+
+impl FlowCursor {
+    pub fn new(spec: &TrafficSpec) -> FlowCursor {
+        FlowCursor {
+            next_flow: [0; IMIX_SIZES.len()],
+            flows: spec.flows.max(1),
+        }
+    }
+
+    /// (size index, flow) of packet `k` of a run (packets in order).
+    #[inline]
+    pub fn next(&mut self, spec: &TrafficSpec, k: u64) -> (usize, u32) {
+        let si = spec.size_index(k);
+        let f = self.next_flow[si];
+        self.next_flow[si] = if f + 1 == self.flows { 0 } else { f + 1 };
+        (si, f)
+    }
+}
+
+/// Replace the TSC of a stamped frame (the generator re-stamps packets that
+/// waited for room in the TX ring, so their wait is not counted as the
+/// device's latency) and update the UDP checksum for the changed words (RFC
+/// 1624: HC' = ~(~HC + ~m + m')). `udp` is the UDP header's offset.
+#[inline]
+pub fn restamp_tsc(frame: &mut [u8], udp: usize, tsc: u64) {
+    let at = udp + UDP_LEN + 8;
+    let Some(field) = frame.get(at..at + 6) else {
+        return;
+    };
+    let new = (tsc & Signature::MASK).to_be_bytes();
+    let mut sum = u32::from(!u16::from_be_bytes([frame[udp + 6], frame[udp + 7]]));
+    for i in 0..3 {
+        let old = u16::from_be_bytes([field[2 * i], field[2 * i + 1]]);
+        let new = u16::from_be_bytes([new[2 + 2 * i], new[3 + 2 * i]]);
+        sum += u32::from(!old) + u32::from(new);
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    let mut c = !(sum as u16);
+    if c == 0 {
+        c = 0xffff;
+    }
+    frame[at..at + 6].copy_from_slice(&new[2..]);
+    frame[udp + 6..udp + 8].copy_from_slice(&c.to_be_bytes());
+}
+
+impl TrafficSpec {
     /// One line for tables: `64 B, 1024 flows (src-ip,src-port), VLAN 10`.
     pub fn describe(&self) -> String {
         let sizes = match self.sizes {
@@ -494,7 +558,7 @@ mod tests {
             spec.validate().unwrap();
             let t = spec.templates();
             for k in [0u64, 1, 11, 299, 300, 12_345, (1 << 48) + 7] {
-                let (si, flow) = spec.nth(k);
+                let (si, flow) = (spec.size_index(k), (k % 300) as u32);
                 let tpl = &t[si][flow as usize];
                 let mut f = tpl.bytes.clone();
                 assert_eq!(f.len() + FCS_LEN, spec.sizes.nth(k));
@@ -508,6 +572,27 @@ mod tests {
                 let back = signature_of(&f).expect("signature");
                 assert_eq!(back.seq, k & Signature::MASK);
                 assert_eq!(back.tsc, sig.tsc & Signature::MASK);
+                // Re-stamping (a packet that waited for the TX ring) keeps it valid.
+                restamp_tsc(
+                    &mut f,
+                    spec.udp_offset(),
+                    0xffff_ffff_ffff_u64.wrapping_sub(k),
+                );
+                check_valid(&f, spec.l2_len());
+                assert_eq!(
+                    signature_of(&f).unwrap().tsc,
+                    (0xffff_ffff_ffff_u64.wrapping_sub(k)) & Signature::MASK
+                );
+                assert_eq!(signature_of(&f).unwrap().seq, k & Signature::MASK);
+                tpl.stamp(&mut f, sig);
+                check_valid(&f, spec.l2_len());
+                assert_eq!(
+                    signature_of(&f),
+                    Some(Signature {
+                        seq: k & Signature::MASK,
+                        tsc: sig.tsc & Signature::MASK
+                    })
+                );
                 if let Some(v) = spec.vlan {
                     assert_eq!(&f[12..16], &[0x81, 0x00, 0, v as u8]);
                 }
@@ -540,9 +625,23 @@ mod tests {
         };
         let mut n = [0; 3];
         for k in 0..1200 {
-            n[spec.nth(k).0] += 1;
+            n[spec.size_index(k)] += 1;
         }
         assert_eq!(n, [700, 400, 100]);
+        // Every flow sends every size in those proportions, whatever the flow
+        // count (12 flows would otherwise tie each flow to one size).
+        let spec = TrafficSpec {
+            sizes: FrameSizes::Imix,
+            flows: 12,
+            ..Default::default()
+        };
+        let mut cur = FlowCursor::new(&spec);
+        let mut per_flow = vec![[0u32; 3]; 12];
+        for k in 0..12 * 12 * 10 {
+            let (si, f) = cur.next(&spec, k);
+            per_flow[f as usize][si] += 1;
+        }
+        assert!(per_flow.iter().all(|c| *c == [70, 40, 10]), "{per_flow:?}");
         assert!((spec.sizes.mean() - 361.83).abs() < 0.01);
     }
 

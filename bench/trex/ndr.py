@@ -136,8 +136,8 @@ def search(
         raise ValueError(f"max rate {max_rate_pps} pps: expected a positive rate")
     if not 0.0 <= loss_ratio < 1.0:
         raise ValueError(f"loss ratio {loss_ratio}: expected 0 (NDR) up to, not including, 1")
-    if not 0.0 < resolution <= 1.0:
-        raise ValueError(f"resolution {resolution}: expected a fraction of the max rate in (0, 1]")
+    if not 0.0 < resolution < 1.0:
+        raise ValueError(f"resolution {resolution}: expected a fraction of the max rate in (0, 1)")
 
     trials: List[Dict] = []
 
@@ -369,7 +369,15 @@ class TrexRunner:
                 err = lat.get("err_cntrs", {})
                 reordered = int(err.get("out_of_order", 0))
                 duplicates = int(err.get("dup", 0))
-        return make_trial(offered_pps, sent, received, self.seconds, latency, reordered, duplicates)
+        # Offered is what TRex did send (as fastpath-bench reports it), not
+        # what was asked: a TRex that cannot keep up must not claim the rate.
+        sent_pps = sent / self.seconds if self.seconds > 0 else offered_pps
+        if sent_pps < 0.99 * offered_pps:
+            print(
+                f"note: TRex sent {sent_pps / 1e6:.3f} Mpps of the {offered_pps / 1e6:.3f} asked",
+                file=sys.stderr,
+            )
+        return make_trial(min(offered_pps, sent_pps), sent, received, self.seconds, latency, reordered, duplicates)
 
 
 # --------------------------------------------------------------------------

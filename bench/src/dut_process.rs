@@ -134,3 +134,60 @@ impl Drop for DutProcess {
         }
     }
 }
+
+/// What a generator run printed and how it ended.
+#[derive(Debug)]
+pub struct GeneratorOutput {
+    pub status: std::process::ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Run a `fastpath-bench run|search ... --hold` command: once it says its
+/// results are written ([`crate::harness::HOLDING`]), call `stop_peer` (stop
+/// the device under test: it must stop polling before the generator closes
+/// its memif side), then close the generator's stdin so it closes its ports
+/// and exits. If the generator exits without holding (an error), `stop_peer`
+/// still runs.
+pub fn run_held_generator(
+    mut c: Command,
+    stop_peer: impl FnOnce(),
+) -> Result<GeneratorOutput, String> {
+    use std::io::{BufRead, BufReader, Read};
+    c.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c
+        .spawn()
+        .map_err(|e| format!("cannot start the generator: {e}"))?;
+    let stdin = child.stdin.take();
+    let mut out = child.stdout.take().expect("piped");
+    let err = child.stderr.take().expect("piped");
+    let stdout = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let stderr = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            if line.contains(crate::harness::HOLDING) {
+                let _ = held_tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    // Held, or exited (the sender is dropped with the stderr thread's end).
+    let _ = held_rx.recv();
+    stop_peer();
+    drop(stdin);
+    let status = child.wait().map_err(|e| e.to_string())?;
+    Ok(GeneratorOutput {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    })
+}

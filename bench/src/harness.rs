@@ -56,6 +56,10 @@ pub struct HarnessArgs {
     /// Name of the device under test, for the table, JSON and plots.
     #[arg(long, default_value = "device under test")]
     pub dut: String,
+    /// After writing the results, keep the ports open until stdin closes (for
+    /// harnesses that stop a memif peer first; see `hold_ports_open`).
+    #[arg(long)]
+    pub hold: bool,
     /// Write the results as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -164,12 +168,24 @@ pub fn run(a: HarnessArgs, search: bool) -> Result<Report, String> {
             (vec![t], None, None)
         })
     };
-    let (foreign, short) = (gen.foreign, gen.short_trials);
-    let leaked = gen.stop()?;
-    let (trials, result, params) = outcome?;
+    let (foreign, short, refused) = (gen.foreign, gen.short_trials, gen.refused);
+    let (trials, result, params) = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            let _ = gen.stop();
+            return Err(e);
+        }
+    };
     if foreign > 0 {
         eprintln!(
-            "note: {foreign} received frames carried no signature of this run (ARP, other traffic)"
+            "note: {foreign} received frames were not the trials' own (stragglers of an \
+             earlier trial or of the warm-up, ARP, other traffic) and were not counted"
+        );
+    }
+    if refused > 0 {
+        eprintln!(
+            "note: the TX ring refused {refused} packets at fixed rates (the device did not \
+             take them in time); they count as lost"
         );
     }
     if short > 0 {
@@ -177,9 +193,6 @@ pub fn run(a: HarnessArgs, search: bool) -> Result<Report, String> {
             "note: in {short} trial(s) the generator could not send the rate asked; their \
              offered rate is what it did send (the generator, not the device, was the limit)"
         );
-    }
-    if leaked != 0 {
-        return Err(format!("{leaked} mbufs were not back in the pool at stop"));
     }
     let report = Report {
         tool: "fastpath-bench".into(),
@@ -192,7 +205,31 @@ pub fn run(a: HarnessArgs, search: bool) -> Result<Report, String> {
     };
     print!("{}", report.table());
     write_outputs(&report, a.json.as_deref(), a.plot.as_deref())?;
+    if a.hold {
+        hold_ports_open();
+    }
+    let leaked = gen.stop()?;
+    if leaked != 0 {
+        return Err(format!("{leaked} mbufs were not back in the pool at stop"));
+    }
     Ok(report)
+}
+
+/// The line `--hold` prints once the results are written and the ports are
+/// still open.
+pub const HOLDING: &str =
+    "fastpath-bench: results written; holding the ports open until stdin closes";
+
+/// Keep the ports open (and stop polling) until stdin closes. DPDK 22.11's
+/// memif driver unmaps the shared rings when the peer disconnects, without
+/// waiting for a poll in progress on the other side: a device under test that
+/// is still polling can crash (seen 2 times in 16 runs). With `--hold`, a
+/// harness stops the device first, then lets the generator close its side.
+fn hold_ports_open() {
+    use std::io::Read as _;
+    eprintln!("{HOLDING}");
+    let mut sink = Vec::new();
+    let _ = std::io::stdin().read_to_end(&mut sink);
 }
 
 /// Write `--json` and `--plot` outputs.

@@ -7,13 +7,13 @@
 //! NDR search per device, whose plots go next to the results file.
 
 use crate::compare::show;
-use crate::dut_process::{memif_eal as eal, DutProcess};
+use crate::dut_process::{memif_eal as eal, run_held_generator, DutProcess};
 use crate::hooks_bench::{self, Case};
 use crate::rates;
 use crate::report::Report;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 pub use crate::dut_process::DUT_MAC0;
 /// Mbufs of the device under test (as in the pcap comparisons).
@@ -184,7 +184,8 @@ fn generator_cmd(
         ])
         .args(["--dut", &dut.label()])
         .arg("--json")
-        .arg(json);
+        .arg(json)
+        .arg("--hold");
     match mode {
         Mode::SearchUpTo(pps) => {
             c.args(["--seconds", &o.ndr_trial_seconds.to_string()])
@@ -201,23 +202,8 @@ fn generator_cmd(
     c
 }
 
-fn run_generator(c: &mut Command, json: &Path) -> Result<Report, String> {
-    let out = c
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot start the generator: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "the generator failed ({}):\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    let s = std::fs::read_to_string(json).map_err(|e| format!("{}: {e}", json.display()))?;
-    serde_json::from_str(&s).map_err(|e| format!("{}: {e}", json.display()))
-}
-
-/// One device-under-test run: start it, run the generator, stop it.
+/// One device-under-test run: start it, run the generator (held at the
+/// end), stop the device, then release the generator.
 fn one(o: &Options, dut: Dut, mode: Mode, tag: &str) -> Result<Report, String> {
     let sock = o.workdir.join(format!("{tag}.sock"));
     let json = o.workdir.join(format!("{tag}.json"));
@@ -227,11 +213,21 @@ fn one(o: &Options, dut: Dut, mode: Mode, tag: &str) -> Result<Report, String> {
         _ => "packet forwarding - ports",
     };
     let mut running = DutProcess::start(dut_cmd(o, dut, &sock, tag)?, log, &sock, ready)?;
-    let report = run_generator(&mut generator_cmd(o, dut, &sock, &json, mode, tag), &json);
-    let stopped = running.stop();
-    let report = report.map_err(|e| format!("{}: {e}", dut.label()))?;
+    let mut stopped = Ok(());
+    let gen = generator_cmd(o, dut, &sock, &json, mode, tag);
+    let out = run_held_generator(gen, || stopped = running.stop())
+        .map_err(|e| format!("{}: {e}", dut.label()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{}: the generator failed ({}):\n{}",
+            dut.label(),
+            out.status,
+            out.stderr
+        ));
+    }
     stopped.map_err(|e| format!("{}: {e}", dut.label()))?;
-    Ok(report)
+    let s = std::fs::read_to_string(&json).map_err(|e| format!("{}: {e}", json.display()))?;
+    serde_json::from_str(&s).map_err(|e| format!("{}: {e}", json.display()))
 }
 
 /// Run the rounds and the searches; `progress` hears a line per run.

@@ -52,7 +52,7 @@ fn bad_arguments_say_what_is_wrong() {
 fn a_memif_client_without_its_server_says_to_start_the_device_first() {
     let dir = workdir();
     let sock = dir.path().join("nobody.sock");
-    let out = generator(
+    let out = generator_alone(
         "run",
         &["--seconds", "0.1", "--link-timeout", "1"],
         &sock,

@@ -29,8 +29,8 @@ fn every_tenth_packet_dropped_by_fastpath_is_counted_lost() {
         ],
         &sock,
         "loss",
+        &mut dut,
     );
-    dut.stop().expect("fastpath stops cleanly");
     let r = report(&out, &json);
     let t = &r.trials[0];
     assert!(

@@ -51,18 +51,17 @@ fn search(
         stem.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    let out = generator("search", &args, &sock, name);
-    dut.stop().expect("testpmd stops cleanly");
+    let out = generator("search", &args, &sock, name, &mut dut);
     let r = report(&out, &json);
-    let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("verdict"),
-        "no table on the terminal:\n{stdout}"
+        out.stdout.contains("verdict"),
+        "no table on the terminal:\n{}",
+        out.stdout
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("trial 1: offered"),
-        "no progress lines:\n{stderr}"
+        out.stderr.contains("trial 1: offered"),
+        "no progress lines:\n{}",
+        out.stderr
     );
     (r, stem, dir)
 }
@@ -110,8 +109,7 @@ fn search_lossy(name: &str, extra: &[&str]) -> fastpath_bench::report::Report {
         json.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    let out = generator("search", &args, &sock, name);
-    dut.stop().expect("fastpath stops cleanly");
+    let out = generator("search", &args, &sock, name, &mut dut);
     report(&out, &json)
 }
 

@@ -2,7 +2,9 @@
 //! under test over memif and the generator run against it.
 #![allow(dead_code)]
 
-use fastpath_bench::dut_process::{memif_eal, DutProcess, DUT_MAC0};
+use fastpath_bench::dut_process::{
+    memif_eal, run_held_generator, DutProcess, GeneratorOutput, DUT_MAC0,
+};
 use fastpath_bench::report::Report;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -73,40 +75,69 @@ pub fn start_dut(
         .unwrap_or_else(|e| panic!("starting the device under test: {e}"))
 }
 
-/// Run `fastpath-bench <cmd> <args> --dst-mac DUT_MAC0 --tx-port net_memif0
-/// --rx-port net_memif1 -- <memif clients on sock>`.
-pub fn generator(cmd: &str, args: &[&str], sock: &Path, name: &str) -> Output {
-    Command::new(bench_bin())
-        .arg(cmd)
-        .args(args)
-        .args([
-            "--dst-mac",
-            DUT_MAC0,
-            "--tx-port",
-            "net_memif0",
-            "--rx-port",
-            "net_memif1",
-        ])
-        .arg("--")
-        .args(memif_eal(
-            &format!("gen-{}", tag(name)),
-            "0",
-            sock,
-            "client",
-            false,
-        ))
+fn generator_cmd(cmd: &str, args: &[&str], sock: &Path, name: &str, hold: bool) -> Command {
+    let mut c = Command::new(bench_bin());
+    c.arg(cmd).args(args);
+    if hold {
+        c.arg("--hold");
+    }
+    c.args([
+        "--dst-mac",
+        DUT_MAC0,
+        "--tx-port",
+        "net_memif0",
+        "--rx-port",
+        "net_memif1",
+    ])
+    .arg("--")
+    .args(memif_eal(
+        &format!("gen-{}", tag(name)),
+        "0",
+        sock,
+        "client",
+        false,
+    ));
+    c
+}
+
+/// Run `fastpath-bench <cmd> <args> --hold --dst-mac DUT_MAC0 --tx-port
+/// net_memif0 --rx-port net_memif1 -- <memif clients on sock>` against `dut`,
+/// which is stopped (and must stop cleanly) once the generator holds its
+/// results, before the generator closes its memif side.
+pub fn generator(
+    cmd: &str,
+    args: &[&str],
+    sock: &Path,
+    name: &str,
+    dut: &mut DutProcess,
+) -> GeneratorOutput {
+    let c = generator_cmd(cmd, args, sock, name, true);
+    let mut stopped = Ok(());
+    let out = run_held_generator(c, || stopped = dut.stop()).expect("run fastpath-bench");
+    if let Err(e) = stopped {
+        panic!(
+            "the device under test did not stop cleanly: {e}\ngenerator:\n{}",
+            out.stderr
+        );
+    }
+    out
+}
+
+/// The generator with no device under test (it must fail).
+pub fn generator_alone(cmd: &str, args: &[&str], sock: &Path, name: &str) -> Output {
+    generator_cmd(cmd, args, sock, name, false)
         .output()
         .expect("run fastpath-bench")
 }
 
 /// The generator's output must say it succeeded; returns its JSON report.
-pub fn report(out: &Output, json: &Path) -> Report {
+pub fn report(out: &GeneratorOutput, json: &Path) -> Report {
     assert!(
         out.status.success(),
         "fastpath-bench failed ({}):\n{}\n{}",
         out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        out.stdout,
+        out.stderr
     );
     let s = std::fs::read_to_string(json).expect("the JSON report");
     serde_json::from_str(&s).unwrap_or_else(|e| panic!("{e}: {s}"))

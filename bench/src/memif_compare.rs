@@ -348,7 +348,12 @@ pub fn markdown(s: &Summary, spec: &str, machine: &str, results_dir: &Path) -> S
          device under test (its forwarding lcore on core 1), which forwards out of \
          `net_memif1` back to the generator. Every packet carries a sequence number and the \
          TSC; forwarded = packets back per second of sending. Runs alternate, the order \
-         rotated each round; medians over {} rounds.\n",
+         rotated each round; medians over {} rounds. The generator is one core that sends, \
+         receives and accounts for every packet: rows near testpmd io's rate are bounded by \
+         it, not by the device (the pcap sections above give the devices' own ceilings). As \
+         fast as possible, the slowest element's ring is full, so the latency columns of a \
+         device slower than the generator are its queueing delay at saturation (a \
+         4,096-slot memif ring at ~9 Mpps is ~450 us).\n",
         s.runs.first().map(|r| r.1.len()).unwrap_or(0)
     );
     let base = rates::median(&s.runs.first().map(|r| fwd(&r.1)).unwrap_or_default()).unwrap_or(0.0);
@@ -405,7 +410,11 @@ pub fn markdown(s: &Summary, spec: &str, machine: &str, results_dir: &Path) -> S
              repeated up to {} times at the same rate and the rate passes if a repeat does: \
              on this shared VM a host hiccup loses a few packets at any rate, and a single \
              0-loss trial per rate measured the hiccups (NDRs from 0.7 to 20 Mpps for \
-             devices that all forward about 20 Mpps), not the devices.\n",
+             devices that all forward about 20 Mpps), not the devices. The host's load also \
+             comes in phases (the min-max column above: one device at 10 or 20 Mpps): a \
+             search that runs in a slow phase finds every device losing packets at a few \
+             Mpps. Read the NDR column with the plots (every trial, its loss and latency); \
+             the alternated forwarded rates are the steadier comparison.\n",
             p.0,
             p.1 * 100.0,
             p.2

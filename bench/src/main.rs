@@ -429,14 +429,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
             let md = compare::markdown(&title, &summary, Some(target), &machine(hugepages));
             println!("{md}");
             if !no_write {
-                let doc = std::fs::read_to_string(&results).unwrap_or_else(|_| {
-                    "# fastpath benchmark results\n\nRewritten by `fastpath-bench compare`; \
-                     each section by the command named in it.\n"
-                        .to_string()
-                });
-                let doc = compare::replace_section(&doc, &section, &md);
-                std::fs::write(&results, doc).map_err(|e| format!("{}: {e}", results.display()))?;
-                eprintln!("updated {}", results.display());
+                update_results(&results, &section, &md)?;
             }
             Ok(())
         }
@@ -484,14 +477,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 ));
             }
             if !no_write {
-                let doc = std::fs::read_to_string(&results).unwrap_or_else(|_| {
-                    "# fastpath benchmark results\n\nRewritten by `fastpath-bench compare`; \
-                     each section by the command named in it.\n"
-                        .to_string()
-                });
-                let doc = compare::replace_section(&doc, "hooks", &md);
-                std::fs::write(&results, doc).map_err(|e| format!("{}: {e}", results.display()))?;
-                eprintln!("updated {}", results.display());
+                update_results(&results, "hooks", &md)?;
             }
             Ok(())
         }

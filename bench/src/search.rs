@@ -74,7 +74,7 @@ pub fn search(
         ));
     }
     let mut trials = Vec::new();
-    let mut first = dev.trial(max_rate_pps, loss_ratio)?;
+    let first = dev.trial(max_rate_pps, loss_ratio)?;
     let max = max_rate_pps.unwrap_or(first.offered_pps);
     if !(max > 0.0 && max.is_finite()) {
         return Err(format!(
@@ -82,37 +82,16 @@ pub fn search(
         ));
     }
     let (mut lo, mut hi) = (0.0, max);
-    for _ in 0..retries {
-        if first.pass {
-            break;
-        }
-        progress(
-            &first,
-            Window {
-                lo_pps: lo,
-                hi_pps: hi,
-            },
-        );
-        trials.push(first);
-        first = dev.trial(Some(max), loss_ratio)?;
-    }
     let mut best = None;
-    if first.pass {
-        lo = max;
-        best = Some(first.clone());
-    }
-    progress(
-        &first,
-        Window {
-            lo_pps: lo,
-            hi_pps: hi,
-        },
-    );
-    trials.push(first);
     let step = resolution * max;
-    while hi - lo > step {
-        let mid = (lo + hi) / 2.0;
-        let mut t = dev.trial(Some(mid), loss_ratio)?;
+    let mut rate = max;
+    let mut next = Some(first);
+    loop {
+        // A trial at `rate`, repeated while it fails and retries are left.
+        let mut t = match next.take() {
+            Some(t) => t,
+            None => dev.trial(Some(rate), loss_ratio)?,
+        };
         for _ in 0..retries {
             if t.pass {
                 break;
@@ -125,13 +104,13 @@ pub fn search(
                 },
             );
             trials.push(t);
-            t = dev.trial(Some(mid), loss_ratio)?;
+            t = dev.trial(Some(rate), loss_ratio)?;
         }
         if t.pass {
-            lo = mid;
+            lo = rate;
             best = Some(t.clone());
         } else {
-            hi = mid;
+            hi = rate;
         }
         progress(
             &t,
@@ -141,6 +120,10 @@ pub fn search(
             },
         );
         trials.push(t);
+        if hi - lo <= step {
+            break;
+        }
+        rate = (lo + hi) / 2.0;
     }
     Ok(Outcome {
         params: SearchParams {

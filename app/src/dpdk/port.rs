@@ -507,24 +507,27 @@ impl TxQueue {
         self.queue
     }
 
+    /// `rte_eth_tx_burst` over the burst's slots: how many of the first the
+    /// driver took (they are its own now; the burst still counts them).
+    #[inline(always)]
+    fn hand_to_driver(&mut self, burst: &mut MbufBurst) -> usize {
+        let n = burst.len() as u16;
+        // SAFETY: slots 0..n hold mbufs we own; the driver takes the first
+        // `sent` of them. We hold the only token for this TX queue.
+        let sent = unsafe {
+            sys::rte_eth_tx_burst(self.port, self.queue, burst.raw_slots().as_mut_ptr(), n)
+        };
+        sent as usize
+    }
+
     /// Send the whole burst. What the driver takes is its own; what it refuses
     /// is freed here and counted in the outcome. The burst is empty afterwards.
     #[inline(always)]
     pub fn tx_burst(&mut self, burst: &mut MbufBurst) -> TxOutcome {
-        let n = burst.len();
-        if n == 0 {
+        if burst.is_empty() {
             return TxOutcome::default();
         }
-        // SAFETY: slots 0..n hold mbufs we own; the driver takes the first
-        // `sent` of them. We hold the only token for this TX queue.
-        let sent = unsafe {
-            sys::rte_eth_tx_burst(
-                self.port,
-                self.queue,
-                burst.raw_slots().as_mut_ptr(),
-                n as u16,
-            )
-        } as usize;
+        let sent = self.hand_to_driver(burst);
         let dropped = burst.free_from(sent);
         // SAFETY: slots 0..sent now belong to the driver: forget them, do not free.
         unsafe { burst.set_len(0) };
@@ -536,20 +539,10 @@ impl TxQueue {
     /// returns how many the driver took.
     #[inline(always)]
     pub fn tx_burst_retain(&mut self, burst: &mut MbufBurst) -> usize {
-        let n = burst.len();
-        if n == 0 {
+        if burst.is_empty() {
             return 0;
         }
-        // SAFETY: slots 0..n hold mbufs we own; the driver takes the first
-        // `sent` of them. We hold the only token for this TX queue.
-        let sent = unsafe {
-            sys::rte_eth_tx_burst(
-                self.port,
-                self.queue,
-                burst.raw_slots().as_mut_ptr(),
-                n as u16,
-            )
-        } as usize;
+        let sent = self.hand_to_driver(burst);
         // SAFETY: slots 0..sent now belong to the driver; the rest stay ours.
         unsafe { burst.keep_from(sent) };
         sent

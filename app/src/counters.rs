@@ -25,6 +25,9 @@ pub struct PortCounters {
     /// Received on this port and taken by a hook (verdict `Stolen`): the
     /// hook owns them from then on.
     pub stolen: AtomicU64,
+    /// Received on this port and routed by the fast lane (whole bursts of
+    /// plain forwards, `router/fastlane.rs`); also counted in `rx` and `tx`.
+    pub fast_lane: AtomicU64,
     /// Packets meant for this port (or received on it) and dropped, by reason.
     pub drops: [AtomicU64; DropReason::COUNT],
 }
@@ -94,6 +97,12 @@ impl LcoreCounters {
         bump(&self.ports[port as usize].stolen, n);
     }
 
+    /// Count packets from `port` the fast lane routed.
+    #[inline(always)]
+    pub fn fast_lane(&self, port: u16, n: u64) {
+        bump(&self.ports[port as usize].fast_lane, n);
+    }
+
     /// Count packets from `port` the control plane consumed.
     pub fn consumed(&self, port: u16, n: u64) {
         bump(&self.ports[port as usize].consumed, n);
@@ -133,6 +142,7 @@ impl LcoreCounters {
                 originated: p.originated.load(Relaxed),
                 consumed: p.consumed.load(Relaxed),
                 stolen: p.stolen.load(Relaxed),
+                fast_lane: p.fast_lane.load(Relaxed),
                 drops: hooks::DropCounters(std::array::from_fn(|i| p.drops[i].load(Relaxed))),
             })
             .collect()
@@ -148,6 +158,7 @@ pub struct PortCount {
     pub originated: u64,
     pub consumed: u64,
     pub stolen: u64,
+    pub fast_lane: u64,
     pub drops: hooks::DropCounters,
 }
 
@@ -160,6 +171,7 @@ impl PortCount {
         self.originated += other.originated;
         self.consumed += other.consumed;
         self.stolen += other.stolen;
+        self.fast_lane += other.fast_lane;
         self.drops.merge(&other.drops);
     }
 }

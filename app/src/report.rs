@@ -21,6 +21,8 @@ pub struct PortReport {
     pub consumed: u64,
     /// Taken by hooks (verdict `Stolen`).
     pub stolen: u64,
+    /// Received and routed by the fast lane (also in `rx` and `tx`).
+    pub fast_lane: u64,
     pub dropped: u64,
     pub drops: BTreeMap<&'static str, u64>,
     pub driver: PortStats,
@@ -37,6 +39,8 @@ pub struct LcoreReport {
     pub consumed: u64,
     /// Taken by hooks (verdict `Stolen`).
     pub stolen: u64,
+    /// Received and routed by the fast lane (also in `rx` and `tx`).
+    pub fast_lane: u64,
     pub dropped: u64,
     pub drops: BTreeMap<&'static str, u64>,
 }
@@ -54,6 +58,8 @@ pub struct Totals {
     pub consumed: u64,
     /// Taken by hooks (verdict `Stolen`).
     pub stolen: u64,
+    /// Received and routed by the fast lane (also in `rx` and `tx`).
+    pub fast_lane: u64,
     pub dropped: u64,
     pub drops: BTreeMap<&'static str, u64>,
     pub balanced: bool,
@@ -176,6 +182,7 @@ impl Report {
                     originated: sum.originated,
                     consumed: sum.consumed,
                     stolen: sum.stolen,
+                    fast_lane: sum.fast_lane,
                     dropped: sum.drops.total(),
                     drops: by_reason(&sum.drops),
                 }
@@ -199,6 +206,7 @@ impl Report {
                     originated: sum.originated,
                     consumed: sum.consumed,
                     stolen: sum.stolen,
+                    fast_lane: sum.fast_lane,
                     dropped: sum.drops.total(),
                     drops: by_reason(&sum.drops),
                     driver: *driver,
@@ -217,6 +225,7 @@ impl Report {
                 originated: total.originated,
                 consumed: total.consumed,
                 stolen: total.stolen,
+                fast_lane: total.fast_lane,
                 dropped: total.drops.total(),
                 drops: by_reason(&total.drops),
                 balanced: total.rx + total.originated
@@ -322,6 +331,15 @@ impl Report {
         };
         if t.stolen > 0 {
             let _ = writeln!(s, "taken by hooks (stolen): {}", t.stolen);
+        }
+        if t.fast_lane > 0 {
+            let _ = writeln!(
+                s,
+                "fast lane: {} of {} received ({:.1} %) routed as plain-forward bursts",
+                t.fast_lane,
+                t.rx,
+                100.0 * t.fast_lane as f64 / t.rx.max(1) as f64
+            );
         }
         if t.originated + t.consumed + t.punted + t.stolen == 0 {
             let _ = writeln!(

@@ -454,3 +454,60 @@ fn an_on_link_route_outside_the_subnet_resolves_by_arp() {
     assert_eq!(s["totals"]["balanced"], true);
     assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
 }
+
+/// A whole burst of plain forwards (32 frames: two gateways, an on-link
+/// neighbour, padded frames) is routed by the fast lane, and a burst with
+/// one exception in it by the stages; the bytes out are the same either
+/// way, in order.
+#[test]
+fn plain_bursts_take_the_fast_lane_and_leave_as_the_stages_would() {
+    const NEIGH_25: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 0x25];
+    let config =
+        format!("{CONFIG}\n[[neighbour]]\naddress = \"10.0.2.5\"\nmac = \"02:bb:00:00:00:25\"\n");
+    let mut small = eth(MAC0, HOST_A, 0x0800);
+    small.extend(ipv4(
+        [10, 0, 1, 2],
+        [198, 51, 100, 11],
+        9,
+        17,
+        &[0, 1, 0, 2, 0, 8, 0, 0],
+    ));
+    small.resize(60, 0xee);
+    let kinds: [(Vec<u8>, [u8; 6]); 4] = [
+        (udp_to([198, 51, 100, 9], 64), NEIGH_22),
+        (udp_to([198, 51, 100, 7], 2), NEIGH_23),
+        (udp_to([10, 0, 2, 5], 128), NEIGH_25),
+        (small, NEIGH_22),
+    ];
+    // Burst 1: all plain. Burst 2: plain but for a TTL 1 in the middle.
+    let mut input = Vec::new();
+    let mut expect = Vec::new();
+    for i in 0..64 {
+        let (f, neigh) = &kinds[i % kinds.len()];
+        let mut f = f.clone();
+        f[35] = i as u8; // UDP source port's low byte: every frame its own
+        if i == 40 {
+            f[22] = 1;
+            f[24..26].fill(0);
+            let c = checksum::checksum(&f[14..34]);
+            f[24..26].copy_from_slice(&c.to_be_bytes());
+        } else {
+            expect.push(routed(&f, *neigh));
+        }
+        input.push(f);
+    }
+    let (out0, out1, s) = run_pcaps("rtlane", &config, &input, &[], "2");
+
+    assert_eq!(out1.len(), expect.len(), "{out1:02x?}");
+    for (i, (a, b)) in out1.iter().zip(&expect).enumerate() {
+        assert_eq!(a, b, "routed frame {i}");
+    }
+    assert_eq!(out0.len(), 1, "the time exceeded for the TTL 1 frame");
+    assert_eq!(s["totals"]["fast_lane"], 32, "burst 1 only: {s}");
+    assert_eq!(s["ports"][0]["fast_lane"], 32, "{s}");
+    assert_eq!(s["totals"]["drops"]["ttl_exceeded"], 1, "{s}");
+    assert_eq!(s["totals"]["rx"], 64);
+    assert_eq!(s["totals"]["tx"], 63 + 1);
+    assert_eq!(s["totals"]["balanced"], true);
+    assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
+}

@@ -5,6 +5,7 @@
 
 pub mod budget;
 pub mod control;
+pub mod fastlane;
 pub mod fib;
 pub mod hook_points;
 pub mod punt;

@@ -5,6 +5,7 @@
 //! packet, or a counted drop). Safe Rust over the DPDK layer.
 
 use super::budget::{over_budget_reason, PuntBudgets};
+use super::fastlane::FastScratch;
 use super::fib::{Fib, HopKind, NEIGH_BY_DST};
 use super::hook_points;
 use super::punt::Punt;
@@ -16,6 +17,7 @@ use crate::stage::ip::{
     ipv4_forward_ttl_fixed, ipv4_input_into, is_martian_source, CsumFlag, Ipv4Ok,
 };
 use crate::stage::l2::eth_type_trans;
+use crate::stage::plain::mac_word;
 use hooks::wire::ethernet::{ethertype, HEADER_LEN, MIN_FRAME_LEN};
 use hooks::{DropReason, HookContext, HookPoint, HookSet, PacketMeta, PacketType};
 use std::net::Ipv4Addr;
@@ -72,6 +74,7 @@ pub struct Scratch {
     idx: [u8; BURST_SIZE],
     dsts: [u32; BURST_SIZE],
     ids: [u32; BURST_SIZE],
+    fast: FastScratch,
 }
 
 impl Default for Scratch {
@@ -84,6 +87,7 @@ impl Default for Scratch {
             idx: [0; BURST_SIZE],
             dsts: [0; BURST_SIZE],
             ids: [0; BURST_SIZE],
+            fast: FastScratch::default(),
         }
     }
 }
@@ -98,7 +102,7 @@ pub struct Outputs<'a> {
 }
 
 #[inline(always)]
-fn csum_flag(m: &Mbuf) -> CsumFlag {
+pub(super) fn csum_flag(m: &Mbuf) -> CsumFlag {
     match m.rx_ip_checksum() {
         Some(true) => CsumFlag::Good,
         Some(false) => CsumFlag::Bad,
@@ -129,6 +133,26 @@ impl Pipeline {
         let port_mac = self.macs[usize::from(port)];
         if self.pad_short[usize::from(port)] {
             pad_short_frames(burst);
+        }
+        if !hooks.any_ingress() || hooks.chain(HookPoint::Ingress, port).is_none() {
+            let mut lane = [0u64; 3];
+            let lane_tx = self.fast_lane(
+                mac_word(&port_mac),
+                burst.as_mut_slice(),
+                &mut out.scratch.fast,
+                hooks,
+                out.tx,
+                timed.then_some(&mut lane),
+            );
+            if let Some(txb) = lane_tx {
+                out.counters.fast_lane(port, n as u64);
+                txb.send_burst(burst, out.counters);
+                if timed {
+                    let t = [t[0], lane[0], lane[1], lane[2], tsc()];
+                    out.counters.stage_cycles(&t, n as u64);
+                }
+                return;
+            }
         }
         let scratch = &mut *out.scratch;
         self.l2_stage(port, &port_mac, burst.as_slice(), scratch);

@@ -4,3 +4,4 @@
 
 pub mod ip;
 pub mod l2;
+pub mod plain;

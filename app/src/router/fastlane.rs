@@ -1,0 +1,147 @@
+//! The router's fast lane: a burst whose every packet is a plain forward
+//! (`stage::plain`) to a resolved neighbour, all out of one port with no
+//! hook on the way, is routed in three tight loops (check, route, rewrite)
+//! with no per-packet metadata or verdicts. Any other burst is left
+//! untouched for the staged pipeline, so the lane never reorders packets
+//! and never decides anything the stages would decide otherwise: it only
+//! skips their bookkeeping when there is nothing to decide.
+
+use super::fib::{HopKind, NEIGH_BY_DST};
+use super::stages::{csum_flag, Pipeline};
+use super::txbuf::TxBuffer;
+use crate::dpdk::{Mbuf, BURST_SIZE, LPM_MISS};
+use crate::stage::plain::{forward_plain, plain_ipv4};
+use hooks::wire::ethernet::HEADER_LEN;
+use hooks::{HookPoint, HookSet};
+use std::net::Ipv4Addr;
+
+/// Per-burst arrays of the fast lane, reused burst after burst; each loop
+/// writes an element before the next loop reads it.
+pub struct FastScratch {
+    dsts: [u32; BURST_SIZE],
+    ids: [u32; BURST_SIZE],
+    lens: [u16; BURST_SIZE],
+    words: [[u64; 2]; BURST_SIZE],
+}
+
+impl Default for FastScratch {
+    fn default() -> Self {
+        FastScratch {
+            dsts: [0; BURST_SIZE],
+            ids: [0; BURST_SIZE],
+            lens: [0; BURST_SIZE],
+            words: [[0; 2]; BURST_SIZE],
+        }
+    }
+}
+
+/// TSC after each loop of a timed fast-lane burst: checks, route, rewrite.
+pub type LaneStamps = [u64; 3];
+
+impl Pipeline {
+    /// Route `mbufs` (received on a port whose MAC word is `port_mac`) in
+    /// the fast lane if every one is a plain forward; returns the TX buffer
+    /// of their output port, every packet rewritten and ready for it.
+    /// `None`: nothing was written, the burst is for the stages. With
+    /// `stamps`, the TSC is read after each loop.
+    #[inline(always)]
+    pub(super) fn fast_lane<'t>(
+        &self,
+        port_mac: u64,
+        mbufs: &mut [Mbuf],
+        f: &mut FastScratch,
+        hooks: &HookSet,
+        tx: &'t mut [Option<TxBuffer>],
+        mut stamps: Option<&mut LaneStamps>,
+    ) -> Option<&'t mut TxBuffer> {
+        let n = mbufs.len();
+        if n == 0 || n > BURST_SIZE {
+            return None;
+        }
+        // 1. l2 and the IPv4 header checks, fused.
+        for (i, m) in mbufs.iter().enumerate() {
+            if m.nb_segs() != 1 {
+                return None;
+            }
+            let plain = plain_ipv4(m.data(), port_mac, csum_flag(m))?;
+            f.dsts[i] = plain.dst;
+            f.lens[i] = plain.total_len;
+        }
+        if let Some(s) = stamps.as_deref_mut() {
+            s[0] = crate::dpdk::tsc();
+        }
+        // 2. One LPM bulk lookup; every next hop a forward within the MTU,
+        // one output port, a neighbour with a usable header.
+        self.fib.lookup_bulk(&f.dsts[..n], &mut f.ids[..n]);
+        let mut out_port = u16::MAX;
+        // The route the fields below are of (LPM_MISS: none yet; `hop`
+        // never gives a next hop for it), and whether its neighbour is each
+        // packet's own destination (an on-link route).
+        let (mut route, mut mtu, mut by_dst) = (LPM_MISS, 0u16, false);
+        // (neighbour index, its header words); u32::MAX: none yet.
+        let mut cached: (u32, [u64; 2]) = (u32::MAX, [0; 2]);
+        // Whether every packet goes to the one neighbour in `cached`.
+        let mut one_neigh = true;
+        for i in 0..n {
+            // Most bursts are one route: its checks run once.
+            if f.ids[i] != route || by_dst {
+                let hop = self.fib.hop(f.ids[i])?;
+                if hop.kind != HopKind::Forward || (i != 0 && hop.port != out_port) {
+                    return None;
+                }
+                (route, mtu, out_port) = (f.ids[i], hop.mtu, hop.port);
+                by_dst = hop.neigh == NEIGH_BY_DST;
+                let index = if !by_dst {
+                    hop.neigh
+                } else {
+                    let next_hop = if hop.gateway != 0 {
+                        hop.gateway
+                    } else {
+                        f.dsts[i]
+                    };
+                    self.neigh.lookup(Ipv4Addr::from(next_hop))? as u32
+                };
+                if index != cached.0 {
+                    one_neigh &= i == 0;
+                    cached = (index, self.neigh.entry(index as usize).hh_snapshot()?);
+                }
+            }
+            if f.lens[i] > mtu {
+                return None;
+            }
+            f.words[i] = cached.1;
+        }
+        if hooks.any_egress() && hooks.chain(HookPoint::Egress, out_port).is_some() {
+            return None;
+        }
+        let txb = tx.get_mut(usize::from(out_port))?.as_mut()?;
+        if let Some(s) = stamps.as_deref_mut() {
+            s[1] = crate::dpdk::tsc();
+        }
+        // 3. TTL and checksum, the neighbour's header, padding trimmed.
+        // With one neighbour (nearly always) its header stays in registers.
+        if one_neigh {
+            for (m, &len) in mbufs.iter_mut().zip(&f.lens) {
+                rewrite(m, len, cached.1);
+            }
+        } else {
+            for ((m, &len), &words) in mbufs.iter_mut().zip(&f.lens).zip(&f.words) {
+                rewrite(m, len, words);
+            }
+        }
+        if let Some(s) = stamps {
+            s[2] = crate::dpdk::tsc();
+        }
+        Some(txb)
+    }
+}
+
+/// Loop 3 for one packet: TTL, checksum, header, padding.
+#[inline(always)]
+fn rewrite(m: &mut Mbuf, total_len: u16, words: [u64; 2]) {
+    let len = HEADER_LEN as u16 + total_len;
+    let written = forward_plain(m.data_mut(), words);
+    // Cannot fail: checked in loop 1 (single segment, length fits).
+    let trimmed = m.data().len() == usize::from(len) || m.trim_to(len);
+    debug_assert!(written && trimmed);
+}

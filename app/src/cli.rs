@@ -25,7 +25,9 @@ pub struct AppArgs {
     pub config: Option<PathBuf>,
 
     /// Time each pipeline stage with the TSC and report cycles per packet
-    /// (router mode; costs a few cycles per burst).
+    /// (router mode; costs a few cycles per burst). A burst the fast lane
+    /// routes counts its check loop (l2 and the IPv4 header checks, fused)
+    /// as l2, LPM + next hop + neighbour as ip, TTL + header as neigh.
     #[arg(long)]
     pub stage_cycles: bool,
 

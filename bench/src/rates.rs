@@ -80,9 +80,38 @@ pub fn stage_cycles(out: &str) -> Option<Vec<(String, f64)>> {
     (!v.is_empty()).then_some(v)
 }
 
+/// The share of received packets the router's fast lane routed, from the
+/// final statistics ("fast lane: N of M received ..."); 0 when the line is
+/// missing (fastpath prints it only when the lane routed something), `None`
+/// without final statistics.
+pub fn fast_lane_share(out: &str) -> Option<f64> {
+    if !out.contains("fastpath statistics") {
+        return None;
+    }
+    let Some(line) = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("fast lane:"))
+    else {
+        return Some(0.0);
+    };
+    let mut words = line.split_whitespace();
+    let n: f64 = words.next()?.parse().ok()?;
+    let m: f64 = words.nth(1)?.parse().ok()?;
+    (m > 0.0).then(|| n / m)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_lane_share_parse() {
+        let head = "== fastpath statistics (6.00 s, DPDK 22.11.11) ==\n";
+        let out = format!("{head}fast lane: 750 of 1000 received (75.0 %) routed\nmbufs: ...");
+        assert_eq!(fast_lane_share(&out), Some(0.75));
+        assert_eq!(fast_lane_share(head), Some(0.0));
+        assert_eq!(fast_lane_share("killed"), None);
+    }
 
     #[test]
     fn stage_cycles_parse() {

@@ -456,14 +456,17 @@ fn an_on_link_route_outside_the_subnet_resolves_by_arp() {
 }
 
 /// A whole burst of plain forwards (32 frames: two gateways, an on-link
-/// neighbour, padded frames) is routed by the fast lane, and a burst with
-/// one exception in it by the stages; the bytes out are the same either
-/// way, in order.
+/// neighbour, padded frames) is routed by the fast lane, a burst with one
+/// exception in it by the stages, and a burst to two on-link neighbours in
+/// pairs by the lane again; the bytes out are the same either way, in order.
 #[test]
 fn plain_bursts_take_the_fast_lane_and_leave_as_the_stages_would() {
     const NEIGH_25: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 0x25];
-    let config =
-        format!("{CONFIG}\n[[neighbour]]\naddress = \"10.0.2.5\"\nmac = \"02:bb:00:00:00:25\"\n");
+    const NEIGH_26: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 0x26];
+    let config = format!(
+        "{CONFIG}\n[[neighbour]]\naddress = \"10.0.2.5\"\nmac = \"02:bb:00:00:00:25\"\n\
+         \n[[neighbour]]\naddress = \"10.0.2.6\"\nmac = \"02:bb:00:00:00:26\"\n"
+    );
     let mut small = eth(MAC0, HOST_A, 0x0800);
     small.extend(ipv4(
         [10, 0, 1, 2],
@@ -496,6 +499,19 @@ fn plain_bursts_take_the_fast_lane_and_leave_as_the_stages_would() {
         }
         input.push(f);
     }
+    // Burst 3: on-link, two destinations in pairs (one neighbour lookup
+    // per run of equal destinations).
+    for i in 0..32 {
+        let (dst, neigh) = if i % 4 < 2 {
+            ([10, 0, 2, 5], NEIGH_25)
+        } else {
+            ([10, 0, 2, 6], NEIGH_26)
+        };
+        let mut f = udp_to(dst, 64);
+        f[35] = i as u8;
+        expect.push(routed(&f, neigh));
+        input.push(f);
+    }
     let (out0, out1, s) = run_pcaps("rtlane", &config, &input, &[], "2");
 
     assert_eq!(out1.len(), expect.len(), "{out1:02x?}");
@@ -503,11 +519,11 @@ fn plain_bursts_take_the_fast_lane_and_leave_as_the_stages_would() {
         assert_eq!(a, b, "routed frame {i}");
     }
     assert_eq!(out0.len(), 1, "the time exceeded for the TTL 1 frame");
-    assert_eq!(s["totals"]["fast_lane"], 32, "burst 1 only: {s}");
-    assert_eq!(s["ports"][0]["fast_lane"], 32, "{s}");
+    assert_eq!(s["totals"]["fast_lane"], 64, "bursts 1 and 3: {s}");
+    assert_eq!(s["ports"][0]["fast_lane"], 64, "{s}");
     assert_eq!(s["totals"]["drops"]["ttl_exceeded"], 1, "{s}");
-    assert_eq!(s["totals"]["rx"], 64);
-    assert_eq!(s["totals"]["tx"], 63 + 1);
+    assert_eq!(s["totals"]["rx"], 96);
+    assert_eq!(s["totals"]["tx"], 95 + 1);
     assert_eq!(s["totals"]["balanced"], true);
     assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
 }

@@ -74,22 +74,23 @@ impl Pipeline {
         // one output port, a neighbour with a usable header.
         self.fib.lookup_bulk(&f.dsts[..n], &mut f.ids[..n]);
         let mut out_port = u16::MAX;
-        // The route the fields below are of (LPM_MISS: none yet; `hop`
-        // never gives a next hop for it), and whether its neighbour is each
-        // packet's own destination (an on-link route).
-        let (mut route, mut mtu, mut by_dst) = (LPM_MISS, 0u16, false);
+        // The route and destination the fields below are of (LPM_MISS: none
+        // yet; `hop` never gives a next hop for it), and whether the route's
+        // neighbour is each packet's own destination (an on-link route).
+        let (mut route, mut dst, mut mtu, mut by_dst) = (LPM_MISS, 0u32, 0u16, false);
         // (neighbour index, its header words); u32::MAX: none yet.
         let mut cached: (u32, [u64; 2]) = (u32::MAX, [0; 2]);
         // Whether every packet goes to the one neighbour in `cached`.
         let mut one_neigh = true;
         for i in 0..n {
-            // Most bursts are one route: its checks run once.
-            if f.ids[i] != route || by_dst {
+            // Most bursts are one route (and, on-link, one destination): its
+            // checks run once.
+            if f.ids[i] != route || (by_dst && f.dsts[i] != dst) {
                 let hop = self.fib.hop(f.ids[i])?;
                 if hop.kind != HopKind::Forward || (i != 0 && hop.port != out_port) {
                     return None;
                 }
-                (route, mtu, out_port) = (f.ids[i], hop.mtu, hop.port);
+                (route, dst, mtu, out_port) = (f.ids[i], f.dsts[i], hop.mtu, hop.port);
                 by_dst = hop.neigh == NEIGH_BY_DST;
                 let index = if !by_dst {
                     hop.neigh

@@ -27,7 +27,8 @@ pub struct AppArgs {
     /// Time each pipeline stage with the TSC and report cycles per packet
     /// (router mode; costs a few cycles per burst). A burst the fast lane
     /// routes counts its check loop (l2 and the IPv4 header checks, fused)
-    /// as l2, LPM + next hop + neighbour as ip, TTL + header as neigh.
+    /// as l2, LPM + next hop + neighbour as ip, TTL + header as neigh; a
+    /// burst it declines counts the attempt in l2.
     #[arg(long)]
     pub stage_cycles: bool,
 

@@ -26,7 +26,8 @@ pub struct PortCounters {
     /// hook owns them from then on.
     pub stolen: AtomicU64,
     /// Received on this port and routed by the fast lane (whole bursts of
-    /// plain forwards, `router/fastlane.rs`); also counted in `rx` and `tx`.
+    /// plain forwards, `router/fastlane.rs`); also counted in `rx`, and
+    /// then as sent (`tx`) or as `tx_queue_full` like any routed packet.
     pub fast_lane: AtomicU64,
     /// Packets meant for this port (or received on it) and dropped, by reason.
     pub drops: [AtomicU64; DropReason::COUNT],

@@ -21,7 +21,7 @@ pub struct PortReport {
     pub consumed: u64,
     /// Taken by hooks (verdict `Stolen`).
     pub stolen: u64,
-    /// Received and routed by the fast lane (also in `rx` and `tx`).
+    /// Received and routed by the fast lane (also in `rx`).
     pub fast_lane: u64,
     pub dropped: u64,
     pub drops: BTreeMap<&'static str, u64>,
@@ -39,7 +39,7 @@ pub struct LcoreReport {
     pub consumed: u64,
     /// Taken by hooks (verdict `Stolen`).
     pub stolen: u64,
-    /// Received and routed by the fast lane (also in `rx` and `tx`).
+    /// Received and routed by the fast lane (also in `rx`).
     pub fast_lane: u64,
     pub dropped: u64,
     pub drops: BTreeMap<&'static str, u64>,
@@ -58,7 +58,7 @@ pub struct Totals {
     pub consumed: u64,
     /// Taken by hooks (verdict `Stolen`).
     pub stolen: u64,
-    /// Received and routed by the fast lane (also in `rx` and `tx`).
+    /// Received and routed by the fast lane (also in `rx`).
     pub fast_lane: u64,
     pub dropped: u64,
     pub drops: BTreeMap<&'static str, u64>,

@@ -527,3 +527,55 @@ fn plain_bursts_take_the_fast_lane_and_leave_as_the_stages_would() {
     assert_eq!(s["totals"]["balanced"], true);
     assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
 }
+
+/// Bursts the fast lane declines in its route loop, after its checks ran:
+/// one whose last frame leaves by the other port, one whose first frame's
+/// next hop is unresolved. The stages route them; every frame's TTL is
+/// decremented once, so the lane wrote nothing before it declined.
+#[test]
+fn bursts_declined_after_the_checks_are_routed_by_the_stages_unchanged() {
+    const NEIGH_15: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 0x15];
+    let config =
+        format!("{CONFIG}\n[[neighbour]]\naddress = \"10.0.1.5\"\nmac = \"02:bb:00:00:00:15\"\n");
+    let mut input = Vec::new();
+    let mut expect1 = Vec::new();
+    let mut expect0 = Vec::new();
+    for i in 0..64 {
+        let (dst, neigh) = match i {
+            31 => ([10, 0, 1, 5], Some(NEIGH_15)),
+            32 => ([10, 0, 2, 9], None),
+            _ => ([198, 51, 100, 9], Some(NEIGH_22)),
+        };
+        let mut f = udp_to(dst, 64);
+        f[35] = i as u8;
+        match neigh {
+            Some(NEIGH_15) => expect0.push(routed_out(&f, NEIGH_15, MAC0)),
+            Some(n) => expect1.push(routed(&f, n)),
+            None => {}
+        }
+        input.push(f);
+    }
+    let (out0, out1, s) = run_pcaps("rtdecl", &config, &input, &[], "2");
+
+    let ipv4_out1: Vec<_> = out1.iter().filter(|f| f[12..14] == [0x08, 0x00]).collect();
+    assert_eq!(ipv4_out1.len(), expect1.len(), "{out1:02x?}");
+    for (i, (a, b)) in ipv4_out1.iter().zip(&expect1).enumerate() {
+        assert_eq!(*a, b, "routed frame {i} out of port 1");
+    }
+    assert!(
+        out1.iter().any(|f| is_arp_request_for(f, [10, 0, 2, 9])),
+        "the unresolved next hop is asked for"
+    );
+    assert_eq!(out0, expect0, "the frame routed back out of port 0");
+    assert_eq!(s["totals"]["fast_lane"], 0, "{s}");
+    assert_eq!(s["totals"]["rx"], 64);
+    assert_eq!(s["totals"]["balanced"], true);
+    assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
+}
+
+/// [`routed`] out of a port whose MAC is `port_mac`.
+fn routed_out(frame: &[u8], neigh: [u8; 6], port_mac: [u8; 6]) -> Vec<u8> {
+    let mut out = routed(frame, neigh);
+    out[6..12].copy_from_slice(&port_mac);
+    out
+}

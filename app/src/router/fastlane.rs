@@ -9,7 +9,7 @@
 use super::fib::{HopKind, NEIGH_BY_DST};
 use super::stages::{csum_flag, Pipeline};
 use super::txbuf::TxBuffer;
-use crate::dpdk::{Mbuf, BURST_SIZE, LPM_MISS};
+use crate::dpdk::{Mbuf, BURST_SIZE};
 use crate::stage::plain::{forward_plain, plain_ipv4};
 use hooks::wire::ethernet::HEADER_LEN;
 use hooks::{HookPoint, HookSet};
@@ -71,13 +71,13 @@ impl Pipeline {
             s[0] = crate::dpdk::tsc();
         }
         // 2. One LPM bulk lookup; every next hop a forward within the MTU,
-        // one output port, a neighbour with a usable header.
+        // one output port with a TX buffer and no egress hook, a neighbour
+        // with a usable header.
         self.fib.lookup_bulk(&f.dsts[..n], &mut f.ids[..n]);
         let mut out_port = u16::MAX;
-        // The route and destination the fields below are of (LPM_MISS: none
-        // yet; `hop` never gives a next hop for it), and whether the route's
-        // neighbour is each packet's own destination (an on-link route).
-        let (mut route, mut dst, mut mtu, mut by_dst) = (LPM_MISS, 0u32, 0u16, false);
+        // The route and destination the fields below are of, and whether
+        // the route's neighbour is each packet's own destination (on-link).
+        let (mut route, mut dst, mut mtu, mut by_dst) = (0u32, 0u32, 0u16, false);
         // (neighbour index, its header words); u32::MAX: none yet.
         let mut cached: (u32, [u64; 2]) = (u32::MAX, [0; 2]);
         // Whether every packet goes to the one neighbour in `cached`.
@@ -85,12 +85,25 @@ impl Pipeline {
         for i in 0..n {
             // Most bursts are one route (and, on-link, one destination): its
             // checks run once.
-            if f.ids[i] != route || (by_dst && f.dsts[i] != dst) {
+            if i == 0 || f.ids[i] != route || (by_dst && f.dsts[i] != dst) {
                 let hop = self.fib.hop(f.ids[i])?;
-                if hop.kind != HopKind::Forward || (i != 0 && hop.port != out_port) {
+                if hop.kind != HopKind::Forward {
                     return None;
                 }
-                (route, dst, mtu, out_port) = (f.ids[i], f.dsts[i], hop.mtu, hop.port);
+                if i == 0 {
+                    // Checked once, before any more work: a burst the
+                    // stages must take is declined early.
+                    out_port = hop.port;
+                    if hooks.any_egress() && hooks.chain(HookPoint::Egress, out_port).is_some() {
+                        return None;
+                    }
+                    if !matches!(tx.get(usize::from(out_port)), Some(Some(_))) {
+                        return None;
+                    }
+                } else if hop.port != out_port {
+                    return None;
+                }
+                (route, dst, mtu) = (f.ids[i], f.dsts[i], hop.mtu);
                 by_dst = hop.neigh == NEIGH_BY_DST;
                 let index = if !by_dst {
                     hop.neigh
@@ -111,9 +124,6 @@ impl Pipeline {
                 return None;
             }
             f.words[i] = cached.1;
-        }
-        if hooks.any_egress() && hooks.chain(HookPoint::Egress, out_port).is_some() {
-            return None;
         }
         let txb = tx.get_mut(usize::from(out_port))?.as_mut()?;
         if let Some(s) = stamps.as_deref_mut() {

@@ -335,7 +335,7 @@ impl Report {
         if t.fast_lane > 0 {
             let _ = writeln!(
                 s,
-                "fast lane: {} of {} received ({:.1} %) routed as plain-forward bursts",
+                "fast lane: {} of {} received ({:.1} %) checked and routed as plain-forward bursts",
                 t.fast_lane,
                 t.rx,
                 100.0 * t.fast_lane as f64 / t.rx.max(1) as f64

@@ -6,7 +6,9 @@
 //! plane) and the exact count of every drop reason.
 
 mod common;
-use common::frames::{eth, ipv4, HOST_A_MAC as HOST_A, PCAP0_MAC as MAC0, PCAP1_MAC as MAC1};
+use common::frames::{
+    eth, ipv4, tcp, udp, HOST_A_MAC as HOST_A, PCAP0_MAC as MAC0, PCAP1_MAC as MAC1,
+};
 use common::*;
 use hooks::wire::checksum;
 use hooks::wire::Ipv4Packet;
@@ -578,4 +580,64 @@ fn routed_out(frame: &[u8], neigh: [u8; 6], port_mac: [u8; 6]) -> Vec<u8> {
     let mut out = routed(frame, neigh);
     out[6..12].copy_from_slice(&port_mac);
     out
+}
+
+/// With a filter at egress of the output port, the lane checks and routes a
+/// plain burst and leaves the chain and the rest to the stages: the same
+/// frames leave, in the same order, with the same counts, as for a burst
+/// the stages take whole (burst 2: one TTL 1 frame).
+#[test]
+fn an_egress_chain_runs_on_bursts_the_lane_routed_as_on_the_stages() {
+    let config = format!(
+        "{CONFIG}
+[[hook]]
+point = \"egress\"
+port = \"net_pcap1\"
+kind = \"filter\"
+name = \"fw\"
+policy = \"accept\"
+[[hook.rule]]
+proto = \"tcp\"
+dport = 23
+action = \"drop\"
+"
+    );
+    let mut input = Vec::new();
+    let mut expect = Vec::new();
+    for burst in 0..2u16 {
+        for i in 0..32u16 {
+            let sport = 1000 + 32 * burst + i;
+            let mut f = if i % 4 == 3 {
+                tcp([10, 0, 1, 2], [198, 51, 100, 9], sport, 23, 0x02)
+            } else {
+                udp([10, 0, 1, 2], [198, 51, 100, 9], sport, 53)
+            };
+            if burst == 1 && i == 5 {
+                f[22] = 1;
+                f[24..26].fill(0);
+                let c = checksum::checksum(&f[14..34]);
+                f[24..26].copy_from_slice(&c.to_be_bytes());
+            } else if i % 4 != 3 {
+                expect.push(routed(&f, NEIGH_22));
+            }
+            input.push(f);
+        }
+    }
+    let (_, out1, s) = run_pcaps("rtegress", &config, &input, &[], "2");
+
+    assert_eq!(out1.len(), expect.len(), "{out1:02x?}");
+    for (i, (a, b)) in out1.iter().zip(&expect).enumerate() {
+        assert_eq!(a, b, "routed frame {i}");
+    }
+    assert_eq!(s["totals"]["fast_lane"], 32, "burst 1 only: {s}");
+    assert_eq!(s["totals"]["drops"]["filter_rule"], 16, "{s}");
+    assert_eq!(s["totals"]["drops"]["ttl_exceeded"], 1, "{s}");
+    let fw = &s["hooks"][0];
+    assert_eq!(fw["name"], "fw", "{s}");
+    assert_eq!(
+        (&fw["seen"], &fw["accepted"], &fw["dropped"]),
+        (&63.into(), &47.into(), &16.into())
+    );
+    assert_eq!(s["totals"]["balanced"], true);
+    assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
 }

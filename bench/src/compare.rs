@@ -438,7 +438,7 @@ pub fn markdown(title: &str, s: &Summary, target: Option<f64>, machine: &str) ->
             "\n`tx` is the dispose step: TX buffers, `tx_burst` into the null device, \
              and punts. A burst whose every packet is a plain forward (untagged IPv4 \
              to us, no options, forward routes to resolved neighbours, one output port, \
-             no hook on the way) is routed by the fast lane: its check loop (l2 and the \
+             no hooks) is routed by the fast lane: its check loop (l2 and the \
              IPv4 header checks, fused) is timed as `l2`, LPM + next hop + neighbour as \
              `ip`, TTL + header write as `neigh`.\n\n```\n{cmd}\n```"
         );

@@ -1,18 +1,21 @@
 //! The router's fast lane: a burst whose every packet is a plain forward
-//! (`stage::plain`) to a resolved neighbour, all out of one port with no
-//! hook on the way, is routed in three tight loops (check, route, rewrite)
-//! with no per-packet metadata or verdicts. Any other burst is left
-//! untouched for the staged pipeline, so the lane never reorders packets
-//! and never decides anything the stages would decide otherwise: it only
-//! skips their bookkeeping when there is nothing to decide.
+//! (`stage::plain`) to a resolved neighbour, all out of one port, with no
+//! ingress hook on its input port, is routed in three tight loops (check,
+//! route, rewrite) with no per-packet metadata or verdicts. When the output
+//! port has an egress chain, the lane stops after routing and leaves the
+//! burst as the stages' l2 and ip would have (metadata, verdicts, TTL), for
+//! the chain and the stages after it. Any other burst is left untouched for
+//! the staged pipeline, so the lane never reorders packets and never decides
+//! anything the stages would decide otherwise: it only skips their
+//! bookkeeping when there is nothing to decide.
 
 use super::fib::{HopKind, NEIGH_BY_DST};
-use super::stages::{csum_flag, Pipeline};
+use super::stages::{csum_flag, Pipeline, Scratch, Verdict};
 use super::txbuf::TxBuffer;
 use crate::dpdk::{Mbuf, BURST_SIZE};
-use crate::stage::plain::{forward_plain, plain_ipv4};
-use hooks::wire::ethernet::HEADER_LEN;
-use hooks::{HookPoint, HookSet};
+use crate::stage::plain::{forward_plain, plain_ipv4, route_plain};
+use hooks::wire::ethernet::{ethertype, HEADER_LEN};
+use hooks::{HookPoint, HookSet, PacketMeta, PacketType};
 use std::net::Ipv4Addr;
 
 /// Per-burst arrays of the fast lane, reused burst after burst; each loop
@@ -22,6 +25,10 @@ pub struct FastScratch {
     ids: [u32; BURST_SIZE],
     lens: [u16; BURST_SIZE],
     words: [[u64; 2]; BURST_SIZE],
+    /// For an egress chain: each packet's neighbour as the stages' ip
+    /// leaves it (an index or NEIGH_BY_DST), and its next hop.
+    neighs: [u32; BURST_SIZE],
+    next_hops: [u32; BURST_SIZE],
 }
 
 impl Default for FastScratch {
@@ -31,6 +38,8 @@ impl Default for FastScratch {
             ids: [0; BURST_SIZE],
             lens: [0; BURST_SIZE],
             words: [[0; 2]; BURST_SIZE],
+            neighs: [0; BURST_SIZE],
+            next_hops: [0; BURST_SIZE],
         }
     }
 }
@@ -38,22 +47,34 @@ impl Default for FastScratch {
 /// TSC after each loop of a timed fast-lane burst: checks, route, rewrite.
 pub type LaneStamps = [u64; 3];
 
+/// What the lane did with a burst it took.
+pub(super) enum Lane<'t> {
+    /// Routed and rewritten, every packet: send the burst on this buffer.
+    Sent(&'t mut TxBuffer),
+    /// Checked and routed, TTL decremented, padding trimmed; the scratch
+    /// metadata and verdicts are what the stages' l2 and ip leave. The
+    /// output port's egress chain and the stages after it take the burst.
+    Routed,
+}
+
 impl Pipeline {
-    /// Route `mbufs` (received on a port whose MAC word is `port_mac`) in
-    /// the fast lane if every one is a plain forward; returns the TX buffer
-    /// of their output port, every packet rewritten and ready for it.
-    /// `None`: nothing was written, the burst is for the stages. With
-    /// `stamps`, the TSC is read after each loop.
+    /// Route `mbufs` (received on `port`, whose MAC word is `port_mac`) in
+    /// the fast lane if every one is a plain forward: see [`Lane`]. `None`:
+    /// nothing was written, the burst is for the stages. With `stamps`, the
+    /// TSC is read after each loop.
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub(super) fn fast_lane<'t>(
         &self,
+        port: u16,
         port_mac: u64,
         mbufs: &mut [Mbuf],
-        f: &mut FastScratch,
+        s: &mut Scratch,
         hooks: &HookSet,
         tx: &'t mut [Option<TxBuffer>],
         mut stamps: Option<&mut LaneStamps>,
-    ) -> Option<&'t mut TxBuffer> {
+    ) -> Option<Lane<'t>> {
+        let f = &mut s.fast;
         let n = mbufs.len();
         if n == 0 || n > BURST_SIZE {
             return None;
@@ -75,6 +96,7 @@ impl Pipeline {
         // with a usable header.
         self.fib.lookup_bulk(&f.dsts[..n], &mut f.ids[..n]);
         let mut out_port = u16::MAX;
+        let mut egress = false;
         // The route and destination the fields below are of, and whether
         // the route's neighbour is each packet's own destination (on-link).
         let (mut route, mut dst, mut mtu, mut by_dst) = (0u32, 0u32, 0u16, false);
@@ -94,9 +116,8 @@ impl Pipeline {
                     // Checked once, before any more work: a burst the
                     // stages must take is declined early.
                     out_port = hop.port;
-                    if hooks.any_egress() && hooks.chain(HookPoint::Egress, out_port).is_some() {
-                        return None;
-                    }
+                    egress =
+                        hooks.any_egress() && hooks.chain(HookPoint::Egress, out_port).is_some();
                     if !matches!(tx.get(usize::from(out_port)), Some(Some(_))) {
                         return None;
                     }
@@ -125,6 +146,9 @@ impl Pipeline {
             }
             f.words[i] = cached.1;
         }
+        if egress {
+            return self.route_for_egress(port, out_port, mbufs, s);
+        }
         let txb = tx.get_mut(usize::from(out_port))?.as_mut()?;
         if let Some(s) = stamps.as_deref_mut() {
             s[1] = crate::dpdk::tsc();
@@ -143,7 +167,49 @@ impl Pipeline {
         if let Some(s) = stamps {
             s[2] = crate::dpdk::tsc();
         }
-        Some(txb)
+        Some(Lane::Sent(txb))
+    }
+
+    /// The lane's checked and routed burst, left as the stages' l2 and ip
+    /// would leave it for an egress chain: per packet the metadata
+    /// (`received_on`, then what `eth_type_trans` and `route` set), the
+    /// verdict `Neigh` with the route's neighbour, TTL - 1, no padding.
+    #[cold]
+    fn route_for_egress(
+        &self,
+        port: u16,
+        out_port: u16,
+        mbufs: &mut [Mbuf],
+        s: &mut Scratch,
+    ) -> Option<Lane<'static>> {
+        let f = &mut s.fast;
+        // Every route was checked in loop 2; still, nothing is written
+        // until each packet's next hop is known.
+        for (i, &id) in f.ids[..mbufs.len()].iter().enumerate() {
+            let hop = self.fib.hop(id)?;
+            f.neighs[i] = hop.neigh;
+            f.next_hops[i] = if hop.gateway != 0 {
+                hop.gateway
+            } else {
+                f.dsts[i]
+            };
+        }
+        for (i, m) in mbufs.iter_mut().enumerate() {
+            let len = HEADER_LEN as u16 + f.lens[i];
+            let routed = route_plain(m.data_mut());
+            let trimmed = m.data().len() == usize::from(len) || m.trim_to(len);
+            debug_assert!(routed && trimmed);
+            let meta = &mut s.metas[i];
+            *meta = PacketMeta::received_on(port);
+            meta.packet_type = PacketType::Host;
+            meta.protocol = ethertype::IPV4;
+            meta.vlan = 0;
+            meta.l3_offset = HEADER_LEN as u16;
+            meta.out_port = out_port;
+            meta.next_hop = f.next_hops[i];
+            s.verdicts[i] = Verdict::Neigh(f.neighs[i]);
+        }
+        Some(Lane::Routed)
     }
 }
 

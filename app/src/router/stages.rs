@@ -5,7 +5,7 @@
 //! packet, or a counted drop). Safe Rust over the DPDK layer.
 
 use super::budget::{over_budget_reason, PuntBudgets};
-use super::fastlane::FastScratch;
+use super::fastlane::{FastScratch, Lane};
 use super::fib::{Fib, HopKind, NEIGH_BY_DST};
 use super::hook_points;
 use super::punt::Punt;
@@ -74,7 +74,7 @@ pub struct Scratch {
     idx: [u8; BURST_SIZE],
     dsts: [u32; BURST_SIZE],
     ids: [u32; BURST_SIZE],
-    fast: FastScratch,
+    pub(super) fast: FastScratch,
 }
 
 impl Default for Scratch {
@@ -134,17 +134,28 @@ impl Pipeline {
         if self.pad_short[usize::from(port)] {
             pad_short_frames(burst);
         }
-        if !hooks.any_ingress() || hooks.chain(HookPoint::Ingress, port).is_none() {
-            let mut lane = [0u64; 3];
-            let lane_tx = self.fast_lane(
+        let mut lane = [0u64; 3];
+        let routed = if !hooks.any_ingress() || hooks.chain(HookPoint::Ingress, port).is_none() {
+            self.fast_lane(
+                port,
                 mac_word(&port_mac),
                 burst.as_mut_slice(),
-                &mut out.scratch.fast,
+                out.scratch,
                 hooks,
                 out.tx,
                 timed.then_some(&mut lane),
-            );
-            if let Some(txb) = lane_tx {
+            )
+        } else {
+            None
+        };
+        let cx = HookContext {
+            worker: self.worker,
+            point: HookPoint::Ingress,
+            port,
+            now_ns: 0,
+        };
+        match routed {
+            Some(Lane::Sent(txb)) => {
                 out.counters.fast_lane(port, n as u64);
                 txb.send_burst(burst, out.counters);
                 if timed {
@@ -153,24 +164,33 @@ impl Pipeline {
                 }
                 return;
             }
-        }
-        let scratch = &mut *out.scratch;
-        self.l2_stage(port, &port_mac, burst.as_slice(), scratch);
-        let cx = HookContext {
-            worker: self.worker,
-            point: HookPoint::Ingress,
-            port,
-            now_ns: 0,
-        };
-        if hooks.any_ingress() {
-            if let Some(chain) = hooks.chain(HookPoint::Ingress, port) {
-                hook_points::ingress(chain, cx, self.ns_per_tick, burst.as_mut_slice(), scratch);
+            // Checked and routed by the lane; the egress chain and the
+            // stages from there on take the burst.
+            Some(Lane::Routed) => {
+                out.counters.fast_lane(port, n as u64);
+                t[1] = lane[0];
+            }
+            None => {
+                let scratch = &mut *out.scratch;
+                self.l2_stage(port, &port_mac, burst.as_slice(), scratch);
+                if hooks.any_ingress() {
+                    if let Some(chain) = hooks.chain(HookPoint::Ingress, port) {
+                        hook_points::ingress(
+                            chain,
+                            cx,
+                            self.ns_per_tick,
+                            burst.as_mut_slice(),
+                            scratch,
+                        );
+                    }
+                }
+                if timed {
+                    t[1] = tsc();
+                }
+                self.ip_stage(burst.as_mut_slice(), scratch);
             }
         }
-        if timed {
-            t[1] = tsc();
-        }
-        self.ip_stage(burst.as_mut_slice(), scratch);
+        let scratch = &mut *out.scratch;
         if hooks.any_egress() {
             let cx = HookContext {
                 point: HookPoint::Egress,

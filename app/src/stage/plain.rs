@@ -98,6 +98,20 @@ pub fn forward_plain(frame: &mut [u8], neigh_words: [u64; 2]) -> bool {
     true
 }
 
+/// The routing half of [`forward_plain`], for a frame whose Ethernet
+/// header is written later (after an egress chain): TTL - 1 with the
+/// checksum updated. False, and no change, as for [`forward_plain`].
+#[inline(always)]
+pub fn route_plain(frame: &mut [u8]) -> bool {
+    let Some(ip) = frame
+        .get_mut(HEADER_LEN..)
+        .and_then(|b| b.first_chunk_mut::<MIN_HEADER_LEN>())
+    else {
+        return false;
+    };
+    ipv4_forward_ttl_fixed(ip).is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,6 +311,10 @@ mod tests {
                 let mut slow = f.clone();
                 staged_rewrite(&mut slow, words);
                 prop_assert_eq!(&fast, &slow);
+                let mut routed = f.clone();
+                prop_assert!(route_plain(&mut routed));
+                prop_assert_eq!(&routed[14..], &fast[14..]);
+                prop_assert_eq!(&routed[..14], &f[..14]);
                 // And on its own terms: the slot's last 14 bytes as the
                 // Ethernet header, TTL one less, a header checksum that
                 // still verifies in full, every other byte as it was.

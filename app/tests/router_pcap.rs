@@ -69,6 +69,23 @@ fn routed(frame: &[u8], neigh: [u8; 6]) -> Vec<u8> {
     out
 }
 
+/// A UDP frame with 8 bytes of IP payload to `dst` with TTL 9, padded
+/// with 0xee to 60 bytes: the router must trim the padding.
+fn padded_udp_to(dst: [u8; 4]) -> Vec<u8> {
+    let mut f = eth(MAC0, HOST_A, 0x0800);
+    f.extend(ipv4([10, 0, 1, 2], dst, 9, 17, &[0, 1, 0, 2, 0, 8, 0, 0]));
+    f.resize(60, 0xee);
+    f
+}
+
+/// Set the TTL of the untagged frame `f` and refill its header checksum.
+fn set_ttl(f: &mut [u8], ttl: u8) {
+    f[22] = ttl;
+    f[24..26].fill(0);
+    let c = checksum::checksum(&f[14..34]);
+    f[24..26].copy_from_slice(&c.to_be_bytes());
+}
+
 #[test]
 fn every_kind_of_frame_ends_where_it_should() {
     let good = udp_to([198, 51, 100, 9], 64);
@@ -88,15 +105,7 @@ fn every_kind_of_frame_ends_where_it_should() {
     let c = checksum::checksum(&from_loopback[14..34]);
     from_loopback[24..26].copy_from_slice(&c.to_be_bytes());
     let to_reserved = udp_to([240, 0, 0, 1], 64);
-    let mut padded = eth(MAC0, HOST_A, 0x0800);
-    padded.extend(ipv4(
-        [10, 0, 1, 2],
-        [198, 51, 100, 10],
-        9,
-        17,
-        &[0, 1, 0, 2, 0, 8, 0, 0],
-    ));
-    padded.resize(60, 0xee);
+    let padded = padded_udp_to([198, 51, 100, 10]);
 
     let mut runt = udp_to([198, 51, 100, 9], 64);
     runt.truncate(59);
@@ -469,15 +478,7 @@ fn plain_bursts_take_the_fast_lane_and_leave_as_the_stages_would() {
         "{CONFIG}\n[[neighbour]]\naddress = \"10.0.2.5\"\nmac = \"02:bb:00:00:00:25\"\n\
          \n[[neighbour]]\naddress = \"10.0.2.6\"\nmac = \"02:bb:00:00:00:26\"\n"
     );
-    let mut small = eth(MAC0, HOST_A, 0x0800);
-    small.extend(ipv4(
-        [10, 0, 1, 2],
-        [198, 51, 100, 11],
-        9,
-        17,
-        &[0, 1, 0, 2, 0, 8, 0, 0],
-    ));
-    small.resize(60, 0xee);
+    let small = padded_udp_to([198, 51, 100, 11]);
     let kinds: [(Vec<u8>, [u8; 6]); 4] = [
         (udp_to([198, 51, 100, 9], 64), NEIGH_22),
         (udp_to([198, 51, 100, 7], 2), NEIGH_23),
@@ -492,10 +493,7 @@ fn plain_bursts_take_the_fast_lane_and_leave_as_the_stages_would() {
         let mut f = f.clone();
         f[35] = i as u8; // UDP source port's low byte: every frame its own
         if i == 40 {
-            f[22] = 1;
-            f[24..26].fill(0);
-            let c = checksum::checksum(&f[14..34]);
-            f[24..26].copy_from_slice(&c.to_be_bytes());
+            set_ttl(&mut f, 1);
         } else {
             expect.push(routed(&f, *neigh));
         }
@@ -613,10 +611,7 @@ action = \"drop\"
                 udp([10, 0, 1, 2], [198, 51, 100, 9], sport, 53)
             };
             if burst == 1 && i == 5 {
-                f[22] = 1;
-                f[24..26].fill(0);
-                let c = checksum::checksum(&f[14..34]);
-                f[24..26].copy_from_slice(&c.to_be_bytes());
+                set_ttl(&mut f, 1);
             } else if i % 4 != 3 {
                 expect.push(routed(&f, NEIGH_22));
             }

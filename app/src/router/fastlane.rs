@@ -174,7 +174,8 @@ impl Pipeline {
     /// would leave it for an egress chain: per packet the metadata
     /// (`received_on`, then what `eth_type_trans` and `route` set), the
     /// verdict `Neigh` with the route's neighbour, TTL - 1, no padding.
-    #[cold]
+    /// Out of line: the lane without an egress chain stays small.
+    #[inline(never)]
     fn route_for_egress(
         &self,
         port: u16,

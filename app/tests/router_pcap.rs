@@ -581,13 +581,20 @@ fn routed_out(frame: &[u8], neigh: [u8; 6], port_mac: [u8; 6]) -> Vec<u8> {
 }
 
 /// With a filter at egress of the output port, the lane checks and routes a
-/// plain burst and leaves the chain and the rest to the stages: the same
-/// frames leave, in the same order, with the same counts, as for a burst
-/// the stages take whole (burst 2: one TTL 1 frame).
+/// plain burst (a gateway, padded frames, an on-link neighbour found by
+/// the next hop the lane leaves in the metadata) and leaves the chain and
+/// the rest to the stages: the same frames leave, in the same order, with
+/// the same counts, as for a burst the stages take whole (burst 2: one TTL 1
+/// frame).
 #[test]
 fn an_egress_chain_runs_on_bursts_the_lane_routed_as_on_the_stages() {
+    const NEIGH_25: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 0x25];
     let config = format!(
         "{CONFIG}
+[[neighbour]]
+address = \"10.0.2.5\"
+mac = \"02:bb:00:00:00:25\"
+
 [[hook]]
 point = \"egress\"
 port = \"net_pcap1\"
@@ -605,15 +612,20 @@ action = \"drop\"
     for burst in 0..2u16 {
         for i in 0..32u16 {
             let sport = 1000 + 32 * burst + i;
-            let mut f = if i % 4 == 3 {
-                tcp([10, 0, 1, 2], [198, 51, 100, 9], sport, 23, 0x02)
-            } else {
-                udp([10, 0, 1, 2], [198, 51, 100, 9], sport, 53)
+            let (mut f, neigh) = match i % 4 {
+                0 => (udp([10, 0, 1, 2], [198, 51, 100, 9], sport, 53), NEIGH_22),
+                1 => (padded_udp_to([198, 51, 100, 10]), NEIGH_22),
+                2 => (udp([10, 0, 1, 2], [10, 0, 2, 5], sport, 53), NEIGH_25),
+                _ => (
+                    tcp([10, 0, 1, 2], [198, 51, 100, 9], sport, 23, 0x02),
+                    NEIGH_22,
+                ),
             };
+            f[35] = i as u8;
             if burst == 1 && i == 5 {
                 set_ttl(&mut f, 1);
             } else if i % 4 != 3 {
-                expect.push(routed(&f, NEIGH_22));
+                expect.push(routed(&f, neigh));
             }
             input.push(f);
         }

@@ -92,8 +92,8 @@ impl Pipeline {
             s[0] = crate::dpdk::tsc();
         }
         // 2. One LPM bulk lookup; every next hop a forward within the MTU,
-        // one output port with a TX buffer and no egress hook, a neighbour
-        // with a usable header.
+        // one output port with a TX buffer (and maybe an egress chain), a
+        // neighbour with a usable header.
         self.fib.lookup_bulk(&f.dsts[..n], &mut f.ids[..n]);
         let mut out_port = u16::MAX;
         let mut egress = false;

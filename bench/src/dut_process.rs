@@ -12,6 +12,17 @@ pub const DUT_MAC0: &str = "02:fa:57:00:00:00";
 /// MAC of the device under test's memif port 1.
 pub const DUT_MAC1: &str = "02:fa:57:00:00:01";
 
+/// The generator's side of the memif pair: frames to the device's first
+/// port, out of `net_memif0`, back in on `net_memif1`.
+pub const GENERATOR_PORT_ARGS: [&str; 6] = [
+    "--dst-mac",
+    DUT_MAC0,
+    "--tx-port",
+    "net_memif0",
+    "--rx-port",
+    "net_memif1",
+];
+
 /// EAL arguments with two memif ports on `sock` (ids 0 and 1, rings of 4,096
 /// slots like a NIC's descriptor ring, not memif's default 1,024) in `role`
 /// (`server` for the device under test, `client` for the generator), without

@@ -7,7 +7,7 @@
 //! NDR search per device, whose plots go next to the results file.
 
 use crate::compare::show;
-use crate::dut_process::{memif_eal as eal, run_held_generator, DutProcess};
+use crate::dut_process::{memif_eal as eal, run_held_generator, DutProcess, GENERATOR_PORT_ARGS};
 use crate::hooks_bench::{self, Case};
 use crate::rates;
 use crate::report::Report;
@@ -174,14 +174,7 @@ fn generator_cmd(
         Mode::SearchUpTo(_) => "search",
     });
     c.args(&o.spec_args)
-        .args([
-            "--dst-mac",
-            DUT_MAC0,
-            "--tx-port",
-            "net_memif0",
-            "--rx-port",
-            "net_memif1",
-        ])
+        .args(GENERATOR_PORT_ARGS)
         .args(["--dut", &dut.label()])
         .arg("--json")
         .arg(json)

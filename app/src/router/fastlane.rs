@@ -196,9 +196,8 @@ impl Pipeline {
             };
         }
         for (i, m) in mbufs.iter_mut().enumerate() {
-            let len = HEADER_LEN as u16 + f.lens[i];
             let routed = route_plain(m.data_mut());
-            let trimmed = m.data().len() == usize::from(len) || m.trim_to(len);
+            let trimmed = trim_padding(m, f.lens[i]);
             debug_assert!(routed && trimmed);
             let meta = &mut s.metas[i];
             *meta = PacketMeta::received_on(port);
@@ -217,9 +216,16 @@ impl Pipeline {
 /// Loop 3 for one packet: TTL, checksum, header, padding.
 #[inline(always)]
 fn rewrite(m: &mut Mbuf, total_len: u16, words: [u64; 2]) {
-    let len = HEADER_LEN as u16 + total_len;
     let written = forward_plain(m.data_mut(), words);
-    // Cannot fail: checked in loop 1 (single segment, length fits).
-    let trimmed = m.data().len() == usize::from(len) || m.trim_to(len);
+    let trimmed = trim_padding(m, total_len);
     debug_assert!(written && trimmed);
+}
+
+/// Cut a plain frame to its Ethernet header and IPv4 total length (only a
+/// padded one changes). Cannot fail for what loop 1 accepted: a single
+/// segment at least that long.
+#[inline(always)]
+fn trim_padding(m: &mut Mbuf, total_len: u16) -> bool {
+    let len = HEADER_LEN as u16 + total_len;
+    m.data().len() == usize::from(len) || m.trim_to(len)
 }

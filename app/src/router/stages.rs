@@ -134,8 +134,13 @@ impl Pipeline {
         if self.pad_short[usize::from(port)] {
             pad_short_frames(burst);
         }
+        let ingress = if hooks.any_ingress() {
+            hooks.chain(HookPoint::Ingress, port)
+        } else {
+            None
+        };
         let mut lane = [0u64; 3];
-        let routed = if !hooks.any_ingress() || hooks.chain(HookPoint::Ingress, port).is_none() {
+        let routed = if ingress.is_none() {
             self.fast_lane(
                 port,
                 mac_word(&port_mac),
@@ -173,16 +178,14 @@ impl Pipeline {
             None => {
                 let scratch = &mut *out.scratch;
                 self.l2_stage(port, &port_mac, burst.as_slice(), scratch);
-                if hooks.any_ingress() {
-                    if let Some(chain) = hooks.chain(HookPoint::Ingress, port) {
-                        hook_points::ingress(
-                            chain,
-                            cx,
-                            self.ns_per_tick,
-                            burst.as_mut_slice(),
-                            scratch,
-                        );
-                    }
+                if let Some(chain) = ingress {
+                    hook_points::ingress(
+                        chain,
+                        cx,
+                        self.ns_per_tick,
+                        burst.as_mut_slice(),
+                        scratch,
+                    );
                 }
                 if timed {
                     t[1] = tsc();

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use fastpath_bench::dut_process::{
-    memif_eal, run_held_generator, DutProcess, GeneratorOutput, DUT_MAC0,
+    memif_eal, run_held_generator, DutProcess, GeneratorOutput, GENERATOR_PORT_ARGS,
 };
 use fastpath_bench::report::Report;
 use std::path::{Path, PathBuf};
@@ -81,16 +81,7 @@ fn generator_cmd(cmd: &str, args: &[&str], sock: &Path, name: &str, hold: bool) 
     if hold {
         c.arg("--hold");
     }
-    c.args([
-        "--dst-mac",
-        DUT_MAC0,
-        "--tx-port",
-        "net_memif0",
-        "--rx-port",
-        "net_memif1",
-    ])
-    .arg("--")
-    .args(memif_eal(
+    c.args(GENERATOR_PORT_ARGS).arg("--").args(memif_eal(
         &format!("gen-{}", tag(name)),
         "0",
         sock,

@@ -17,9 +17,13 @@
 //! src = "192.0.2.0/24"
 //! action = "drop"
 //! ```
+//!
+//! `flow_cache = N` (a power of two, default 4096; 0 = off) sizes the
+//! per-worker exact-match cache of answers in front of the classifier
+//! ([`crate::rules::flow_cache`]).
 
 use crate::flow::FlowSummary;
-use crate::rules::{parse_match, Classifier, ClassifierBuilder, Key};
+use crate::rules::{flow_cache, parse_match, CachedClassifier, ClassifierBuilder, Key};
 use crate::wire::ethernet::ethertype;
 use crate::worker_counters::{CounterStore, WorkerCounters};
 use crate::{
@@ -73,7 +77,7 @@ impl ClassifyKind {
 
 /// One classify instance.
 pub struct Classify {
-    classifier: Box<dyn Classifier>,
+    classifier: CachedClassifier,
     actions: Vec<ClassifyAction>,
     /// Per worker: packets that matched a rule, IPv4 packets that could
     /// not be read (they match no rule).
@@ -102,7 +106,8 @@ impl Hook for Classify {
         }
         let mut results = [0u32; MAX_BURST];
         if n > 0 {
-            self.classifier.classify(&keys[..n], &mut results[..n]);
+            self.classifier
+                .classify(cx.worker, &keys[..n], &mut results[..n]);
         }
         let mut matched = 0;
         for k in 0..n {
@@ -135,11 +140,13 @@ impl Hook for Classify {
     }
 
     fn stats(&self) -> Vec<(&'static str, u64)> {
-        vec![
+        let mut v = vec![
             ("rules", self.actions.len() as u64),
             ("matched", self.counts.sum(MATCHED)),
             ("unparsed", self.counts.sum(UNPARSED)),
-        ]
+        ];
+        v.extend(self.classifier.stat_lines());
+        v
     }
 }
 
@@ -204,12 +211,13 @@ impl HookKind for ClassifyKind {
     }
 
     fn build(&self, args: &HookArgs, cx: &BuildContext) -> Result<Arc<dyn Hook>, HookBuildError> {
-        if let Some(k) = args.params.keys().next() {
+        if let Some(k) = args.params.keys().find(|k| *k != flow_cache::PARAM) {
             return Err(HookBuildError::param(
                 k,
-                "unknown field; `classify` takes only [[hook.rule]] tables",
+                "unknown field; `classify` takes `flow_cache` and [[hook.rule]] tables",
             ));
         }
+        let slots = flow_cache::slots_param(args)?;
         let mut rules = Vec::with_capacity(args.rules.len());
         let mut actions = Vec::with_capacity(args.rules.len());
         for (i, t) in args.rules.iter().enumerate() {
@@ -222,7 +230,7 @@ impl HookKind for ClassifyKind {
             message: format!("building the {} classifier: {e}", self.builder.name()),
         })?;
         Ok(Arc::new(Classify {
-            classifier,
+            classifier: CachedClassifier::new(classifier, cx.workers, slots),
             actions,
             counts: self.counters.for_instance(cx),
         }))
@@ -316,6 +324,63 @@ mod tests {
         run(&*h, HookPoint::Ingress, &mut pkts, 0);
         let classes: Vec<u16> = pkts.iter().map(|p| p.meta.class).collect();
         assert_eq!(classes, vec![9, 0, 0, 0]);
+    }
+
+    #[test]
+    fn the_flow_cache_answers_repeats_and_can_be_sized_or_turned_off() {
+        let rules = r#"
+            [[rule]]
+            proto = "tcp"
+            dport = 80
+            set_class = 8
+            "#;
+        let classes = |h: &dyn Hook| -> Vec<u16> {
+            let mut pkts = vec![
+                Pkt::new(tcp(A, B, 1000, 80, SYN)),
+                Pkt::new(tcp(A, B, 1000, 81, SYN)),
+                Pkt::new(tcp(A, B, 1000, 80, SYN)).with(|m| m.in_port = 1),
+            ];
+            run(h, HookPoint::Ingress, &mut pkts, 0);
+            pkts.iter().map(|p| p.meta.class).collect()
+        };
+        for slots in ["", "flow_cache = 1\n", "flow_cache = 0\n"] {
+            let h = classify(&format!("{slots}{rules}"));
+            for round in 0..3 {
+                assert_eq!(classes(&*h), [8, 0, 8], "{slots:?} round {round}");
+            }
+            assert_eq!(stat(&*h, "matched"), 6);
+            let cache: Vec<_> = h
+                .stats()
+                .into_iter()
+                .filter(|(n, _)| n.starts_with("flow_cache"))
+                .collect();
+            match slots {
+                "" => assert_eq!(
+                    cache,
+                    [
+                        ("flow_cache_hits", 6),
+                        ("flow_cache_misses", 3),
+                        ("flow_cache_bypassed", 0)
+                    ]
+                ),
+                "flow_cache = 0\n" => assert!(cache.is_empty(), "{cache:?}"),
+                // One slot, three keys: a burst looks all up, then fills
+                // the slot in order, so only the last key hits next time.
+                _ => assert_eq!(
+                    cache[..2],
+                    [("flow_cache_hits", 2), ("flow_cache_misses", 7)]
+                ),
+            }
+        }
+        let k = ClassifyKind::new(Arc::new(LinearBuilder));
+        let cx = build_cx(HookPoint::Ingress);
+        for bad in ["3", "-1", "\"big\"", "33554432"] {
+            let e = k
+                .build(&args(&format!("flow_cache = {bad}\n{rules}")), &cx)
+                .err()
+                .expect("refused");
+            assert_eq!(e.field.as_deref(), Some("flow_cache"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! policy = "drop"              # required: what no rule decides
 //! stateful = true              # connection tracking (default false)
 //! conntrack_max = 65536        # entries per worker, fixed at first use
+//! flow_cache = 4096            # exact-match cache slots per worker (0 = off)
 //! [[hook.rule]]
 //! state = ["established", "related"]
 //! action = "accept"
@@ -31,7 +32,7 @@
 
 use crate::conntrack::{ConnTable, CtCommit, CtConfig, CtHint, CtState};
 use crate::flow::FlowSummary;
-use crate::rules::{parse_match, Classifier, ClassifierBuilder, Key, MatchRule};
+use crate::rules::{flow_cache, parse_match, CachedClassifier, ClassifierBuilder, Key, MatchRule};
 use crate::rules::{CT_ESTABLISHED, CT_NEW as KEY_CT_NEW, CT_RELATED};
 use crate::worker_counters::{CounterStore, WorkerCounters};
 use crate::{
@@ -117,7 +118,8 @@ impl FilterKind {
 
 /// One filter instance.
 pub struct Filter {
-    classifier: Box<dyn Classifier>,
+    /// The terminal rules, behind a per-worker exact-match cache.
+    classifier: CachedClassifier,
     /// Action of each terminal rule, in classifier order.
     actions: Vec<Action>,
     /// Config index of each terminal rule (for ordering against count rules).
@@ -206,7 +208,8 @@ impl Hook for Filter {
         }
         let mut results = [0u32; MAX_BURST];
         if n > 0 {
-            self.classifier.classify(&keys[..n], &mut results[..n]);
+            self.classifier
+                .classify(cx.worker, &keys[..n], &mut results[..n]);
         }
         for k in 0..n {
             let i = usize::from(idx[k]);
@@ -269,6 +272,7 @@ impl Hook for Filter {
             v.push(("ct_refused_full", full));
             v.push(("ct_capacity", ct.capacity as u64));
         }
+        v.extend(self.classifier.stat_lines());
         v
     }
 }
@@ -332,14 +336,15 @@ impl HookKind for FilterKind {
 
     fn build(&self, args: &HookArgs, cx: &BuildContext) -> Result<Arc<dyn Hook>, HookBuildError> {
         for k in args.params.keys() {
-            if !["policy", "stateful", "conntrack_max"].contains(&k.as_str()) {
+            if !["policy", "stateful", "conntrack_max", flow_cache::PARAM].contains(&k.as_str()) {
                 return Err(HookBuildError::param(
                     k,
-                    "unknown field; expected policy, stateful, conntrack_max",
+                    "unknown field; expected policy, stateful, conntrack_max, flow_cache",
                 ));
             }
         }
         let policy = parse_policy(args)?;
+        let slots = flow_cache::slots_param(args)?;
         let stateful = match args.params.get("stateful") {
             None => false,
             Some(toml::Value::Boolean(b)) => *b,
@@ -418,7 +423,7 @@ impl HookKind for FilterKind {
             None
         };
         Ok(Arc::new(Filter {
-            classifier,
+            classifier: CachedClassifier::new(classifier, cx.workers, slots),
             actions,
             terminal_index,
             count_rules,

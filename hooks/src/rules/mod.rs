@@ -10,8 +10,11 @@
 //!   hooks use, so that this crate stays DPDK-free, and the
 //!   [`LinearClassifier`] reference implementation. The app provides one on
 //!   `rte_acl`.
+//! - [`flow_cache`]: a per-worker exact-match cache in front of a
+//!   classifier ([`CachedClassifier`]).
 
 pub mod classifier;
+pub mod flow_cache;
 pub mod key;
 pub mod parse;
 pub mod rule;
@@ -19,6 +22,7 @@ pub mod rule;
 pub use classifier::{
     validate_rules, Classifier, ClassifierBuilder, LinearBuilder, LinearClassifier,
 };
+pub use flow_cache::{CacheStats, CachedClassifier};
 pub use key::{CtBits, Key, CT_ALL, CT_ESTABLISHED, CT_NEW, CT_RELATED, FLAG_L4};
 pub use parse::{parse_match, MATCH_KEYS};
 pub use rule::{MatchRule, Prefix};

@@ -28,7 +28,8 @@ pub struct AppArgs {
     /// (router mode; costs a few cycles per burst). A burst the fast lane
     /// routes counts its check loop (l2 and the IPv4 header checks, fused)
     /// as l2, LPM + next hop + neighbour as ip, TTL + header as neigh; a
-    /// burst it declines counts the attempt in l2.
+    /// burst it declines counts the attempt in l2. After an ingress chain
+    /// (which counts in l2) the lane's check loop counts in ip.
     #[arg(long)]
     pub stage_cycles: bool,
 

@@ -648,3 +648,103 @@ action = \"drop\"
     assert_eq!(s["totals"]["balanced"], true);
     assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
 }
+
+/// With an ingress chain on the input port, the lane takes a burst after
+/// l2 and the chain when the hooks left every packet accepted and plain:
+/// the classify marks stay in the metadata, so the egress filter drops the
+/// marked packets of a lane-routed burst as of a staged one. A burst in
+/// which classify drops a packet (burst 1) or with a TTL 1 frame (burst 2)
+/// goes to the stages. Without an egress chain the lane sends the burst
+/// itself (second run).
+#[test]
+fn the_lane_takes_bursts_after_an_ingress_chain_and_keeps_its_marks() {
+    const NEIGH_25: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 0x25];
+    let ingress = "
+[[neighbour]]
+address = \"10.0.2.5\"
+mac = \"02:bb:00:00:00:25\"
+
+[[hook]]
+point = \"ingress\"
+port = \"net_pcap0\"
+kind = \"classify\"
+name = \"qos\"
+[[hook.rule]]
+proto = \"tcp\"
+dport = 23
+action = \"drop\"
+[[hook.rule]]
+proto = \"udp\"
+dport = 53
+set_mark = 7
+";
+    let egress = "
+[[hook]]
+point = \"egress\"
+port = \"net_pcap1\"
+kind = \"filter\"
+name = \"fw\"
+policy = \"accept\"
+[[hook.rule]]
+mark = 7
+action = \"drop\"
+";
+    let mut input = Vec::new();
+    // (frame, its neighbour, marked)
+    let mut plain = Vec::new();
+    for burst in 0..3u16 {
+        for i in 0..32u16 {
+            let sport = 1000 + 32 * burst + i;
+            let (mut f, neigh, marked) = match i % 4 {
+                0 => (
+                    udp([10, 0, 1, 2], [198, 51, 100, 9], sport, 53),
+                    NEIGH_22,
+                    true,
+                ),
+                1 => (padded_udp_to([198, 51, 100, 10]), NEIGH_22, false),
+                2 => (
+                    udp([10, 0, 1, 2], [10, 0, 2, 5], sport, 54),
+                    NEIGH_25,
+                    false,
+                ),
+                _ => (udp([10, 0, 1, 2], [10, 0, 2, 5], sport, 53), NEIGH_25, true),
+            };
+            f[35] = i as u8;
+            if burst == 1 && i == 7 {
+                f = tcp([10, 0, 1, 2], [198, 51, 100, 9], sport, 23, 0x02);
+            } else if burst == 2 && i == 9 {
+                set_ttl(&mut f, 1);
+            } else {
+                plain.push((routed(&f, neigh), marked));
+            }
+            input.push(f);
+        }
+    }
+
+    let config = format!("{CONFIG}{ingress}{egress}");
+    let (_, out1, s) = run_pcaps("rtingress", &config, &input, &[], "2");
+    let expect: Vec<&Vec<u8>> = plain.iter().filter(|p| !p.1).map(|p| &p.0).collect();
+    assert_eq!(out1.len(), expect.len(), "{out1:02x?}");
+    for (i, (a, b)) in out1.iter().zip(&expect).enumerate() {
+        assert_eq!(a, *b, "routed frame {i}");
+    }
+    assert_eq!(s["totals"]["fast_lane"], 32, "burst 0 only: {s}");
+    let marked = plain.iter().filter(|p| p.1).count();
+    assert_eq!(s["totals"]["drops"]["filter_rule"], marked, "{s}");
+    assert_eq!(s["totals"]["drops"]["classify_rule"], 1, "{s}");
+    assert_eq!(s["totals"]["drops"]["ttl_exceeded"], 1, "{s}");
+    assert_eq!(s["totals"]["balanced"], true);
+    assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
+
+    let config = format!("{CONFIG}{ingress}");
+    let (_, out1, s) = run_pcaps("rtingress2", &config, &input, &[], "2");
+    assert_eq!(out1.len(), plain.len(), "{out1:02x?}");
+    for (i, (a, b)) in out1.iter().zip(&plain).enumerate() {
+        assert_eq!(*a, b.0, "routed frame {i}");
+    }
+    assert_eq!(s["totals"]["fast_lane"], 32, "burst 0 only: {s}");
+    assert_eq!(s["hooks"][0]["name"], "qos", "{s}");
+    assert_eq!(s["hooks"][0]["dropped"], 1, "{s}");
+    assert_eq!(s["totals"]["balanced"], true);
+    assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
+}

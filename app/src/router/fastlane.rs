@@ -1,13 +1,17 @@
 //! The router's fast lane: a burst whose every packet is a plain forward
-//! (`stage::plain`) to a resolved neighbour, all out of one port, with no
-//! ingress hook on its input port, is routed in three tight loops (check,
-//! route, rewrite) with no per-packet metadata or verdicts. When the output
-//! port has an egress chain, the lane stops after routing and leaves the
-//! burst as the stages' l2 and ip would have (metadata, verdicts, TTL), for
-//! the chain and the stages after it. Any other burst is left untouched for
-//! the staged pipeline, so the lane never reorders packets and never decides
-//! anything the stages would decide otherwise: it only skips their
-//! bookkeeping when there is nothing to decide.
+//! (`stage::plain`) to a resolved neighbour, all out of one port, is routed
+//! in three tight loops (check, route, rewrite) with no per-packet metadata
+//! or verdicts. With no ingress hook on its input port the lane takes the
+//! burst as received; with one, the stages' l2 and the chain run first, and
+//! the lane takes the burst after them if the hooks left every packet
+//! accepted, at its untagged IPv4 header, and still plain by its bytes (the
+//! hooks' marks and classes stay in the metadata). When the output port has
+//! an egress chain, the lane stops after routing and leaves the burst as the
+//! stages' l2 and ip would have (metadata, verdicts, TTL), for the chain and
+//! the stages after it. Any other burst is left untouched for the staged
+//! pipeline, so the lane never reorders packets and never decides anything
+//! the stages would decide otherwise: it only skips their bookkeeping when
+//! there is nothing to decide.
 
 use super::fib::{HopKind, NEIGH_BY_DST};
 use super::stages::{csum_flag, Pipeline, Scratch, Verdict};
@@ -47,6 +51,18 @@ impl Default for FastScratch {
 /// TSC after each loop of a timed fast-lane burst: checks, route, rewrite.
 pub type LaneStamps = [u64; 3];
 
+/// Where in the pipeline the lane is tried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum LaneEntry {
+    /// As received: nothing has run; the lane writes the metadata it
+    /// leaves for an egress chain.
+    Received,
+    /// After l2 and the input port's ingress chain: only packets whose
+    /// verdict is still `Ipv4` at an untagged header qualify, and their
+    /// metadata (with the hooks' marks and classes) is kept.
+    AfterIngress,
+}
+
 /// What the lane did with a burst it took.
 pub(super) enum Lane<'t> {
     /// Routed and rewritten, every packet: send the burst on this buffer.
@@ -73,6 +89,7 @@ impl Pipeline {
         hooks: &HookSet,
         tx: &'t mut [Option<TxBuffer>],
         mut stamps: Option<&mut LaneStamps>,
+        entry: LaneEntry,
     ) -> Option<Lane<'t>> {
         let f = &mut s.fast;
         let n = mbufs.len();
@@ -82,6 +99,11 @@ impl Pipeline {
         // 1. l2 and the IPv4 header checks, fused.
         for (i, m) in mbufs.iter().enumerate() {
             if m.nb_segs() != 1 {
+                return None;
+            }
+            if entry == LaneEntry::AfterIngress
+                && (s.verdicts[i] != Verdict::Ipv4 || s.metas[i].l3_offset != HEADER_LEN as u16)
+            {
                 return None;
             }
             let plain = plain_ipv4(m.data(), port_mac, csum_flag(m))?;
@@ -147,7 +169,7 @@ impl Pipeline {
             f.words[i] = cached.1;
         }
         if egress {
-            return self.route_for_egress(port, out_port, mbufs, s);
+            return self.route_for_egress(port, out_port, mbufs, s, entry);
         }
         let txb = tx.get_mut(usize::from(out_port))?.as_mut()?;
         if let Some(s) = stamps.as_deref_mut() {
@@ -172,9 +194,10 @@ impl Pipeline {
 
     /// The lane's checked and routed burst, left as the stages' l2 and ip
     /// would leave it for an egress chain: per packet the metadata
-    /// (`received_on`, then what `eth_type_trans` and `route` set), the
-    /// verdict `Neigh` with the route's neighbour, TTL - 1, no padding.
-    /// Out of line: the lane without an egress chain stays small.
+    /// (`received_on`, then what `eth_type_trans` and `route` set; after an
+    /// ingress chain, the metadata l2 and the hooks left plus what `route`
+    /// sets), the verdict `Neigh` with the route's neighbour, TTL - 1, no
+    /// padding. Out of line: the lane without an egress chain stays small.
     #[inline(never)]
     fn route_for_egress(
         &self,
@@ -182,6 +205,7 @@ impl Pipeline {
         out_port: u16,
         mbufs: &mut [Mbuf],
         s: &mut Scratch,
+        entry: LaneEntry,
     ) -> Option<Lane<'static>> {
         let f = &mut s.fast;
         // Every route was checked in loop 2; still, nothing is written
@@ -200,11 +224,13 @@ impl Pipeline {
             let trimmed = trim_padding(m, f.lens[i]);
             debug_assert!(routed && trimmed);
             let meta = &mut s.metas[i];
-            *meta = PacketMeta::received_on(port);
-            meta.packet_type = PacketType::Host;
-            meta.protocol = ethertype::IPV4;
-            meta.vlan = 0;
-            meta.l3_offset = HEADER_LEN as u16;
+            if entry == LaneEntry::Received {
+                *meta = PacketMeta::received_on(port);
+                meta.packet_type = PacketType::Host;
+                meta.protocol = ethertype::IPV4;
+                meta.vlan = 0;
+                meta.l3_offset = HEADER_LEN as u16;
+            }
             meta.out_port = out_port;
             meta.next_hop = f.next_hops[i];
             s.verdicts[i] = Verdict::Neigh(f.neighs[i]);

@@ -5,7 +5,7 @@
 //! packet, or a counted drop). Safe Rust over the DPDK layer.
 
 use super::budget::{over_budget_reason, PuntBudgets};
-use super::fastlane::{FastScratch, Lane};
+use super::fastlane::{FastScratch, Lane, LaneEntry};
 use super::fib::{Fib, HopKind, NEIGH_BY_DST};
 use super::hook_points;
 use super::punt::Punt;
@@ -139,9 +139,16 @@ impl Pipeline {
         } else {
             None
         };
+        let cx = HookContext {
+            worker: self.worker,
+            point: HookPoint::Ingress,
+            port,
+            now_ns: 0,
+        };
         let mut lane = [0u64; 3];
-        let routed = if ingress.is_none() {
-            self.fast_lane(
+        let mut routed = None;
+        if ingress.is_none() {
+            routed = self.fast_lane(
                 port,
                 mac_word(&port_mac),
                 burst.as_mut_slice(),
@@ -149,49 +156,57 @@ impl Pipeline {
                 hooks,
                 out.tx,
                 timed.then_some(&mut lane),
-            )
-        } else {
-            None
-        };
-        let cx = HookContext {
-            worker: self.worker,
-            point: HookPoint::Ingress,
-            port,
-            now_ns: 0,
-        };
+                LaneEntry::Received,
+            );
+            // A lane burst's check loop counts as l2.
+            t[1] = lane[0];
+        }
+        if routed.is_none() {
+            self.l2_stage(port, &port_mac, burst.as_slice(), out.scratch);
+            if let Some(chain) = ingress {
+                hook_points::ingress(
+                    chain,
+                    cx,
+                    self.ns_per_tick,
+                    burst.as_mut_slice(),
+                    out.scratch,
+                );
+            }
+            if timed {
+                t[1] = tsc();
+            }
+            // After an ingress chain, a burst the hooks left whole and
+            // plain still takes the lane (its checks count as ip).
+            if ingress.is_some() {
+                routed = self.fast_lane(
+                    port,
+                    mac_word(&port_mac),
+                    burst.as_mut_slice(),
+                    out.scratch,
+                    hooks,
+                    out.tx,
+                    timed.then_some(&mut lane),
+                    LaneEntry::AfterIngress,
+                );
+            }
+            if routed.is_none() {
+                self.ip_stage(burst.as_mut_slice(), out.scratch);
+            }
+        }
         match routed {
             Some(Lane::Sent(txb)) => {
                 out.counters.fast_lane(port, n as u64);
                 txb.send_burst(burst, out.counters);
                 if timed {
-                    let t = [t[0], lane[0], lane[1], lane[2], tsc()];
+                    let t = [t[0], t[1], lane[1], lane[2], tsc()];
                     out.counters.stage_cycles(&t, n as u64);
                 }
                 return;
             }
             // Checked and routed by the lane; the egress chain and the
             // stages from there on take the burst.
-            Some(Lane::Routed) => {
-                out.counters.fast_lane(port, n as u64);
-                t[1] = lane[0];
-            }
-            None => {
-                let scratch = &mut *out.scratch;
-                self.l2_stage(port, &port_mac, burst.as_slice(), scratch);
-                if let Some(chain) = ingress {
-                    hook_points::ingress(
-                        chain,
-                        cx,
-                        self.ns_per_tick,
-                        burst.as_mut_slice(),
-                        scratch,
-                    );
-                }
-                if timed {
-                    t[1] = tsc();
-                }
-                self.ip_stage(burst.as_mut_slice(), scratch);
-            }
+            Some(Lane::Routed) => out.counters.fast_lane(port, n as u64),
+            None => {}
         }
         let scratch = &mut *out.scratch;
         if hooks.any_egress() {

@@ -72,6 +72,11 @@ impl FlowSummary {
     /// Read an IPv4 packet starting at `l3[0]`. `None` when the bytes are
     /// not a well-formed IPv4 header (version, IHL, header length). The L4
     /// part is best effort: when it is missing or short, `l4` is false.
+    ///
+    /// Inline: called out of line, the summary is stored field by field
+    /// and read back whole by the caller, a store-forwarding stall per
+    /// packet (about 16 cycles in the filter hook).
+    #[inline(always)]
     pub fn parse(l3: &[u8]) -> Option<FlowSummary> {
         let ip = Ipv4Packet::new_checked(l3).ok()?;
         if ip.version() != 4 {

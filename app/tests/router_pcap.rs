@@ -652,10 +652,11 @@ action = \"drop\"
 /// With an ingress chain on the input port, the lane takes a burst after
 /// l2 and the chain when the hooks left every packet accepted and plain:
 /// the classify marks stay in the metadata, so the egress filter drops the
-/// marked packets of a lane-routed burst as of a staged one. A burst in
-/// which classify drops a packet (burst 1) or with a TTL 1 frame (burst 2)
-/// goes to the stages. Without an egress chain the lane sends the burst
-/// itself (second run).
+/// marked packets of a lane-routed burst (0) as of a staged one; a burst
+/// the filter accepts whole (3) the lane finishes and sends itself. A burst
+/// in which classify drops a packet (1) or with a TTL 1 frame (2) goes to
+/// the stages. Without an egress chain the lane sends the burst itself
+/// (second run).
 #[test]
 fn the_lane_takes_bursts_after_an_ingress_chain_and_keeps_its_marks() {
     const NEIGH_25: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 0x25];
@@ -692,14 +693,16 @@ action = \"drop\"
     let mut input = Vec::new();
     // (frame, its neighbour, marked)
     let mut plain = Vec::new();
-    for burst in 0..3u16 {
+    for burst in 0..4u16 {
         for i in 0..32u16 {
             let sport = 1000 + 32 * burst + i;
+            // Burst 3 has no packet to port 53: nothing marked.
+            let dns = if burst == 3 { 5353 } else { 53 };
             let (mut f, neigh, marked) = match i % 4 {
                 0 => (
-                    udp([10, 0, 1, 2], [198, 51, 100, 9], sport, 53),
+                    udp([10, 0, 1, 2], [198, 51, 100, 9], sport, dns),
                     NEIGH_22,
-                    true,
+                    dns == 53,
                 ),
                 1 => (padded_udp_to([198, 51, 100, 10]), NEIGH_22, false),
                 2 => (
@@ -707,7 +710,11 @@ action = \"drop\"
                     NEIGH_25,
                     false,
                 ),
-                _ => (udp([10, 0, 1, 2], [10, 0, 2, 5], sport, 53), NEIGH_25, true),
+                _ => (
+                    udp([10, 0, 1, 2], [10, 0, 2, 5], sport, dns),
+                    NEIGH_25,
+                    dns == 53,
+                ),
             };
             f[35] = i as u8;
             if burst == 1 && i == 7 {
@@ -728,7 +735,7 @@ action = \"drop\"
     for (i, (a, b)) in out1.iter().zip(&expect).enumerate() {
         assert_eq!(a, *b, "routed frame {i}");
     }
-    assert_eq!(s["totals"]["fast_lane"], 32, "burst 0 only: {s}");
+    assert_eq!(s["totals"]["fast_lane"], 64, "bursts 0 and 3: {s}");
     let marked = plain.iter().filter(|p| p.1).count();
     assert_eq!(s["totals"]["drops"]["filter_rule"], marked, "{s}");
     assert_eq!(s["totals"]["drops"]["classify_rule"], 1, "{s}");
@@ -742,7 +749,7 @@ action = \"drop\"
     for (i, (a, b)) in out1.iter().zip(&plain).enumerate() {
         assert_eq!(*a, b.0, "routed frame {i}");
     }
-    assert_eq!(s["totals"]["fast_lane"], 32, "burst 0 only: {s}");
+    assert_eq!(s["totals"]["fast_lane"], 64, "bursts 0 and 3: {s}");
     assert_eq!(s["hooks"][0]["name"], "qos", "{s}");
     assert_eq!(s["hooks"][0]["dropped"], 1, "{s}");
     assert_eq!(s["totals"]["balanced"], true);

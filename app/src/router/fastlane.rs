@@ -17,6 +17,7 @@ use super::fib::{HopKind, NEIGH_BY_DST};
 use super::stages::{csum_flag, Pipeline, Scratch, Verdict};
 use super::txbuf::TxBuffer;
 use crate::dpdk::{Mbuf, BURST_SIZE};
+use crate::neigh::store_header;
 use crate::stage::plain::{forward_plain, plain_ipv4, route_plain};
 use hooks::wire::ethernet::{ethertype, HEADER_LEN};
 use hooks::{HookPoint, HookSet, PacketMeta, PacketType};
@@ -67,10 +68,12 @@ pub(super) enum LaneEntry {
 pub(super) enum Lane<'t> {
     /// Routed and rewritten, every packet: send the burst on this buffer.
     Sent(&'t mut TxBuffer),
-    /// Checked and routed, TTL decremented, padding trimmed; the scratch
-    /// metadata and verdicts are what the stages' l2 and ip leave. The
-    /// output port's egress chain and the stages after it take the burst.
-    Routed,
+    /// Checked and routed to this output port, TTL decremented, padding
+    /// trimmed; the scratch metadata and verdicts are what the stages' l2
+    /// and ip leave. The output port's egress chain runs, then
+    /// [`Pipeline::lane_after_egress`] or the stages after it finish the
+    /// burst.
+    Routed(u16),
 }
 
 impl Pipeline {
@@ -235,7 +238,45 @@ impl Pipeline {
             meta.next_hop = f.next_hops[i];
             s.verdicts[i] = Verdict::Neigh(f.neighs[i]);
         }
-        Some(Lane::Routed)
+        Some(Lane::Routed(out_port))
+    }
+
+    /// After the egress chain of a [`Lane::Routed`] burst: if the hooks
+    /// left every packet as the lane routed it (verdict `Neigh` with the
+    /// lane's neighbour, output port, next hop and untagged header), write
+    /// each one's header from the neighbour snapshot of loop 2 and return
+    /// true: the burst is ready to send as a whole (a consistent header per
+    /// neighbour, read a chain earlier than the stages' neigh would).
+    /// Otherwise write nothing and return false: the stages' neigh and
+    /// dispose take the burst.
+    #[inline(never)]
+    pub(super) fn lane_after_egress(
+        &self,
+        out_port: u16,
+        mbufs: &mut [Mbuf],
+        s: &mut Scratch,
+    ) -> bool {
+        let f = &s.fast;
+        let n = mbufs.len();
+        for i in 0..n {
+            let m = &s.metas[i];
+            if s.verdicts[i] != Verdict::Neigh(f.neighs[i])
+                || m.out_port != out_port
+                || m.next_hop != f.next_hops[i]
+                || m.l3_offset != HEADER_LEN as u16
+            {
+                return false;
+            }
+        }
+        // Cannot fail for frames loop 1 accepted; if it did, the stages'
+        // neigh would write every header again.
+        for (m, &words) in mbufs.iter_mut().zip(&f.words) {
+            match m.eth_header_mut() {
+                Some(slot) => store_header(slot, words),
+                None => return false,
+            }
+        }
+        true
     }
 }
 

@@ -47,6 +47,23 @@ pub fn ingress(
     run_chain(chain, cx, mbufs, s, at_ingress);
 }
 
+/// Run the egress chain of `cx.port` (which has hooks) over the packets
+/// routed to it: the fast lane's burst, which leaves by that one port.
+#[inline(never)]
+pub fn egress_chain(
+    chain: &Chain,
+    cx: HookContext,
+    ns_per_tick: u64,
+    mbufs: &mut [Mbuf],
+    s: &mut Scratch,
+) {
+    let cx = HookContext {
+        now_ns: now_ns(ns_per_tick),
+        ..cx
+    };
+    run_chain(chain, cx, mbufs, s, at_egress);
+}
+
 /// Run the egress chain of every output port the routed packets go to and
 /// that has hooks. A burst usually leaves by one port: one chain lookup.
 #[inline(never)]

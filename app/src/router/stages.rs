@@ -193,6 +193,11 @@ impl Pipeline {
                 self.ip_stage(burst.as_mut_slice(), out.scratch);
             }
         }
+        let egress_cx = HookContext {
+            point: HookPoint::Egress,
+            ..cx
+        };
+        let mut egress_done = false;
         match routed {
             Some(Lane::Sent(txb)) => {
                 out.counters.fast_lane(port, n as u64);
@@ -203,20 +208,56 @@ impl Pipeline {
                 }
                 return;
             }
-            // Checked and routed by the lane; the egress chain and the
-            // stages from there on take the burst.
-            Some(Lane::Routed) => out.counters.fast_lane(port, n as u64),
+            // Checked and routed by the lane for the output port's egress
+            // chain: the chain runs; if it left every packet as it was, the
+            // lane writes the headers and sends the burst, else the stages
+            // from neigh on take it.
+            Some(Lane::Routed(out_port)) => {
+                out.counters.fast_lane(port, n as u64);
+                if let Some(chain) = hooks.chain(HookPoint::Egress, out_port) {
+                    let cx = HookContext {
+                        port: out_port,
+                        ..egress_cx
+                    };
+                    hook_points::egress_chain(
+                        chain,
+                        cx,
+                        self.ns_per_tick,
+                        burst.as_mut_slice(),
+                        out.scratch,
+                    );
+                    egress_done = true;
+                }
+                if timed {
+                    t[2] = tsc();
+                }
+                if self.lane_after_egress(out_port, burst.as_mut_slice(), out.scratch) {
+                    if let Some(Some(txb)) = out.tx.get_mut(usize::from(out_port)) {
+                        if timed {
+                            t[3] = tsc();
+                        }
+                        txb.send_burst(burst, out.counters);
+                        if timed {
+                            t[4] = tsc();
+                            out.counters.stage_cycles(&t, n as u64);
+                        }
+                        return;
+                    }
+                }
+            }
             None => {}
         }
         let scratch = &mut *out.scratch;
-        if hooks.any_egress() {
-            let cx = HookContext {
-                point: HookPoint::Egress,
-                ..cx
-            };
-            hook_points::egress(hooks, cx, self.ns_per_tick, burst.as_mut_slice(), scratch);
+        if hooks.any_egress() && !egress_done {
+            hook_points::egress(
+                hooks,
+                egress_cx,
+                self.ns_per_tick,
+                burst.as_mut_slice(),
+                scratch,
+            );
         }
-        if timed {
+        if timed && !egress_done {
             t[2] = tsc();
         }
         let (forwarded, first_out) = self.neigh_stage(burst.as_mut_slice(), scratch);

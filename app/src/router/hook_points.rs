@@ -11,10 +11,12 @@ use arrayvec::ArrayVec;
 use hooks::{Chain, HookBurst, HookContext, HookPacket, HookPoint, HookSet, PacketMeta};
 
 /// Which packets of a burst a point sees.
+#[inline(always)]
 fn at_ingress(v: &Verdict, _: &PacketMeta, _: u16) -> bool {
     matches!(v, Verdict::Ipv4 | Verdict::Punt(super::punt::Punt::Arp))
 }
 
+#[inline(always)]
 fn at_egress(v: &Verdict, meta: &PacketMeta, port: u16) -> bool {
     matches!(v, Verdict::Neigh(_)) && meta.out_port == port
 }
@@ -97,12 +99,15 @@ pub fn egress(
     }
 }
 
+/// Generic over `select` so that it inlines (a function pointer would be
+/// an indirect call per packet).
+#[inline(always)]
 fn run_chain(
     chain: &Chain,
     cx: HookContext,
     mbufs: &mut [Mbuf],
     s: &mut Scratch,
-    select: fn(&Verdict, &PacketMeta, u16) -> bool,
+    select: impl Fn(&Verdict, &PacketMeta, u16) -> bool,
 ) {
     let mut idx = ArrayVec::<u8, BURST_SIZE>::new();
     let mut pkts = ArrayVec::<HookPacket<'_>, BURST_SIZE>::new();

@@ -154,8 +154,12 @@ impl Hook for Filter {
     fn process(&self, cx: &HookContext, burst: &mut HookBurst<'_, '_>) {
         let mut tally = [0u64; COUNTERS];
         let mut sums = [FlowSummary::default(); MAX_BURST];
+        let mut keys = [Key::default(); MAX_BURST];
         let mut idx = [0u8; MAX_BURST];
         let mut n = 0;
+        // Stateless, a packet's key is known as soon as it is parsed;
+        // stateful, it waits for the packet's connection state.
+        let stateless = self.conntrack.is_none();
         for i in burst.accepted() {
             let Some(p) = burst.packet(i) else { continue };
             let Some(s) = FlowSummary::parse(p.l3()) else {
@@ -170,7 +174,11 @@ impl Hook for Filter {
                 }
                 continue;
             };
-            sums[n] = s;
+            if stateless {
+                keys[n] = Key::new(&s, p.meta, 0);
+            } else {
+                sums[n] = s;
+            }
             idx[n] = i as u8;
             n += 1;
         }
@@ -192,18 +200,21 @@ impl Hook for Filter {
             };
             t.lookup_burst(&sums[..n], l3, cx.now_ns, &mut looked[..n]);
         }
-        let mut keys = [Key::default(); MAX_BURST];
-        for k in 0..n {
-            let ct = match table {
-                Some(_) => {
-                    let (bits, counter) = ct_key(looked[k].0);
-                    tally[counter] += 1;
-                    bits
+        if !stateless {
+            for k in 0..n {
+                let ct = match table {
+                    Some(_) => {
+                        let (bits, counter) = ct_key(looked[k].0);
+                        tally[counter] += 1;
+                        bits
+                    }
+                    // A worker without a table (none of the pipeline's):
+                    // untracked.
+                    None => 0,
+                };
+                if let Some(p) = burst.packet(usize::from(idx[k])) {
+                    keys[k] = Key::new(&sums[k], p.meta, ct);
                 }
-                None => 0,
-            };
-            if let Some(p) = burst.packet(usize::from(idx[k])) {
-                keys[k] = Key::new(&sums[k], p.meta, ct);
             }
         }
         let mut results = [0u32; MAX_BURST];

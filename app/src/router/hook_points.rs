@@ -32,10 +32,11 @@ pub fn now_ns(ns_per_tick: u64) -> u64 {
     ((u128::from(tsc()) * u128::from(ns_per_tick)) >> 32) as u64
 }
 
-/// Run the ingress chain of `cx.port` (which has hooks) over the packets l2
-/// let through.
+/// Run the chain at `cx.point` of `cx.port` (which has hooks): at ingress
+/// over the packets l2 let through, at egress over the packets routed to
+/// that port (the fast lane's burst, which leaves by that one port).
 #[inline(never)]
-pub fn ingress(
+pub fn run_point(
     chain: &Chain,
     cx: HookContext,
     ns_per_tick: u64,
@@ -46,24 +47,10 @@ pub fn ingress(
         now_ns: now_ns(ns_per_tick),
         ..cx
     };
-    run_chain(chain, cx, mbufs, s, at_ingress);
-}
-
-/// Run the egress chain of `cx.port` (which has hooks) over the packets
-/// routed to it: the fast lane's burst, which leaves by that one port.
-#[inline(never)]
-pub fn egress_chain(
-    chain: &Chain,
-    cx: HookContext,
-    ns_per_tick: u64,
-    mbufs: &mut [Mbuf],
-    s: &mut Scratch,
-) {
-    let cx = HookContext {
-        now_ns: now_ns(ns_per_tick),
-        ..cx
-    };
-    run_chain(chain, cx, mbufs, s, at_egress);
+    match cx.point {
+        HookPoint::Ingress => run_chain(chain, cx, mbufs, s, at_ingress),
+        HookPoint::Egress => run_chain(chain, cx, mbufs, s, at_egress),
+    }
 }
 
 /// Run the egress chain of every output port the routed packets go to and

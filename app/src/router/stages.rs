@@ -164,7 +164,7 @@ impl Pipeline {
         if routed.is_none() {
             self.l2_stage(port, &port_mac, burst.as_slice(), out.scratch);
             if let Some(chain) = ingress {
-                hook_points::ingress(
+                hook_points::run_point(
                     chain,
                     cx,
                     self.ns_per_tick,
@@ -176,7 +176,11 @@ impl Pipeline {
                 t[1] = tsc();
             }
             // After an ingress chain, a burst the hooks left whole and
-            // plain still takes the lane (its checks count as ip).
+            // plain still takes the lane (its checks count as ip). A second
+            // call rather than one with a run-time entry: each call inlines
+            // the lane for its entry, and the received lane's check loop
+            // keeps no per-packet test of it (one call measured 2.5 %
+            // slower with no hooks).
             if ingress.is_some() {
                 routed = self.fast_lane(
                     port,
@@ -219,7 +223,7 @@ impl Pipeline {
                         port: out_port,
                         ..egress_cx
                     };
-                    hook_points::egress_chain(
+                    hook_points::run_point(
                         chain,
                         cx,
                         self.ns_per_tick,

@@ -147,9 +147,9 @@ mod tests {
         fn process(&self, _cx: &HookContext, burst: &mut HookBurst<'_, '_>) {
             self.calls.fetch_add(1, Ordering::Relaxed);
             burst.for_each_accepted(|_, p| {
-                if p.data[0] == self.byte {
+                if p.data()[0] == self.byte {
                     Some(Verdict::Drop(DropReason::HookDrop))
-                } else if p.data[1] == self.steal {
+                } else if p.data()[1] == self.steal {
                     Some(Verdict::Stolen)
                 } else {
                     None

@@ -13,13 +13,40 @@ pub const MAX_BURST: usize = 64;
 /// [`wire`](crate::wire) views, never by casting to a struct.
 #[derive(Debug)]
 pub struct HookPacket<'p> {
-    pub data: &'p mut [u8],
+    data: &'p mut [u8],
     pub meta: &'p mut PacketMeta,
+    /// Whether a hook asked for the bytes to change them.
+    written: bool,
 }
 
 impl<'p> HookPacket<'p> {
     pub fn new(data: &'p mut [u8], meta: &'p mut PacketMeta) -> Self {
-        HookPacket { data, meta }
+        HookPacket {
+            data,
+            meta,
+            written: false,
+        }
+    }
+
+    /// The frame's bytes.
+    #[inline]
+    pub fn data(&self) -> &[u8] {
+        self.data
+    }
+
+    /// The frame's bytes, to change them. Marks the packet written: the
+    /// pipeline checks a written frame again before it acts on what it
+    /// read of the frame before the hooks.
+    #[inline]
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        self.written = true;
+        self.data
+    }
+
+    /// Whether [`HookPacket::data_mut`] was called.
+    #[inline]
+    pub fn written(&self) -> bool {
+        self.written
     }
 
     /// The L3 (IPv4) bytes: from `meta.l3_offset` to the end of the frame;

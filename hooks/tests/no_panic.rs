@@ -1025,7 +1025,7 @@ impl Hook for Thief {
     fn process(&self, _cx: &HookContext, burst: &mut HookBurst<'_, '_>) {
         let mut n = 0;
         burst.for_each_accepted(|_, p| {
-            (p.data.len() % 7 == 3).then(|| {
+            (p.data().len() % 7 == 3).then(|| {
                 n += 1;
                 Verdict::Stolen
             })

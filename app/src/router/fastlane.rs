@@ -2,25 +2,27 @@
 //! (`stage::plain`) to a resolved neighbour, all out of one port, is routed
 //! in three tight loops (check, route, rewrite) with no per-packet metadata
 //! or verdicts. With no ingress hook on its input port the lane takes the
-//! burst as received; with one, the stages' l2 and the chain run first, and
-//! the lane takes the burst after them if the hooks left every packet
-//! accepted, at its untagged IPv4 header, and still plain by its bytes (the
-//! hooks' marks and classes stay in the metadata). When the output port has
-//! an egress chain, the lane stops after routing and leaves the burst as the
-//! stages' l2 and ip would have (metadata, verdicts, TTL), for the chain and
-//! the stages after it. Any other burst is left untouched for the staged
-//! pipeline, so the lane never reorders packets and never decides anything
-//! the stages would decide otherwise: it only skips their bookkeeping when
-//! there is nothing to decide.
+//! burst as received. With one, the lane's checks run before the chain: a
+//! plain burst gets the metadata l2 would give it without l2, and after the
+//! chain the lane routes it if the hooks left every packet accepted at its
+//! untagged IPv4 header and asked to change no frame's bytes (the hooks'
+//! marks and classes stay in the metadata); otherwise the stages take it.
+//! When the output port has an egress chain, the lane stops after routing
+//! and leaves the burst as the stages' l2 and ip would have (metadata,
+//! verdicts, TTL) for the chain, then finishes a burst the chain left whole.
+//! Any other burst is left untouched for the staged pipeline, so the lane
+//! never reorders packets and never decides anything the stages would
+//! decide otherwise: it only skips their bookkeeping when there is nothing
+//! to decide.
 
 use super::fib::{HopKind, NEIGH_BY_DST};
 use super::stages::{csum_flag, Pipeline, Scratch, Verdict};
 use super::txbuf::TxBuffer;
 use crate::dpdk::{Mbuf, BURST_SIZE};
 use crate::neigh::store_header;
-use crate::stage::plain::{forward_plain, plain_ipv4, route_plain};
-use hooks::wire::ethernet::{ethertype, HEADER_LEN};
-use hooks::{HookPoint, HookSet, PacketMeta, PacketType};
+use crate::stage::plain::{forward_plain, plain_ipv4, plain_meta, route_plain};
+use hooks::wire::ethernet::HEADER_LEN;
+use hooks::{HookPoint, HookSet, PacketMeta};
 use std::net::Ipv4Addr;
 
 /// Per-burst arrays of the fast lane, reused burst after burst; each loop
@@ -55,12 +57,14 @@ pub type LaneStamps = [u64; 3];
 /// Where in the pipeline the lane is tried.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum LaneEntry {
-    /// As received: nothing has run; the lane writes the metadata it
-    /// leaves for an egress chain.
+    /// As received: nothing has run; the lane checks the frames and writes
+    /// the metadata it leaves for an egress chain.
     Received,
-    /// After l2 and the input port's ingress chain: only packets whose
-    /// verdict is still `Ipv4` at an untagged header qualify, and their
-    /// metadata (with the hooks' marks and classes) is kept.
+    /// After the input port's ingress chain, on a burst
+    /// [`Pipeline::lane_checks`] passed before the chain and whose bytes no
+    /// hook asked to change: only packets whose verdict is still `Ipv4` at
+    /// an untagged header qualify, and their metadata (with the hooks'
+    /// marks and classes) is kept.
     AfterIngress,
 }
 
@@ -94,25 +98,25 @@ impl Pipeline {
         mut stamps: Option<&mut LaneStamps>,
         entry: LaneEntry,
     ) -> Option<Lane<'t>> {
-        let f = &mut s.fast;
         let n = mbufs.len();
-        if n == 0 || n > BURST_SIZE {
-            return None;
-        }
-        // 1. l2 and the IPv4 header checks, fused.
-        for (i, m) in mbufs.iter().enumerate() {
-            if m.nb_segs() != 1 {
-                return None;
+        // 1. l2 and the IPv4 header checks, fused (after an ingress chain:
+        // done before it; the hooks' verdicts now).
+        match entry {
+            LaneEntry::Received => {
+                if !self.lane_checks(port_mac, mbufs, &mut s.fast) {
+                    return None;
+                }
             }
-            if entry == LaneEntry::AfterIngress
-                && (s.verdicts[i] != Verdict::Ipv4 || s.metas[i].l3_offset != HEADER_LEN as u16)
-            {
-                return None;
+            LaneEntry::AfterIngress => {
+                let kept = |(v, m): (&Verdict, &PacketMeta)| {
+                    *v == Verdict::Ipv4 && m.l3_offset == HEADER_LEN as u16
+                };
+                if n == 0 || !s.verdicts[..n].iter().zip(&s.metas[..n]).all(kept) {
+                    return None;
+                }
             }
-            let plain = plain_ipv4(m.data(), port_mac, csum_flag(m))?;
-            f.dsts[i] = plain.dst;
-            f.lens[i] = plain.total_len;
         }
+        let f = &mut s.fast;
         if let Some(s) = stamps.as_deref_mut() {
             s[0] = crate::dpdk::tsc();
         }
@@ -195,6 +199,38 @@ impl Pipeline {
         Some(Lane::Sent(txb))
     }
 
+    /// Loop 1 of the lane: whether every one of `mbufs` (received on a
+    /// port whose MAC word is `port_mac`) is a plain forward, one segment
+    /// each; their destinations and lengths go to `f` for the loops after.
+    /// Reads the frames, writes nothing else.
+    #[inline(always)]
+    pub(super) fn lane_checks(&self, port_mac: u64, mbufs: &[Mbuf], f: &mut FastScratch) -> bool {
+        if mbufs.is_empty() || mbufs.len() > BURST_SIZE {
+            return false;
+        }
+        for (i, m) in mbufs.iter().enumerate() {
+            if m.nb_segs() != 1 {
+                return false;
+            }
+            let Some(plain) = plain_ipv4(m.data(), port_mac, csum_flag(m)) else {
+                return false;
+            };
+            f.dsts[i] = plain.dst;
+            f.lens[i] = plain.total_len;
+        }
+        true
+    }
+
+    /// The stages' l2 for a burst [`Pipeline::lane_checks`] passed: every
+    /// packet's metadata as `eth_type_trans` gives a plain frame, verdict
+    /// `Ipv4`.
+    #[inline(always)]
+    pub(super) fn plain_l2(&self, port: u16, n: usize, s: &mut Scratch) {
+        let meta = plain_meta(port);
+        s.metas[..n].fill(meta);
+        s.verdicts[..n].fill(Verdict::Ipv4);
+    }
+
     /// The lane's checked and routed burst, left as the stages' l2 and ip
     /// would leave it for an egress chain: per packet the metadata
     /// (`received_on`, then what `eth_type_trans` and `route` set; after an
@@ -228,11 +264,7 @@ impl Pipeline {
             debug_assert!(routed && trimmed);
             let meta = &mut s.metas[i];
             if entry == LaneEntry::Received {
-                *meta = PacketMeta::received_on(port);
-                meta.packet_type = PacketType::Host;
-                meta.protocol = ethertype::IPV4;
-                meta.vlan = 0;
-                meta.l3_offset = HEADER_LEN as u16;
+                *meta = plain_meta(port);
             }
             meta.out_port = out_port;
             meta.next_hop = f.next_hops[i];

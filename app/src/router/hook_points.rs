@@ -35,6 +35,7 @@ pub fn now_ns(ns_per_tick: u64) -> u64 {
 /// Run the chain at `cx.point` of `cx.port` (which has hooks): at ingress
 /// over the packets l2 let through, at egress over the packets routed to
 /// that port (the fast lane's burst, which leaves by that one port).
+/// Returns whether a hook asked to change a frame's bytes.
 #[inline(never)]
 pub fn run_point(
     chain: &Chain,
@@ -42,7 +43,7 @@ pub fn run_point(
     ns_per_tick: u64,
     mbufs: &mut [Mbuf],
     s: &mut Scratch,
-) {
+) -> bool {
     let cx = HookContext {
         now_ns: now_ns(ns_per_tick),
         ..cx
@@ -81,13 +82,16 @@ pub fn egress(
                 now_ns: now_ns(ns_per_tick),
                 ..cx
             };
-            run_chain(chain, cx, mbufs, s, at_egress);
+            // The neigh stage reads nothing of the frame the hooks may
+            // have changed: no need to know.
+            let _written = run_chain(chain, cx, mbufs, s, at_egress);
         }
     }
 }
 
 /// Generic over `select` so that it inlines (a function pointer would be
-/// an indirect call per packet).
+/// an indirect call per packet). Returns whether a hook asked to change a
+/// frame's bytes ([`HookPacket::written`]).
 #[inline(always)]
 fn run_chain(
     chain: &Chain,
@@ -95,7 +99,7 @@ fn run_chain(
     mbufs: &mut [Mbuf],
     s: &mut Scratch,
     select: impl Fn(&Verdict, &PacketMeta, u16) -> bool,
-) {
+) -> bool {
     let mut idx = ArrayVec::<u8, BURST_SIZE>::new();
     let mut pkts = ArrayVec::<HookPacket<'_>, BURST_SIZE>::new();
     for (i, (m, meta)) in mbufs.iter_mut().zip(s.metas.iter_mut()).enumerate() {
@@ -105,7 +109,7 @@ fn run_chain(
         }
     }
     if pkts.is_empty() {
-        return;
+        return false;
     }
     let mut verdicts = [hooks::Verdict::Accept; BURST_SIZE];
     let mut burst = HookBurst::new(&mut pkts, &mut verdicts);
@@ -119,6 +123,7 @@ fn run_chain(
             hooks::Verdict::Stolen => s.verdicts[i] = Verdict::Stolen(cx.point, log.owner[k]),
         }
     }
+    pkts.iter().any(|p| p.written())
 }
 
 /// Hand a stolen packet to the hook that stole it (entry `entry` of the

@@ -147,7 +147,41 @@ impl Pipeline {
         };
         let mut lane = [0u64; 3];
         let mut routed = None;
-        if ingress.is_none() {
+        if let Some(chain) = ingress {
+            // The lane's checks before the chain: a plain burst gets the
+            // metadata l2 would give it without l2, and, if no hook asks to
+            // change its bytes and every packet stays accepted, takes the
+            // lane after the chain (its route counts as ip).
+            let mac = mac_word(&port_mac);
+            let plain = self.lane_checks(mac, burst.as_slice(), &mut out.scratch.fast);
+            if plain {
+                self.plain_l2(port, n, out.scratch);
+            } else {
+                self.l2_stage(port, &port_mac, burst.as_slice(), out.scratch);
+            }
+            let written = hook_points::run_point(
+                chain,
+                cx,
+                self.ns_per_tick,
+                burst.as_mut_slice(),
+                out.scratch,
+            );
+            if timed {
+                t[1] = tsc();
+            }
+            if plain && !written {
+                routed = self.fast_lane(
+                    port,
+                    mac,
+                    burst.as_mut_slice(),
+                    out.scratch,
+                    hooks,
+                    out.tx,
+                    timed.then_some(&mut lane),
+                    LaneEntry::AfterIngress,
+                );
+            }
+        } else {
             routed = self.fast_lane(
                 port,
                 mac_word(&port_mac),
@@ -160,42 +194,15 @@ impl Pipeline {
             );
             // A lane burst's check loop counts as l2.
             t[1] = lane[0];
+            if routed.is_none() {
+                self.l2_stage(port, &port_mac, burst.as_slice(), out.scratch);
+                if timed {
+                    t[1] = tsc();
+                }
+            }
         }
         if routed.is_none() {
-            self.l2_stage(port, &port_mac, burst.as_slice(), out.scratch);
-            if let Some(chain) = ingress {
-                hook_points::run_point(
-                    chain,
-                    cx,
-                    self.ns_per_tick,
-                    burst.as_mut_slice(),
-                    out.scratch,
-                );
-            }
-            if timed {
-                t[1] = tsc();
-            }
-            // After an ingress chain, a burst the hooks left whole and
-            // plain still takes the lane (its checks count as ip). A second
-            // call rather than one with a run-time entry: each call inlines
-            // the lane for its entry, and the received lane's check loop
-            // keeps no per-packet test of it (one call measured 2.5 %
-            // slower with no hooks).
-            if ingress.is_some() {
-                routed = self.fast_lane(
-                    port,
-                    mac_word(&port_mac),
-                    burst.as_mut_slice(),
-                    out.scratch,
-                    hooks,
-                    out.tx,
-                    timed.then_some(&mut lane),
-                    LaneEntry::AfterIngress,
-                );
-            }
-            if routed.is_none() {
-                self.ip_stage(burst.as_mut_slice(), out.scratch);
-            }
+            self.ip_stage(burst.as_mut_slice(), out.scratch);
         }
         let egress_cx = HookContext {
             point: HookPoint::Egress,

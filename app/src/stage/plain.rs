@@ -13,8 +13,9 @@
 
 use super::ip::{ipv4_forward_ttl_fixed, CsumFlag};
 use hooks::wire::checksum::verify20;
-use hooks::wire::ethernet::{HEADER_LEN, MIN_FRAME_LEN};
+use hooks::wire::ethernet::{ethertype, HEADER_LEN, MIN_FRAME_LEN};
 use hooks::wire::ipv4::MIN_HEADER_LEN;
+use hooks::{PacketMeta, PacketType};
 
 /// What the route lookup and the rewrite need of a plain frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,6 +113,18 @@ pub fn route_plain(frame: &mut [u8]) -> bool {
     ipv4_forward_ttl_fixed(ip).is_ok()
 }
 
+/// The metadata the stages' l2 (`eth_type_trans`) gives a frame
+/// [`plain_ipv4`] accepted on `port`: to us, untagged IPv4 at byte 14.
+#[inline(always)]
+pub fn plain_meta(port: u16) -> PacketMeta {
+    let mut meta = PacketMeta::received_on(port);
+    meta.packet_type = PacketType::Host;
+    meta.protocol = ethertype::IPV4;
+    meta.vlan = 0;
+    meta.l3_offset = HEADER_LEN as u16;
+    meta
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,8 +132,6 @@ mod tests {
     use crate::stage::ip::{ipv4_input, is_martian_source};
     use crate::stage::l2::eth_type_trans;
     use hooks::wire::checksum;
-    use hooks::wire::ethernet::ethertype;
-    use hooks::{PacketMeta, PacketType};
     use proptest::prelude::*;
 
     const MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
@@ -306,6 +317,10 @@ mod tests {
             let plain = plain_ipv4(&f, mac_word(&MAC), csum);
             prop_assert_eq!(plain, staged(&f, csum));
             if plain.is_some() {
+                // The metadata the lane gives it is l2's.
+                let mut meta = PacketMeta::received_on(7);
+                prop_assert!(eth_type_trans(&f, &MAC, &mut meta).is_ok());
+                prop_assert_eq!(meta, plain_meta(7));
                 let mut fast = f.clone();
                 prop_assert!(forward_plain(&mut fast, words));
                 let mut slow = f.clone();

@@ -1,0 +1,160 @@
+//! An ingress hook that rewrites frames (a destination NAT written against
+//! the `hooks` crate, registered by name): the router routes a rewritten
+//! packet by its new destination. The fast lane checks a burst before the
+//! ingress chain and skips the checks after it only when no hook asked to
+//! change a frame: a burst with one rewritten packet goes to the stages,
+//! a burst the hook read only stays in the lane.
+//! One EAL in this process: everything is in one test.
+
+mod common;
+
+use clap::Parser;
+use common::frames::{eth, udp, PCAP1_MAC};
+use common::*;
+use fastpath::cli::AppArgs;
+use hooks::wire::checksum;
+use hooks::{
+    BuildContext, Hook, HookArgs, HookBuildError, HookBurst, HookContext, HookKind, HookPoint,
+};
+use std::sync::Arc;
+
+const NEIGH_22: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 0x22];
+const NEIGH_25: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 0x25];
+/// Where the hook sends UDP to port 53: an on-link host of net_pcap1.
+const DNS_SERVER: [u8; 4] = [10, 0, 2, 5];
+
+/// Rewrites the IPv4 destination of UDP to port 53 to [`DNS_SERVER`] and
+/// fixes the header checksum; reads every other packet only.
+struct Dnat;
+
+impl Hook for Dnat {
+    fn process(&self, _cx: &HookContext, burst: &mut HookBurst<'_, '_>) {
+        burst.for_each_accepted(|_, p| {
+            let l3 = usize::from(p.meta.l3_offset);
+            let ip = p.data().get(l3..l3 + 24)?;
+            if ip[9] != 17 || ip[22..24] != [0, 53] || ip[16..20] == DNS_SERVER {
+                return None;
+            }
+            let ip = p.data_mut().get_mut(l3..l3 + 20)?;
+            ip[16..20].copy_from_slice(&DNS_SERVER);
+            ip[10..12].fill(0);
+            let c = checksum::checksum(ip);
+            ip[10..12].copy_from_slice(&c.to_be_bytes());
+            None
+        });
+    }
+}
+
+struct DnatKind;
+
+impl HookKind for DnatKind {
+    fn name(&self) -> &str {
+        "dnat53"
+    }
+    fn points(&self) -> &[HookPoint] {
+        &[HookPoint::Ingress]
+    }
+    fn build(&self, _: &HookArgs, _: &BuildContext) -> Result<Arc<dyn Hook>, HookBuildError> {
+        Ok(Arc::new(Dnat))
+    }
+}
+
+const CONFIG: &str = concat!(
+    pcap_router_config!(),
+    r#"
+[[neighbour]]
+address = "10.0.2.5"
+mac = "02:bb:00:00:00:25"
+
+[[hook]]
+point = "ingress"
+port = "net_pcap0"
+kind = "dnat53"
+"#
+);
+
+/// `frame` routed out of net_pcap1 to `neigh`, with `dst` as its IPv4
+/// destination.
+fn routed(frame: &[u8], neigh: [u8; 6], dst: [u8; 4]) -> Vec<u8> {
+    let mut ip = frame[14..].to_vec();
+    ip[8] -= 1;
+    ip[16..20].copy_from_slice(&dst);
+    ip[10..12].fill(0);
+    let c = checksum::checksum(&ip[..20]);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    let mut out = eth(neigh, PCAP1_MAC, 0x0800);
+    out.extend(ip);
+    out
+}
+
+#[test]
+fn a_frame_an_ingress_hook_rewrote_is_routed_by_its_new_destination() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    std::fs::write(p("router.toml"), CONFIG).unwrap();
+    // Burst 0: nothing for the hook to rewrite. Burst 1: every fourth
+    // packet is UDP to port 53 of 198.51.100.9 (via 10.0.2.2 before the
+    // hook, on-link 10.0.2.5 after).
+    let mut frames = Vec::new();
+    let mut expect = Vec::new();
+    for burst in 0..2u16 {
+        for i in 0..32u16 {
+            let sport = 1000 + 32 * burst + i;
+            let dns = burst == 1 && i % 4 == 0;
+            let f = udp(
+                [10, 0, 1, 2],
+                [198, 51, 100, 9],
+                sport,
+                if dns { 53 } else { 54 },
+            );
+            expect.push(match dns {
+                true => routed(&f, NEIGH_25, DNS_SERVER),
+                false => routed(&f, NEIGH_22, [198, 51, 100, 9]),
+            });
+            frames.push(f);
+        }
+    }
+    write_pcap(&p("in0.pcap"), &frames);
+    write_pcap(&p("in1.pcap"), &[]);
+
+    let registry = fastpath::builtin_hooks::registry();
+    let _handle = registry
+        .register(Arc::new(DnatKind))
+        .expect("not a built-in name");
+    let mut argv = vec!["fastpath".to_string()];
+    argv.extend(eal_args(
+        "dnat",
+        &[
+            format!(
+                "net_pcap0,rx_pcap={},tx_pcap={}",
+                p("in0.pcap").display(),
+                p("out0.pcap").display()
+            ),
+            format!(
+                "net_pcap1,rx_pcap={},tx_pcap={}",
+                p("in1.pcap").display(),
+                p("out1.pcap").display()
+            ),
+        ],
+    ));
+    let app = [
+        "--config".to_string(),
+        p("router.toml").display().to_string(),
+        "--duration".into(),
+        "1".into(),
+    ];
+    argv.push("--".into());
+    argv.extend(app.iter().cloned());
+    let args = AppArgs::try_parse_from(std::iter::once("fastpath".to_string()).chain(app))
+        .expect("app args");
+    let report = fastpath::runtime::run_with_registry(&argv, &args, &registry).expect("run");
+
+    let out1 = fastpath::pcap::read(std::fs::File::open(p("out1.pcap")).unwrap()).unwrap();
+    assert_eq!(out1.len(), expect.len(), "{out1:02x?}");
+    for (i, (a, b)) in out1.iter().zip(&expect).enumerate() {
+        assert_eq!(a, b, "routed frame {i}");
+    }
+    assert_eq!(report.totals.fast_lane, 32, "burst 0 only");
+    assert!(report.totals.balanced);
+    assert_eq!(report.mbufs.in_use_at_exit, 0);
+}

@@ -28,8 +28,11 @@ pub struct AppArgs {
     /// (router mode; costs a few cycles per burst). A burst the fast lane
     /// routes counts its check loop (l2 and the IPv4 header checks, fused)
     /// as l2, LPM + next hop + neighbour as ip, TTL + header as neigh; a
-    /// burst it declines counts the attempt in l2. After an ingress chain
-    /// (which counts in l2) the lane's check loop counts in ip.
+    /// burst it declines counts the attempt in l2. With an ingress chain,
+    /// l2 holds the lane's checks before it and the chain; the lane's
+    /// route (or a declined attempt) counts in ip. With an egress chain,
+    /// the lane's routing for it and the chain count in ip, the header
+    /// write in neigh.
     #[arg(long)]
     pub stage_cycles: bool,
 

@@ -27,7 +27,9 @@ pub struct PortCounters {
     pub stolen: AtomicU64,
     /// Received on this port and routed by the fast lane (whole bursts of
     /// plain forwards, `router/fastlane.rs`); also counted in `rx`, and
-    /// then as sent (`tx`) or as `tx_queue_full` like any routed packet.
+    /// then as sent (`tx`) or as `tx_queue_full` like any routed packet,
+    /// or, on an output port with an egress chain, as a hook left it
+    /// (dropped, stolen).
     pub fast_lane: AtomicU64,
     /// Packets meant for this port (or received on it) and dropped, by reason.
     pub drops: [AtomicU64; DropReason::COUNT],

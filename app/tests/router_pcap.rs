@@ -649,11 +649,12 @@ action = \"drop\"
     assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
 }
 
-/// With an ingress chain on the input port, the lane takes a burst after
-/// l2 and the chain when the hooks left every packet accepted and plain:
+/// With an ingress chain on the input port, the lane checks a burst before
+/// the chain and routes it after when the hooks left every packet accepted:
 /// the classify marks stay in the metadata, so the egress filter drops the
 /// marked packets of a lane-routed burst (0) as of a staged one; a burst
-/// the filter accepts whole (3) the lane finishes and sends itself. A burst
+/// the filter accepts whole (3) the lane finishes and sends itself (its
+/// bytes depend on that: a wrong header there fails this test, tried). A burst
 /// in which classify drops a packet (1) or with a TTL 1 frame (2) goes to
 /// the stages. Without an egress chain the lane sends the burst itself
 /// (second run).

@@ -279,8 +279,8 @@ impl Pipeline {
     /// each one's header from the neighbour snapshot of loop 2 and return
     /// true: the burst is ready to send as a whole (a consistent header per
     /// neighbour, read a chain earlier than the stages' neigh would).
-    /// Otherwise write nothing and return false: the stages' neigh and
-    /// dispose take the burst.
+    /// Otherwise, when a check fails, write nothing and return false: the
+    /// stages' neigh and dispose take the burst.
     #[inline(never)]
     pub(super) fn lane_after_egress(
         &self,

@@ -25,8 +25,10 @@ use std::sync::Mutex;
 /// Slots per worker unless a hook's `flow_cache` says otherwise: 4,096 x
 /// 40 bytes = 160 KiB, well inside a core's L2.
 pub const DEFAULT_SLOTS: usize = 4096;
-/// The most slots a hook may ask for per worker (64 MiB).
-pub const MAX_SLOTS: usize = 1 << 24;
+/// The most slots a hook may ask for per worker: 1,048,576 x 40 bytes =
+/// 40 MiB (allocated when the hook is built; a reload builds the new
+/// hook's before the old one's is freed).
+pub const MAX_SLOTS: usize = 1 << 20;
 /// Lookups a worker's hit rate is judged over.
 pub const WINDOW: u32 = 4096;
 /// A window with fewer hits than one in this many lookups is a thrashing
@@ -274,45 +276,142 @@ mod tests {
         }
     }
 
-    /// Rules that each look at one different field, so that keys differing
-    /// in any one field get different answers.
-    fn rules() -> Vec<MatchRule> {
-        vec![
-            MatchRule {
-                mark: Some((7, 7)),
-                ..MatchRule::any()
-            },
-            MatchRule {
-                class: Some((3, 3)),
-                ..MatchRule::any()
-            },
-            MatchRule {
-                ct_states: crate::rules::CT_NEW,
-                ..MatchRule::any()
-            },
-            MatchRule {
-                dst: Some(Prefix::new(0x0a00_0000, 8)),
-                ..MatchRule::any()
-            },
-            MatchRule {
-                out_port: Some((2, 2)),
-                ..MatchRule::any()
-            },
-            MatchRule {
-                tcp_flags: Some((0x02, 0x02)),
-                ..MatchRule::any()
-            },
-        ]
+    /// One key per match field: the base key (TCP with ports read) with
+    /// that one field changed, and a rule that matches exactly that
+    /// change. The base key matches no rule, every other key a rule of its
+    /// own: keys differing in any one field get different answers.
+    fn field_keys() -> (Vec<Key>, Vec<MatchRule>) {
+        let mut base = [0u8; 32];
+        base[0] = 6; // TCP
+        base[3] = crate::rules::FLAG_L4;
+        let any = MatchRule::any;
+        // (byte, value, the rule that matches the key with that byte)
+        let fields: Vec<(usize, u8, MatchRule)> = vec![
+            (
+                0,
+                17,
+                MatchRule {
+                    proto: Some(17),
+                    ..any()
+                },
+            ),
+            (
+                1,
+                0x02,
+                MatchRule {
+                    tcp_flags: Some((0x02, 0x02)),
+                    ..any()
+                },
+            ),
+            (
+                2,
+                46,
+                MatchRule {
+                    dscp: Some((46, 46)),
+                    ..any()
+                },
+            ),
+            (
+                3,
+                crate::rules::FLAG_L4 | crate::rules::CT_NEW,
+                MatchRule {
+                    ct_states: crate::rules::CT_NEW,
+                    ..any()
+                },
+            ),
+            (
+                4,
+                10,
+                MatchRule {
+                    src: Some(Prefix::new(0x0a00_0000, 8)),
+                    ..any()
+                },
+            ),
+            (
+                8,
+                10,
+                MatchRule {
+                    dst: Some(Prefix::new(0x0a00_0000, 8)),
+                    ..any()
+                },
+            ),
+            (
+                13,
+                7,
+                MatchRule {
+                    sport: Some((7, 7)),
+                    ..any()
+                },
+            ),
+            (
+                15,
+                7,
+                MatchRule {
+                    dport: Some((7, 7)),
+                    ..any()
+                },
+            ),
+            (
+                17,
+                3,
+                MatchRule {
+                    in_port: Some((3, 3)),
+                    ..any()
+                },
+            ),
+            (
+                19,
+                3,
+                MatchRule {
+                    out_port: Some((3, 3)),
+                    ..any()
+                },
+            ),
+            (
+                21,
+                5,
+                MatchRule {
+                    vlan: Some((5, 5)),
+                    ..any()
+                },
+            ),
+            (
+                23,
+                9,
+                MatchRule {
+                    class: Some((9, 9)),
+                    ..any()
+                },
+            ),
+            (
+                27,
+                7,
+                MatchRule {
+                    mark: Some((7, 7)),
+                    ..any()
+                },
+            ),
+        ];
+        let mut keys = vec![Key::from_bytes(base)];
+        let mut rules = Vec::new();
+        for (at, v, rule) in fields {
+            let mut b = base;
+            b[at] = v;
+            keys.push(Key::from_bytes(b));
+            rules.push(rule);
+        }
+        (keys, rules)
     }
 
-    /// Keys from a small pool that differ from each other in one byte.
+    /// The rules of [`field_keys`].
+    fn rules() -> Vec<MatchRule> {
+        field_keys().1
+    }
+
+    /// Key `seed` of the pool of [`field_keys`].
     fn key(seed: u64) -> Key {
-        let mut b = [0u8; 32];
-        b[8] = 11; // dst 11.0.0.0: not rule 4
-        let byte = (seed % 28) as usize;
-        let bit = (seed / 28) % 8;
-        b[byte] ^= 1 << bit;
-        Key::from_bytes(b)
+        let (keys, _) = field_keys();
+        keys[(seed % keys.len() as u64) as usize]
     }
 
     fn cached(slots: usize) -> (CachedClassifier, LinearClassifier, Arc<AtomicU64>) {
@@ -324,8 +423,17 @@ mod tests {
 
     #[test]
     fn answers_equal_the_classifiers_through_collisions_and_refills() {
-        // 8 slots and 28 keys, each differing from the first in one field:
-        // every slot is fought over.
+        // 8 slots and 14 keys, each differing from the base key in one
+        // field and answered by a rule of its own: every slot is fought
+        // over, and a cache that compared less than the whole key would
+        // give one key another's answer.
+        let (keys, _) = field_keys();
+        let linear_check = LinearClassifier::new(&rules()).unwrap();
+        let mut answers: Vec<u32> = vec![0; keys.len()];
+        linear_check.classify(&keys, &mut answers);
+        answers.sort_unstable();
+        answers.dedup();
+        assert_eq!(answers.len(), keys.len(), "every key its own answer");
         let (c, linear, _) = cached(8);
         let mut x = 0x2545_f491_4f6c_dd1du64;
         for _ in 0..2_000 {
@@ -334,7 +442,7 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                *k = key(x % 28);
+                *k = key(x);
             }
             let mut got = [u32::MAX; 40];
             c.classify((x % 2) as usize, &keys, &mut got);
@@ -345,6 +453,26 @@ mod tests {
         let s = c.stats();
         assert_eq!((s.hits + s.misses, s.bypassed), (80_000, 0), "{s:?}");
         assert!(s.hits > 10_000 && s.misses > 10_000, "{s:?}");
+    }
+
+    #[test]
+    fn a_key_differing_in_any_one_field_misses_the_slot_of_the_other() {
+        // One slot: every key lands on it. The base key fills it, then each
+        // field's key must miss it and get its own answer, both ways round.
+        let (keys, rules) = field_keys();
+        let linear = LinearClassifier::new(&rules).unwrap();
+        let c = CachedClassifier::new(Box::new(linear.clone()), 1, 1);
+        for k in &keys[1..] {
+            for pair in [[keys[0], *k], [*k, keys[0]]] {
+                for key in pair {
+                    let mut got = [u32::MAX];
+                    c.classify(0, &[key], &mut got);
+                    assert_eq!(got[0], linear.classify_one(&key), "{key:?}");
+                }
+            }
+        }
+        // The first base key, then each key after the other of its pair.
+        assert_eq!(c.stats().misses, 1 + 2 * (keys.len() as u64 - 1));
     }
 
     #[test]

@@ -7,10 +7,8 @@ mod common;
 #[path = "../../hooks/examples/policer.rs"]
 mod policer;
 
-use clap::Parser;
 use common::frames::udp;
 use common::*;
-use fastpath::cli::AppArgs;
 use std::sync::Arc;
 
 const CONFIG: &str = concat!(
@@ -29,50 +27,18 @@ prefixes = ["10.0.1.0/24"]
 
 #[test]
 fn a_registered_example_hook_polices_one_prefix() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = |n: &str| dir.path().join(n);
-    std::fs::write(p("router.toml"), CONFIG).unwrap();
     // 100 frames from the policed prefix, 20 from another source.
     let mut frames: Vec<Vec<u8>> = (0..100)
         .map(|i| udp([10, 0, 1, 2], [198, 51, 100, 9], 1000 + i, 53))
         .collect();
     frames.extend((0..20).map(|i| udp([192, 0, 2, 7], [198, 51, 100, 9], 2000 + i, 53)));
-    write_pcap(&p("in0.pcap"), &frames);
-    write_pcap(&p("in1.pcap"), &[]);
 
     let registry = fastpath::builtin_hooks::registry();
     let handle = registry
         .register(Arc::new(policer::PolicerKind))
         .expect("policer is not a built-in name");
-    let mut argv = vec!["fastpath".to_string()];
-    argv.extend(eal_args(
-        "policer",
-        &[
-            format!(
-                "net_pcap0,rx_pcap={},tx_pcap={}",
-                p("in0.pcap").display(),
-                p("out0.pcap").display()
-            ),
-            format!(
-                "net_pcap1,rx_pcap={},tx_pcap={}",
-                p("in1.pcap").display(),
-                p("out1.pcap").display()
-            ),
-        ],
-    ));
-    let app = [
-        "--config".to_string(),
-        p("router.toml").display().to_string(),
-        "--duration".into(),
-        "1".into(),
-    ];
-    argv.push("--".into());
-    argv.extend(app.iter().cloned());
-    let args = AppArgs::try_parse_from(std::iter::once("fastpath".to_string()).chain(app))
-        .expect("app args");
-    let report = fastpath::runtime::run_with_registry(&argv, &args, &registry).expect("run");
+    let (_, out1, report) = run_pcaps_in_process("policer", CONFIG, &frames, &[], "1", &registry);
 
-    let out1 = fastpath::pcap::read(std::fs::File::open(p("out1.pcap")).unwrap()).unwrap();
     let policed_src = out1.iter().filter(|f| f[26..30] == [10, 0, 1, 2]).count();
     let other_src = out1.iter().filter(|f| f[26..30] == [192, 0, 2, 7]).count();
     assert_eq!((policed_src, other_src), (10, 20), "burst of 10, rate 0");

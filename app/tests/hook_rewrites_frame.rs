@@ -8,10 +8,8 @@
 
 mod common;
 
-use clap::Parser;
 use common::frames::{eth, udp, PCAP1_MAC};
 use common::*;
-use fastpath::cli::AppArgs;
 use hooks::wire::checksum;
 use hooks::{
     BuildContext, Hook, HookArgs, HookBuildError, HookBurst, HookContext, HookKind, HookPoint,
@@ -89,9 +87,6 @@ fn routed(frame: &[u8], neigh: [u8; 6], dst: [u8; 4]) -> Vec<u8> {
 
 #[test]
 fn a_frame_an_ingress_hook_rewrote_is_routed_by_its_new_destination() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = |n: &str| dir.path().join(n);
-    std::fs::write(p("router.toml"), CONFIG).unwrap();
     // Burst 0: nothing for the hook to rewrite. Burst 1: every fourth
     // packet is UDP to port 53 of 198.51.100.9 (via 10.0.2.2 before the
     // hook, on-link 10.0.2.5 after).
@@ -114,42 +109,12 @@ fn a_frame_an_ingress_hook_rewrote_is_routed_by_its_new_destination() {
             frames.push(f);
         }
     }
-    write_pcap(&p("in0.pcap"), &frames);
-    write_pcap(&p("in1.pcap"), &[]);
-
     let registry = fastpath::builtin_hooks::registry();
     let _handle = registry
         .register(Arc::new(DnatKind))
         .expect("not a built-in name");
-    let mut argv = vec!["fastpath".to_string()];
-    argv.extend(eal_args(
-        "dnat",
-        &[
-            format!(
-                "net_pcap0,rx_pcap={},tx_pcap={}",
-                p("in0.pcap").display(),
-                p("out0.pcap").display()
-            ),
-            format!(
-                "net_pcap1,rx_pcap={},tx_pcap={}",
-                p("in1.pcap").display(),
-                p("out1.pcap").display()
-            ),
-        ],
-    ));
-    let app = [
-        "--config".to_string(),
-        p("router.toml").display().to_string(),
-        "--duration".into(),
-        "1".into(),
-    ];
-    argv.push("--".into());
-    argv.extend(app.iter().cloned());
-    let args = AppArgs::try_parse_from(std::iter::once("fastpath".to_string()).chain(app))
-        .expect("app args");
-    let report = fastpath::runtime::run_with_registry(&argv, &args, &registry).expect("run");
+    let (_, out1, report) = run_pcaps_in_process("dnat", CONFIG, &frames, &[], "1", &registry);
 
-    let out1 = fastpath::pcap::read(std::fs::File::open(p("out1.pcap")).unwrap()).unwrap();
     assert_eq!(out1.len(), expect.len(), "{out1:02x?}");
     for (i, (a, b)) in out1.iter().zip(&expect).enumerate() {
         assert_eq!(a, b, "routed frame {i}");

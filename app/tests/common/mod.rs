@@ -186,25 +186,11 @@ pub fn run_pcaps_logged(
     write_pcap(&p("in0.pcap"), in0);
     write_pcap(&p("in1.pcap"), in1);
     let mut cmd = fastpath();
-    cmd.args(eal_args(
-        test,
-        &[
-            format!(
-                "net_pcap0,rx_pcap={},tx_pcap={}",
-                p("in0.pcap").display(),
-                p("out0.pcap").display()
-            ),
-            format!(
-                "net_pcap1,rx_pcap={},tx_pcap={}",
-                p("in1.pcap").display(),
-                p("out1.pcap").display()
-            ),
-        ],
-    ))
-    .args(["--", "--config"])
-    .arg(p("router.toml"))
-    .args(["--duration", secs, "--stats-json"])
-    .arg(p("stats.json"));
+    cmd.args(eal_args(test, &pcap_vdevs(dir.path())))
+        .args(["--", "--config"])
+        .arg(p("router.toml"))
+        .args(["--duration", secs, "--stats-json"])
+        .arg(p("stats.json"));
     let r = run(cmd, Duration::from_secs(60));
     assert_success(&r);
     let read = |n: &str| fastpath::pcap::read(std::fs::File::open(p(n)).unwrap()).unwrap();
@@ -214,6 +200,56 @@ pub fn run_pcaps_logged(
         read_json(&p("stats.json")),
         r.stderr,
     )
+}
+
+/// The net_pcap vdevs of [`run_pcaps_logged`]: `in0.pcap` into port 0 and
+/// `in1.pcap` into port 1 of `dir`, `out0.pcap` / `out1.pcap` out.
+pub fn pcap_vdevs(dir: &Path) -> Vec<String> {
+    (0..2)
+        .map(|i| {
+            format!(
+                "net_pcap{i},rx_pcap={},tx_pcap={}",
+                dir.join(format!("in{i}.pcap")).display(),
+                dir.join(format!("out{i}.pcap")).display()
+            )
+        })
+        .collect()
+}
+
+/// Run fastpath in this process (EAL starts once per process: one call per
+/// test binary) with the hook kinds of `registry`, on pcaps as
+/// [`run_pcaps_logged`] does, for `secs` seconds; returns the frames each
+/// port sent and the report.
+pub fn run_pcaps_in_process(
+    test: &str,
+    config: &str,
+    in0: &[Vec<u8>],
+    in1: &[Vec<u8>],
+    secs: &str,
+    registry: &hooks::Registry,
+) -> (Vec<Vec<u8>>, Vec<Vec<u8>>, fastpath::report::Report) {
+    use clap::Parser;
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    std::fs::write(p("router.toml"), config).unwrap();
+    write_pcap(&p("in0.pcap"), in0);
+    write_pcap(&p("in1.pcap"), in1);
+    let app = [
+        "--config".to_string(),
+        p("router.toml").display().to_string(),
+        "--duration".into(),
+        secs.into(),
+    ];
+    let mut argv = vec!["fastpath".to_string()];
+    argv.extend(eal_args(test, &pcap_vdevs(dir.path())));
+    argv.push("--".into());
+    argv.extend(app.iter().cloned());
+    let args =
+        fastpath::cli::AppArgs::try_parse_from(std::iter::once("fastpath".to_string()).chain(app))
+            .expect("app args");
+    let report = fastpath::runtime::run_with_registry(&argv, &args, registry).expect("run");
+    let read = |n: &str| fastpath::pcap::read(std::fs::File::open(p(n)).unwrap()).unwrap();
+    (read("out0.pcap"), read("out1.pcap"), report)
 }
 
 /// [`run_pcaps_logged`] without the log.

@@ -208,15 +208,13 @@ impl Pipeline {
             point: HookPoint::Egress,
             ..cx
         };
-        let mut egress_done = false;
+        // A lane-routed burst has its output port's egress chain run below.
+        let egress_done = matches!(routed, Some(Lane::Routed(_)));
         match routed {
             Some(Lane::Sent(txb)) => {
                 out.counters.fast_lane(port, n as u64);
-                txb.send_burst(burst, out.counters);
-                if timed {
-                    let t = [t[0], t[1], lane[1], lane[2], tsc()];
-                    out.counters.stage_cycles(&t, n as u64);
-                }
+                let t = [t[0], t[1], lane[1], lane[2], 0];
+                send_whole(txb, burst, out.counters, timed.then_some(t));
                 return;
             }
             // Checked and routed by the lane for the output port's egress
@@ -237,7 +235,6 @@ impl Pipeline {
                         burst.as_mut_slice(),
                         out.scratch,
                     );
-                    egress_done = true;
                 }
                 if timed {
                     t[2] = tsc();
@@ -247,11 +244,7 @@ impl Pipeline {
                         if timed {
                             t[3] = tsc();
                         }
-                        txb.send_burst(burst, out.counters);
-                        if timed {
-                            t[4] = tsc();
-                            out.counters.stage_cycles(&t, n as u64);
-                        }
+                        send_whole(txb, burst, out.counters, timed.then_some(t));
                         return;
                     }
                 }
@@ -285,11 +278,7 @@ impl Pipeline {
         // The common case: the whole burst leaves by one port, in one call.
         if forwarded == n {
             if let Some(Some(txb)) = out.tx.get_mut(usize::from(first_out)) {
-                txb.send_burst(burst, out.counters);
-                if timed {
-                    t[4] = tsc();
-                    out.counters.stage_cycles(&t, n as u64);
-                }
+                send_whole(txb, burst, out.counters, timed.then_some(t));
                 return;
             }
         }
@@ -481,6 +470,23 @@ impl Pipeline {
             u32::from(ok.dst)
         };
         Verdict::Neigh(hop.neigh)
+    }
+}
+
+/// Send a burst that leaves whole by `txb`. With `stamps` (the TSC after
+/// each stage up to neigh), stamp the send and count the stage cycles.
+#[inline(always)]
+fn send_whole(
+    txb: &mut TxBuffer,
+    burst: &mut MbufBurst,
+    counters: &LcoreCounters,
+    stamps: Option<[u64; STAGES.len() + 1]>,
+) {
+    let n = burst.len() as u64;
+    txb.send_burst(burst, counters);
+    if let Some(mut t) = stamps {
+        t[STAGES.len()] = tsc();
+        counters.stage_cycles(&t, n);
     }
 }
 

@@ -36,6 +36,14 @@ pub struct AppArgs {
     #[arg(long)]
     pub stage_cycles: bool,
 
+    /// Router mode: slots per worker of the flow memo, which remembers per
+    /// flow what flow-pure hook chains (classify, a stateless filter,
+    /// accept) answered, so that a burst of remembered flows skips them
+    /// (power of two up to 1048576; 64 bytes each; 0: off).
+    #[arg(long, value_name = "SLOTS", default_value_t = crate::router::flow_memo::DEFAULT_SLOTS,
+          value_parser = parse_memo_slots)]
+    pub flow_memo: usize,
+
     /// Router mode: a neighbour confirmed by ARP stays reachable this long,
     /// then turns stale and is re-probed (the kernel's base_reachable_time).
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
@@ -103,6 +111,20 @@ fn parse_forward(s: &str) -> Result<Forward, String> {
         rx: port(a, "RX")?,
         tx: port(b, "TX")?,
     })
+}
+
+fn parse_memo_slots(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of slots"))?;
+    if crate::router::flow_memo::valid_slots(n) {
+        Ok(n)
+    } else {
+        Err(format!(
+            "{n} slots: expected 0 (off) or a power of two up to {}",
+            crate::router::flow_memo::MAX_SLOTS
+        ))
+    }
 }
 
 /// Split the process arguments at the first `--`: EAL's part (with the program

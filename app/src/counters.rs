@@ -31,6 +31,8 @@ pub struct PortCounters {
     /// or, on an output port with an egress chain, as a hook left it
     /// (dropped, stolen).
     pub fast_lane: AtomicU64,
+    /// Of those, packets whose hooks the flow memo answered.
+    pub flow_memo: AtomicU64,
     /// Packets meant for this port (or received on it) and dropped, by reason.
     pub drops: [AtomicU64; DropReason::COUNT],
 }
@@ -106,6 +108,12 @@ impl LcoreCounters {
         bump(&self.ports[port as usize].fast_lane, n);
     }
 
+    /// Count packets from `port` the flow memo answered for their hooks.
+    #[inline(always)]
+    pub fn flow_memo(&self, port: u16, n: u64) {
+        bump(&self.ports[port as usize].flow_memo, n);
+    }
+
     /// Count packets from `port` the control plane consumed.
     pub fn consumed(&self, port: u16, n: u64) {
         bump(&self.ports[port as usize].consumed, n);
@@ -146,6 +154,7 @@ impl LcoreCounters {
                 consumed: p.consumed.load(Relaxed),
                 stolen: p.stolen.load(Relaxed),
                 fast_lane: p.fast_lane.load(Relaxed),
+                flow_memo: p.flow_memo.load(Relaxed),
                 drops: hooks::DropCounters(std::array::from_fn(|i| p.drops[i].load(Relaxed))),
             })
             .collect()
@@ -162,6 +171,7 @@ pub struct PortCount {
     pub consumed: u64,
     pub stolen: u64,
     pub fast_lane: u64,
+    pub flow_memo: u64,
     pub drops: hooks::DropCounters,
 }
 
@@ -175,6 +185,7 @@ impl PortCount {
         self.consumed += other.consumed;
         self.stolen += other.stolen;
         self.fast_lane += other.fast_lane;
+        self.flow_memo += other.flow_memo;
         self.drops.merge(&other.drops);
     }
 }

@@ -23,6 +23,8 @@ pub struct PortReport {
     pub stolen: u64,
     /// Received and routed by the fast lane (also in `rx`).
     pub fast_lane: u64,
+    /// Of `fast_lane`, packets whose hooks the flow memo answered.
+    pub flow_memo: u64,
     pub dropped: u64,
     pub drops: BTreeMap<&'static str, u64>,
     pub driver: PortStats,
@@ -41,6 +43,8 @@ pub struct LcoreReport {
     pub stolen: u64,
     /// Received and routed by the fast lane (also in `rx`).
     pub fast_lane: u64,
+    /// Of `fast_lane`, packets whose hooks the flow memo answered.
+    pub flow_memo: u64,
     pub dropped: u64,
     pub drops: BTreeMap<&'static str, u64>,
 }
@@ -60,6 +64,8 @@ pub struct Totals {
     pub stolen: u64,
     /// Received and routed by the fast lane (also in `rx`).
     pub fast_lane: u64,
+    /// Of `fast_lane`, packets whose hooks the flow memo answered.
+    pub flow_memo: u64,
     pub dropped: u64,
     pub drops: BTreeMap<&'static str, u64>,
     pub balanced: bool,
@@ -183,6 +189,7 @@ impl Report {
                     consumed: sum.consumed,
                     stolen: sum.stolen,
                     fast_lane: sum.fast_lane,
+                    flow_memo: sum.flow_memo,
                     dropped: sum.drops.total(),
                     drops: by_reason(&sum.drops),
                 }
@@ -207,6 +214,7 @@ impl Report {
                     consumed: sum.consumed,
                     stolen: sum.stolen,
                     fast_lane: sum.fast_lane,
+                    flow_memo: sum.flow_memo,
                     dropped: sum.drops.total(),
                     drops: by_reason(&sum.drops),
                     driver: *driver,
@@ -226,6 +234,7 @@ impl Report {
                 consumed: total.consumed,
                 stolen: total.stolen,
                 fast_lane: total.fast_lane,
+                flow_memo: total.flow_memo,
                 dropped: total.drops.total(),
                 drops: by_reason(&total.drops),
                 balanced: total.rx + total.originated
@@ -339,6 +348,15 @@ impl Report {
                 t.fast_lane,
                 t.rx,
                 100.0 * t.fast_lane as f64 / t.rx.max(1) as f64
+            );
+        }
+        if t.flow_memo > 0 {
+            let _ = writeln!(
+                s,
+                "flow memo: {} of {} received ({:.1} %) passed their hooks by a remembered answer",
+                t.flow_memo,
+                t.rx,
+                100.0 * t.flow_memo as f64 / t.rx.max(1) as f64
             );
         }
         if t.originated + t.consumed + t.punted + t.stolen == 0 {

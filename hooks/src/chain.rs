@@ -38,10 +38,18 @@ impl Default for StealLog {
     }
 }
 
+/// Most hooks of a chain whose answers the pipeline's flow memo keeps.
+pub const MEMO_HOOKS: usize = 2;
+
+/// Per hook of a chain, each packet's token (see [`HookBurst::set_token`]).
+pub type ChainTokens = [[u32; MAX_BURST]; MEMO_HOOKS];
+
 /// The hooks of one point on one port.
 #[derive(Default)]
 pub struct Chain {
     entries: Box<[ChainEntry]>,
+    /// Every hook is flow-pure and there are at most [`MEMO_HOOKS`].
+    flow_pure: bool,
 }
 
 impl Chain {
@@ -50,9 +58,19 @@ impl Chain {
     pub fn new(mut entries: Vec<ChainEntry>) -> Self {
         entries.sort_by_key(|e| e.priority);
         entries.truncate(u8::MAX as usize);
+        let flow_pure = entries.len() <= MEMO_HOOKS && entries.iter().all(|e| e.hook.flow_pure());
         Chain {
             entries: entries.into_boxed_slice(),
+            flow_pure,
         }
+    }
+
+    /// Whether the pipeline may remember this chain's answers per flow:
+    /// every hook is [`Hook::flow_pure`] and there are at most
+    /// [`MEMO_HOOKS`].
+    #[inline(always)]
+    pub fn flow_pure(&self) -> bool {
+        self.flow_pure
     }
 
     pub fn is_empty(&self) -> bool {
@@ -68,6 +86,19 @@ impl Chain {
     /// Counts each hook's effect in its counters. Returns who stole what.
     #[inline]
     pub fn run(&self, cx: &HookContext, burst: &mut HookBurst<'_, '_>) -> StealLog {
+        self.run_with_tokens(cx, burst, None)
+    }
+
+    /// [`Chain::run`], and with `tokens`, each hook's tokens (of the first
+    /// [`MEMO_HOOKS`] hooks) are kept there; a hook the run did not reach
+    /// leaves its row as it was.
+    #[inline]
+    pub fn run_with_tokens(
+        &self,
+        cx: &HookContext,
+        burst: &mut HookBurst<'_, '_>,
+        mut tokens: Option<&mut ChainTokens>,
+    ) -> StealLog {
         let mut log = StealLog::default();
         for (k, e) in self.entries.iter().enumerate() {
             let before = burst.tally();
@@ -81,8 +112,28 @@ impl Chain {
             if after.stolen != before.stolen {
                 note_thefts(&mut log, burst, mask, k as u8);
             }
+            if let Some(row) = tokens.as_deref_mut().and_then(|t| t.get_mut(k)) {
+                *row = burst.take_tokens();
+            }
         }
         log
+    }
+
+    /// Count `n` packets the pipeline's flow memo answered as this
+    /// (flow-pure) chain accepting every one: each hook's counters as if
+    /// it had seen and accepted them, and its own through
+    /// [`Hook::replay`] with its row of `tokens`. One dynamic call per
+    /// hook.
+    pub fn replay(&self, cx: &HookContext, n: usize, tokens: &ChainTokens) {
+        let n = n.min(MAX_BURST);
+        let all = crate::Tally {
+            accepted: n as u32,
+            ..crate::Tally::default()
+        };
+        for (e, row) in self.entries.iter().zip(tokens) {
+            e.counters.record(cx.worker, all, all);
+            e.hook.replay(cx, &row[..n]);
+        }
     }
 
     /// Hand every stolen packet to the hook that stole it. `take_packet(i)`

@@ -65,6 +65,33 @@ pub trait Hook: Send + Sync {
         packets.for_each(drop);
     }
 
+    /// Whether the hook is flow-pure, so that the pipeline may remember
+    /// its answer per flow and not call it for a packet of a flow it has
+    /// answered (the router's flow memo). A flow-pure hook promises:
+    ///
+    /// - its verdict and its changes to `meta` are a function of the
+    ///   packet's [`FlowSummary`](crate::FlowSummary), of `meta` (ports,
+    ///   mark, class, VLAN, packet type), of `cx.point` and `cx.port`, and
+    ///   of its configuration: not of the time, of other bytes of the frame,
+    ///   or of the packets before;
+    /// - it never changes the frame's bytes and never steals;
+    /// - the only state it keeps per packet is counters, and it records
+    ///   with [`HookBurst::set_token`] a token per packet from which
+    ///   [`Hook::replay`] counts the packet again.
+    ///
+    /// The default is false: the hook sees every packet.
+    fn flow_pure(&self) -> bool {
+        false
+    }
+
+    /// Count packets the pipeline answered from its flow memo for this
+    /// hook, as `process` would have counted them: `tokens` are the tokens
+    /// the hook gave each packet's flow. Called once per burst, only for a
+    /// [`Hook::flow_pure`] hook.
+    fn replay(&self, cx: &HookContext, tokens: &[u32]) {
+        let _ = (cx, tokens);
+    }
+
     /// Counters of the hook's own (e.g. a connection table's size and
     /// refusals), by name, for the statistics. Read from the control
     /// lcore, so they are atomics or summed per-worker values.

@@ -2,14 +2,30 @@
 //! per burst loop and the control plane replaces as a whole.
 
 use crate::{Chain, ChainEntry, HookPoint};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The last generation given to a hook set (0 is never given).
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+fn next_generation() -> u64 {
+    GENERATION.fetch_add(1, Ordering::Relaxed) + 1
+}
 
 /// Chains by point and port id. An empty chain is one predictable branch.
-#[derive(Default)]
 pub struct HookSet {
     ingress: Box<[Chain]>,
     egress: Box<[Chain]>,
     any_ingress: bool,
     any_egress: bool,
+    /// Unique per process to this set's chains as they are now: what the
+    /// router's flow memo remembers an answer under.
+    generation: u64,
+}
+
+impl Default for HookSet {
+    fn default() -> Self {
+        HookSet::empty(0)
+    }
 }
 
 impl HookSet {
@@ -20,7 +36,15 @@ impl HookSet {
             egress: (0..ports).map(|_| Chain::default()).collect(),
             any_ingress: false,
             any_egress: false,
+            generation: next_generation(),
         }
+    }
+
+    /// Unique in the process to these chains: a new set, and every
+    /// [`HookSet::set`], gets a new one. Never 0.
+    #[inline(always)]
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Put `chain` at `point` of `port` (ignored for a port beyond the set).
@@ -34,6 +58,7 @@ impl HookSet {
         }
         self.any_ingress = self.ingress.iter().any(|c| !c.is_empty());
         self.any_egress = self.egress.iter().any(|c| !c.is_empty());
+        self.generation = next_generation();
     }
 
     /// Is there any ingress hook on any port?

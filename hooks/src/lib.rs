@@ -24,7 +24,7 @@ pub mod verdict;
 pub mod wire;
 pub mod worker_counters;
 
-pub use chain::{Chain, ChainEntry, StealLog};
+pub use chain::{Chain, ChainEntry, ChainTokens, StealLog, MEMO_HOOKS};
 pub use drop_reason::{DropCounters, DropReason};
 pub use flow::{FlowSummary, Fragment};
 pub use hook::{Hook, HookContext, HookPoint, OwnedPacket};

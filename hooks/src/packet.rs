@@ -76,6 +76,9 @@ pub struct HookBurst<'b, 'p> {
     /// Bit i set: packet i is still accepted.
     accepted: u64,
     tally: Tally,
+    /// Per packet, the flow-pure hook's token of its answer (see
+    /// [`Hook::flow_pure`](crate::Hook::flow_pure)); 0 unless set.
+    tokens: [u32; MAX_BURST],
 }
 
 impl<'b, 'p> HookBurst<'b, 'p> {
@@ -99,6 +102,7 @@ impl<'b, 'p> HookBurst<'b, 'p> {
                 accepted: n as u32,
                 ..Tally::default()
             },
+            tokens: [0; MAX_BURST],
         }
     }
 
@@ -181,6 +185,22 @@ impl<'b, 'p> HookBurst<'b, 'p> {
     /// Counts of the verdicts so far.
     pub fn tally(&self) -> Tally {
         self.tally
+    }
+
+    /// Record packet `i`'s token: what a flow-pure hook needs to count the
+    /// packet again in [`Hook::replay`](crate::Hook::replay) without
+    /// seeing it. Ignored for `i` out of range.
+    #[inline]
+    pub fn set_token(&mut self, i: usize, token: u32) {
+        if let Some(t) = self.tokens.get_mut(i) {
+            *t = token;
+        }
+    }
+
+    /// The tokens the last hook set, by packet; every token is 0 again
+    /// after the call (for the next hook of the chain).
+    pub fn take_tokens(&mut self) -> [u32; MAX_BURST] {
+        core::mem::replace(&mut self.tokens, [0; MAX_BURST])
     }
 }
 

@@ -16,13 +16,14 @@
 //! to decide.
 
 use super::fib::{HopKind, NEIGH_BY_DST};
+use super::flow_memo::FlowKey;
 use super::stages::{csum_flag, Pipeline, Scratch, Verdict};
 use super::txbuf::TxBuffer;
 use crate::dpdk::{Mbuf, BURST_SIZE};
 use crate::neigh::store_header;
 use crate::stage::plain::{forward_plain, plain_ipv4, plain_meta, route_plain};
 use hooks::wire::ethernet::HEADER_LEN;
-use hooks::{HookPoint, HookSet, PacketMeta};
+use hooks::{HookPoint, HookSet, PacketMeta, MAX_BURST};
 use std::net::Ipv4Addr;
 
 /// Per-burst arrays of the fast lane, reused burst after burst; each loop
@@ -36,6 +37,8 @@ pub struct FastScratch {
     /// leaves it (an index or NEIGH_BY_DST), and its next hop.
     neighs: [u32; BURST_SIZE],
     next_hops: [u32; BURST_SIZE],
+    /// The output port of the burst loop 2 routed.
+    pub(super) out_port: u16,
 }
 
 impl Default for FastScratch {
@@ -47,6 +50,7 @@ impl Default for FastScratch {
             words: [[0; 2]; BURST_SIZE],
             neighs: [0; BURST_SIZE],
             next_hops: [0; BURST_SIZE],
+            out_port: 0,
         }
     }
 }
@@ -66,6 +70,10 @@ pub(super) enum LaneEntry {
     /// an untagged header qualify, and their metadata (with the hooks'
     /// marks and classes) is kept.
     AfterIngress,
+    /// After [`Pipeline::lane_checks`], for a burst whose hooks the flow
+    /// memo answered: every packet accepted and remembered leaving by this
+    /// port. No chain runs; a route by another port declines the burst.
+    Remembered(u16),
 }
 
 /// What the lane did with a burst it took.
@@ -115,6 +123,7 @@ impl Pipeline {
                     return None;
                 }
             }
+            LaneEntry::Remembered(_) => {}
         }
         let f = &mut s.fast;
         if let Some(s) = stamps.as_deref_mut() {
@@ -145,8 +154,17 @@ impl Pipeline {
                     // Checked once, before any more work: a burst the
                     // stages must take is declined early.
                     out_port = hop.port;
+                    f.out_port = out_port;
                     egress =
                         hooks.any_egress() && hooks.chain(HookPoint::Egress, out_port).is_some();
+                    if let LaneEntry::Remembered(port) = entry {
+                        // The egress chain's answer is remembered too,
+                        // for this port only.
+                        if port != out_port {
+                            return None;
+                        }
+                        egress = false;
+                    }
                     if !matches!(tx.get(usize::from(out_port)), Some(Some(_))) {
                         return None;
                     }
@@ -205,6 +223,43 @@ impl Pipeline {
     /// Reads the frames, writes nothing else.
     #[inline(always)]
     pub(super) fn lane_checks(&self, port_mac: u64, mbufs: &[Mbuf], f: &mut FastScratch) -> bool {
+        self.lane_checks_and(port_mac, mbufs, f, |_, _| true)
+    }
+
+    /// [`Pipeline::lane_checks`], and each packet's flow key (received on
+    /// `port`) in `keys`, in the same loop: the frame is read once.
+    #[inline(always)]
+    pub(super) fn lane_checks_keyed(
+        &self,
+        port: u16,
+        port_mac: u64,
+        mbufs: &[Mbuf],
+        f: &mut FastScratch,
+        keys: &mut [FlowKey; MAX_BURST],
+    ) -> bool {
+        self.lane_checks_and(port_mac, mbufs, f, |i, frame| {
+            match (keys.get_mut(i), FlowKey::of_frame(port, frame)) {
+                (Some(slot), Some(key)) => {
+                    *slot = key;
+                    true
+                }
+                // Cannot happen for a frame plain_ipv4 accepted; if it
+                // did, the stages would take the burst.
+                _ => false,
+            }
+        })
+    }
+
+    /// Loop 1, with `also(i, frame)` for each plain packet: false declines
+    /// the burst.
+    #[inline(always)]
+    fn lane_checks_and(
+        &self,
+        port_mac: u64,
+        mbufs: &[Mbuf],
+        f: &mut FastScratch,
+        mut also: impl FnMut(usize, &[u8]) -> bool,
+    ) -> bool {
         if mbufs.is_empty() || mbufs.len() > BURST_SIZE {
             return false;
         }
@@ -212,9 +267,13 @@ impl Pipeline {
             if m.nb_segs() != 1 {
                 return false;
             }
-            let Some(plain) = plain_ipv4(m.data(), port_mac, csum_flag(m)) else {
+            let frame = m.data();
+            let Some(plain) = plain_ipv4(frame, port_mac, csum_flag(m)) else {
                 return false;
             };
+            if !also(i, frame) {
+                return false;
+            }
             f.dsts[i] = plain.dst;
             f.lens[i] = plain.total_len;
         }

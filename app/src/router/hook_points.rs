@@ -35,7 +35,9 @@ pub fn now_ns(ns_per_tick: u64) -> u64 {
 /// Run the chain at `cx.point` of `cx.port` (which has hooks): at ingress
 /// over the packets l2 let through, at egress over the packets routed to
 /// that port (the fast lane's burst, which leaves by that one port).
-/// Returns whether a hook asked to change a frame's bytes.
+/// Returns whether a hook asked to change a frame's bytes. With `record`,
+/// the hooks' tokens are kept in the flow memo's burst for the point, by
+/// packet (or the burst is not recorded, if the chain saw a subset).
 #[inline(never)]
 pub fn run_point(
     chain: &Chain,
@@ -43,14 +45,15 @@ pub fn run_point(
     ns_per_tick: u64,
     mbufs: &mut [Mbuf],
     s: &mut Scratch,
+    record: bool,
 ) -> bool {
     let cx = HookContext {
         now_ns: now_ns(ns_per_tick),
         ..cx
     };
     match cx.point {
-        HookPoint::Ingress => run_chain(chain, cx, mbufs, s, at_ingress),
-        HookPoint::Egress => run_chain(chain, cx, mbufs, s, at_egress),
+        HookPoint::Ingress => run_chain(chain, cx, mbufs, s, at_ingress, record),
+        HookPoint::Egress => run_chain(chain, cx, mbufs, s, at_egress, record),
     }
 }
 
@@ -84,7 +87,7 @@ pub fn egress(
             };
             // The neigh stage reads nothing of the frame the hooks may
             // have changed: no need to know.
-            let _written = run_chain(chain, cx, mbufs, s, at_egress);
+            let _written = run_chain(chain, cx, mbufs, s, at_egress, false);
         }
     }
 }
@@ -99,7 +102,9 @@ fn run_chain(
     mbufs: &mut [Mbuf],
     s: &mut Scratch,
     select: impl Fn(&Verdict, &PacketMeta, u16) -> bool,
+    record: bool,
 ) -> bool {
+    let all = mbufs.len();
     let mut idx = ArrayVec::<u8, BURST_SIZE>::new();
     let mut pkts = ArrayVec::<HookPacket<'_>, BURST_SIZE>::new();
     for (i, (m, meta)) in mbufs.iter_mut().zip(s.metas.iter_mut()).enumerate() {
@@ -113,7 +118,22 @@ fn run_chain(
     }
     let mut verdicts = [hooks::Verdict::Accept; BURST_SIZE];
     let mut burst = HookBurst::new(&mut pkts, &mut verdicts);
-    let log = chain.run(&cx, &mut burst);
+    let point = match cx.point {
+        HookPoint::Ingress => 0,
+        HookPoint::Egress => 1,
+    };
+    let tokens = if record {
+        // Tokens are by hook burst index: the memo's packet index only
+        // when the chain sees the whole burst.
+        if idx.len() != all {
+            s.memo.forget();
+        }
+        s.memo.clear_tokens(point);
+        s.memo.burst.tokens.get_mut(point)
+    } else {
+        None
+    };
+    let log = chain.run_with_tokens(&cx, &mut burst, tokens);
     let n = burst.len();
     for (k, &i) in idx.iter().enumerate().take(n) {
         let i = usize::from(i);

@@ -7,6 +7,7 @@ pub mod budget;
 pub mod control;
 pub mod fastlane;
 pub mod fib;
+pub mod flow_memo;
 pub mod hook_points;
 pub mod punt;
 pub mod setup;

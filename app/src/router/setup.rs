@@ -430,6 +430,7 @@ fn route(
             },
             hooks: publisher.subscribe(),
             timed: args.stage_cycles,
+            flow_memo: args.flow_memo,
         };
         let c = Arc::new(LcoreCounters::new(*lcore_id, max_port));
         let (cc, st, hb) = (c.clone(), stop.clone(), handback.clone());

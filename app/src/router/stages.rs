@@ -7,6 +7,7 @@
 use super::budget::{over_budget_reason, PuntBudgets};
 use super::fastlane::{FastScratch, Lane, LaneEntry};
 use super::fib::{Fib, HopKind, NEIGH_BY_DST};
+use super::flow_memo::FlowMemo;
 use super::hook_points;
 use super::punt::Punt;
 use super::txbuf::TxBuffer;
@@ -75,10 +76,19 @@ pub struct Scratch {
     dsts: [u32; BURST_SIZE],
     ids: [u32; BURST_SIZE],
     pub(super) fast: FastScratch,
+    /// The worker's flow memo.
+    pub(super) memo: FlowMemo,
 }
 
 impl Default for Scratch {
     fn default() -> Self {
+        Scratch::new(0)
+    }
+}
+
+impl Scratch {
+    /// Arrays for a worker whose flow memo has `memo_slots` slots (0: off).
+    pub fn new(memo_slots: usize) -> Self {
         Scratch {
             budgets: PuntBudgets::default(),
             metas: [PacketMeta::default(); BURST_SIZE],
@@ -88,6 +98,7 @@ impl Default for Scratch {
             dsts: [0; BURST_SIZE],
             ids: [0; BURST_SIZE],
             fast: FastScratch::default(),
+            memo: FlowMemo::new(memo_slots),
         }
     }
 }
@@ -116,6 +127,25 @@ impl Pipeline {
     /// burst is empty afterwards. With `timed`, TSC per stage is added to
     /// the lcore's stage counters. `hooks` is the snapshot of hook chains
     /// the worker took at its last quiescent point.
+    /// Count a burst of `n` packets from `port` to `out_port` the flow
+    /// memo answered: each hook of the two chains, from its tokens, as if
+    /// it had seen and accepted them. Out of line: once per burst.
+    #[inline(never)]
+    fn replay_hooks(&self, hooks: &HookSet, port: u16, out_port: u16, n: usize, memo: &FlowMemo) {
+        let points = [(HookPoint::Ingress, port), (HookPoint::Egress, out_port)];
+        for ((point, chain_port), tokens) in points.into_iter().zip(&memo.burst.tokens) {
+            if let Some(chain) = hooks.chain(point, chain_port) {
+                let cx = HookContext {
+                    worker: self.worker,
+                    point,
+                    port: chain_port,
+                    now_ns: 0,
+                };
+                chain.replay(&cx, n, tokens);
+            }
+        }
+    }
+
     #[inline(always)]
     pub fn process(
         &self,
@@ -147,13 +177,45 @@ impl Pipeline {
         };
         let mut lane = [0u64; 3];
         let mut routed = None;
+        // Whether this burst's flows are looked up in (and, if the hooks
+        // accept every packet, recorded in) the flow memo.
+        let mut memo = false;
+        let generation = hooks.generation();
         if let Some(chain) = ingress {
             // The lane's checks before the chain: a plain burst gets the
             // metadata l2 would give it without l2, and, if no hook asks to
             // change its bytes and every packet stays accepted, takes the
             // lane after the chain (its route counts as ip).
             let mac = mac_word(&port_mac);
-            let plain = self.lane_checks(mac, burst.as_slice(), &mut out.scratch.fast);
+            // A plain burst through flow-pure hooks: if the memo holds
+            // every packet's answer, the lane routes the burst past both
+            // chains, and each hook counts it from its tokens.
+            memo = chain.flow_pure() && out.scratch.memo.active();
+            let s = &mut *out.scratch;
+            let plain = if memo {
+                let keys = s.memo.keys_mut();
+                self.lane_checks_keyed(port, mac, burst.as_slice(), &mut s.fast, keys)
+            } else {
+                self.lane_checks(mac, burst.as_slice(), &mut s.fast)
+            };
+            memo &= plain;
+            if memo {
+                if let Some(out_port) = out.scratch.memo.lookup(n, generation) {
+                    let stamps = timed.then_some(&mut lane);
+                    let entry = LaneEntry::Remembered(out_port);
+                    let mbufs = burst.as_mut_slice();
+                    if let Some(Lane::Sent(txb)) =
+                        self.fast_lane(port, mac, mbufs, out.scratch, hooks, out.tx, stamps, entry)
+                    {
+                        self.replay_hooks(hooks, port, out_port, n, &out.scratch.memo);
+                        out.counters.fast_lane(port, n as u64);
+                        out.counters.flow_memo(port, n as u64);
+                        let t = [t[0], lane[0], lane[1], lane[2], 0];
+                        send_whole(txb, burst, out.counters, timed.then_some(t));
+                        return;
+                    }
+                }
+            }
             if plain {
                 self.plain_l2(port, n, out.scratch);
             } else {
@@ -165,6 +227,7 @@ impl Pipeline {
                 self.ns_per_tick,
                 burst.as_mut_slice(),
                 out.scratch,
+                memo,
             );
             if timed {
                 t[1] = tsc();
@@ -212,6 +275,13 @@ impl Pipeline {
         let egress_done = matches!(routed, Some(Lane::Routed(_)));
         match routed {
             Some(Lane::Sent(txb)) => {
+                if memo {
+                    // Through the ingress chain and out of a port with
+                    // no egress chain, every packet accepted.
+                    out.scratch.memo.clear_tokens(1);
+                    let out_port = out.scratch.fast.out_port;
+                    out.scratch.memo.record(n, generation, out_port);
+                }
                 out.counters.fast_lane(port, n as u64);
                 let t = [t[0], t[1], lane[1], lane[2], 0];
                 send_whole(txb, burst, out.counters, timed.then_some(t));
@@ -223,7 +293,10 @@ impl Pipeline {
             // from neigh on take it.
             Some(Lane::Routed(out_port)) => {
                 out.counters.fast_lane(port, n as u64);
-                if let Some(chain) = hooks.chain(HookPoint::Egress, out_port) {
+                let chain = hooks.chain(HookPoint::Egress, out_port);
+                // Recorded only when the egress chain is flow-pure too.
+                memo &= chain.is_none_or(|c| c.flow_pure());
+                if let Some(chain) = chain {
                     let cx = HookContext {
                         port: out_port,
                         ..egress_cx
@@ -234,12 +307,16 @@ impl Pipeline {
                         self.ns_per_tick,
                         burst.as_mut_slice(),
                         out.scratch,
+                        memo,
                     );
                 }
                 if timed {
                     t[2] = tsc();
                 }
                 if self.lane_after_egress(out_port, burst.as_mut_slice(), out.scratch) {
+                    if memo {
+                        out.scratch.memo.record(n, generation, out_port);
+                    }
                     if let Some(Some(txb)) = out.tx.get_mut(usize::from(out_port)) {
                         if timed {
                             t[3] = tsc();

@@ -32,6 +32,8 @@ pub struct RouterWorker {
     pub hooks: Subscriber<HookSet>,
     /// Time each stage with the TSC.
     pub timed: bool,
+    /// Slots of this worker's flow memo (0: off).
+    pub flow_memo: usize,
 }
 
 impl RouterWorker {
@@ -47,7 +49,7 @@ impl RouterWorker {
         let mut burst = MbufBurst::new();
         let mut punt = MbufBurst::new();
         let mut injected = MbufBurst::new();
-        let mut scratch = Box::<Scratch>::default();
+        let mut scratch = Box::new(Scratch::new(self.flow_memo));
         while !stop.load(Relaxed) {
             // The quiescent point: between bursts, nothing of the old
             // snapshot is held.

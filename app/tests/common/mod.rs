@@ -180,6 +180,18 @@ pub fn run_pcaps_logged(
     in1: &[Vec<u8>],
     secs: &str,
 ) -> (Vec<Vec<u8>>, Vec<Vec<u8>>, serde_json::Value, String) {
+    run_pcaps_with(test, config, in0, in1, secs, &[])
+}
+
+/// [`run_pcaps_logged`] with more app options (after `--`).
+pub fn run_pcaps_with(
+    test: &str,
+    config: &str,
+    in0: &[Vec<u8>],
+    in1: &[Vec<u8>],
+    secs: &str,
+    extra: &[&str],
+) -> (Vec<Vec<u8>>, Vec<Vec<u8>>, serde_json::Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let p = |n: &str| dir.path().join(n);
     std::fs::write(p("router.toml"), config).unwrap();
@@ -190,7 +202,8 @@ pub fn run_pcaps_logged(
         .args(["--", "--config"])
         .arg(p("router.toml"))
         .args(["--duration", secs, "--stats-json"])
-        .arg(p("stats.json"));
+        .arg(p("stats.json"))
+        .args(extra);
     let r = run(cmd, Duration::from_secs(60));
     assert_success(&r);
     let read = |n: &str| fastpath::pcap::read(std::fs::File::open(p(n)).unwrap()).unwrap();

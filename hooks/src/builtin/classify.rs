@@ -35,6 +35,9 @@ use std::sync::Arc;
 const MATCHED: usize = 0;
 const UNPARSED: usize = 1;
 
+/// A packet's token (see `Hook::flow_pure`): it matched a rule.
+const TOKEN_MATCHED: u32 = 1;
+
 /// Match fields a classify rule may use.
 pub const MATCH_KEYS: [&str; 9] = [
     "in_port",
@@ -119,6 +122,7 @@ impl Hook for Classify {
             };
             matched += 1;
             let i = usize::from(idx[k]);
+            burst.set_token(i, TOKEN_MATCHED);
             match *action {
                 ClassifyAction::Drop => {
                     burst.set_verdict(i, Verdict::Drop(DropReason::ClassifyRule));
@@ -137,6 +141,17 @@ impl Hook for Classify {
         }
         self.counts.add(cx.worker, MATCHED, matched);
         self.counts.add(cx.worker, UNPARSED, unparsed);
+    }
+
+    /// Its answer is the first rule matching the packet's key (flow
+    /// summary and metadata); it counts only `matched`.
+    fn flow_pure(&self) -> bool {
+        true
+    }
+
+    fn replay(&self, cx: &HookContext, tokens: &[u32]) {
+        let matched = tokens.iter().filter(|&&t| t == TOKEN_MATCHED).count();
+        self.counts.add(cx.worker, MATCHED, matched as u64);
     }
 
     fn stats(&self) -> Vec<(&'static str, u64)> {
@@ -381,6 +396,34 @@ mod tests {
                 .expect("refused");
             assert_eq!(e.field.as_deref(), Some("flow_cache"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn classify_replays_its_tokens_into_the_same_counters() {
+        let rules = r#"
+            [[rule]]
+            proto = "tcp"
+            set_mark = 1
+            [[rule]]
+            proto = "icmp"
+            action = "drop"
+        "#;
+        let h = classify(rules);
+        assert!(h.flow_pure());
+        let mut pkts = vec![
+            Pkt::new(tcp(A, B, 1, 2, SYN)),
+            Pkt::new(udp(A, B, 1, 2)),
+            Pkt::new(tcp(A, B, 3, 4, ACK)),
+            Pkt::new(icmp_echo(A, B, 8, 1)),
+        ];
+        let (v, tokens) = run_tokens(&*h, HookPoint::Ingress, &mut pkts);
+        assert_eq!(v[3], Verdict::Drop(DropReason::ClassifyRule));
+        assert_eq!(stat(&*h, "matched"), 3);
+        let fresh = classify(rules);
+        replay(&*fresh, HookPoint::Ingress, &tokens);
+        assert_eq!(stats_but_cache(&*fresh), stats_but_cache(&*h));
+        replay(&*fresh, HookPoint::Ingress, &tokens[..2]);
+        assert_eq!(stat(&*fresh, "matched"), 4);
     }
 
     #[test]

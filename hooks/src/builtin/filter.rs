@@ -140,6 +140,18 @@ impl Filter {
     }
 }
 
+/// A stateless filter's token for a packet (see `Hook::flow_pure`): the
+/// one outcome counter it counted under (low byte) and how many `count`
+/// rules it matched (above).
+fn token(counter: usize, counted: usize) -> u32 {
+    counter as u32 | (counted.min(0xff_ffff) as u32) << 8
+}
+
+/// [`token`] taken apart: (counter, count rules matched).
+fn untoken(t: u32) -> (usize, u64) {
+    (((t & 0xff) as usize).min(COUNTERS - 1), u64::from(t >> 8))
+}
+
 /// A packet's connection state as key bits, and the counter it counts under.
 fn ct_key(state: CtState) -> (u8, usize) {
     match state {
@@ -225,13 +237,15 @@ impl Hook for Filter {
         for k in 0..n {
             let i = usize::from(idx[k]);
             let hit = results[k].checked_sub(1).map(|r| r as usize);
+            let mut counted = 0;
             if !self.count_rules.is_empty() {
                 let limit = hit.map_or(usize::MAX, |r| self.terminal_index[r]);
-                tally[COUNTED] += self
+                counted = self
                     .count_rules
                     .iter()
                     .filter(|(ci, r)| *ci < limit && r.matches(&keys[k]))
-                    .count() as u64;
+                    .count();
+                tally[COUNTED] += counted as u64;
             }
             let (mut action, mut by_rule) = match hit.and_then(|r| self.actions.get(r)) {
                 Some(a) => (*a, true),
@@ -247,21 +261,54 @@ impl Hook for Filter {
                     }
                 }
             }
-            match (action, by_rule) {
-                (Action::Accept, true) => tally[RULE_ACCEPT] += 1,
-                (Action::Accept, false) => tally[POLICY_ACCEPT] += 1,
+            let counter = match (action, by_rule) {
+                (Action::Accept, true) => RULE_ACCEPT,
+                (Action::Accept, false) => POLICY_ACCEPT,
                 (Action::Drop, true) => {
-                    tally[RULE_DROP] += 1;
                     burst.set_verdict(i, Verdict::Drop(DropReason::FilterRule));
+                    RULE_DROP
                 }
                 (Action::Drop, false) => {
-                    tally[POLICY_DROP] += 1;
                     burst.set_verdict(i, Verdict::Drop(DropReason::FilterPolicy));
+                    POLICY_DROP
                 }
+            };
+            tally[counter] += 1;
+            if stateless {
+                burst.set_token(i, token(counter, counted));
             }
         }
         for (c, v) in tally.into_iter().enumerate() {
             self.counts.add(cx.worker, c, v);
+        }
+    }
+
+    /// Stateless, its answer is the first rule matching the packet's key
+    /// (flow summary and metadata), or the policy. Stateful, it is not:
+    /// the connection table changes with every packet.
+    fn flow_pure(&self) -> bool {
+        self.conntrack.is_none()
+    }
+
+    fn replay(&self, cx: &HookContext, tokens: &[u32]) {
+        let mut tally = [0u64; COUNTERS];
+        // A burst is mostly one flow, or flows with one answer: count runs
+        // of equal tokens (a memory add per packet would chain them).
+        let mut add = |t: u32, k: usize| {
+            let (counter, counted) = untoken(t);
+            tally[counter] += k as u64;
+            tally[COUNTED] += counted * k as u64;
+        };
+        match tokens.first() {
+            Some(&t) if tokens.iter().all(|&u| u == t) => add(t, tokens.len()),
+            _ => tokens
+                .chunk_by(|a, b| a == b)
+                .for_each(|run| add(run[0], run.len())),
+        }
+        for (c, v) in tally.into_iter().enumerate() {
+            if v != 0 {
+                self.counts.add(cx.worker, c, v);
+            }
         }
     }
 
@@ -560,6 +607,89 @@ mod tests {
         assert_eq!(v, vec![DROP_RULE, Verdict::Accept, Verdict::Accept]);
         // rule 1 counts both UDP packets; rule 3 only the one rule 2 did not take.
         assert_eq!(stat(&*h, "counted"), 3);
+    }
+
+    /// Packets for the replay tests: every outcome a stateless filter
+    /// counts (rule accept and drop, policy, count rules, unparsed).
+    fn mixed_burst() -> Vec<Pkt> {
+        let mut short = udp(A, B, 1, 53);
+        short[14] = 0x46; // IHL 6 with no option bytes checked: unreadable
+        short.truncate(34);
+        vec![
+            Pkt::new(udp(A, B, 1, 53)),
+            Pkt::new(udp(A, B, 1, 54)),
+            Pkt::new(udp(A, B, 1, 54)),
+            Pkt::new(tcp(A, B, 1, 80, SYN)),
+            Pkt::new(tcp(A, B, 1, 22, SYN)),
+            Pkt::new(icmp_echo(A, B, 8, 7)),
+            Pkt::new(short),
+        ]
+    }
+
+    const REPLAYED: &str = r#"
+        policy = "drop"
+        [[rule]]
+        proto = "udp"
+        action = "count"
+        [[rule]]
+        dport = 53
+        proto = "udp"
+        action = "drop"
+        [[rule]]
+        proto = "udp"
+        action = "count"
+        [[rule]]
+        proto = "udp"
+        action = "accept"
+        [[rule]]
+        dport = 80
+        proto = "tcp"
+        action = "accept"
+        [[rule]]
+        proto = "icmp"
+        action = "count"
+    "#;
+
+    #[test]
+    fn a_stateless_filter_replays_its_tokens_into_the_same_counters() {
+        let h = build(&kind(), HookPoint::Egress, REPLAYED);
+        assert!(h.flow_pure());
+        let mut pkts = mixed_burst();
+        let (v, tokens) = run_tokens(&*h, HookPoint::Egress, &mut pkts);
+        assert_eq!(
+            v,
+            vec![
+                DROP_RULE,
+                Verdict::Accept,
+                Verdict::Accept,
+                Verdict::Accept,
+                DROP_POLICY,
+                DROP_POLICY,
+                DROP_POLICY
+            ]
+        );
+        assert_eq!(stat(&*h, "counted"), 1 + 2 * 2 + 1);
+        // Another kind: counters of its own, from zero. What process
+        // counted for the packets that have a token, replay counts too.
+        let fresh = build(&kind(), HookPoint::Egress, REPLAYED);
+        replay(&*fresh, HookPoint::Egress, &tokens[..6]);
+        let mut want = stats_but_cache(&*h);
+        for (name, v) in want.iter_mut() {
+            if *name == "unparsed" || *name == "policy_dropped" {
+                *v -= 1; // the unreadable packet, which has no token
+            }
+        }
+        assert_eq!(stats_but_cache(&*fresh), want);
+        // Twice the tokens, twice the counts.
+        replay(&*fresh, HookPoint::Egress, &tokens[..6]);
+        assert_eq!(stat(&*fresh, "counted"), 2 * 6);
+        assert_eq!(stat(&*fresh, "rule_accepted"), 2 * 3);
+    }
+
+    #[test]
+    fn a_stateful_filter_is_not_flow_pure() {
+        let h = build(&kind(), HookPoint::Egress, STATEFUL_OUT);
+        assert!(!h.flow_pure());
     }
 
     #[test]

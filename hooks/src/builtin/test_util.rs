@@ -126,6 +126,46 @@ pub fn run(hook: &dyn Hook, point: HookPoint, pkts: &mut [Pkt], now_ns: u64) -> 
     verdicts
 }
 
+/// [`run`], and the tokens the hook set (see `Hook::flow_pure`).
+pub fn run_tokens(hook: &dyn Hook, point: HookPoint, pkts: &mut [Pkt]) -> (Vec<Verdict>, Vec<u32>) {
+    let mut views: Vec<HookPacket> = pkts
+        .iter_mut()
+        .map(|p| HookPacket::new(&mut p.data, &mut p.meta))
+        .collect();
+    let mut verdicts = vec![Verdict::Accept; views.len()];
+    let mut burst = HookBurst::new(&mut views, &mut verdicts);
+    let cx = HookContext {
+        worker: 0,
+        point,
+        port: 1,
+        now_ns: 0,
+    };
+    hook.process(&cx, &mut burst);
+    let n = burst.len();
+    let tokens = burst.take_tokens()[..n].to_vec();
+    (verdicts, tokens)
+}
+
+/// The hook's own counters, without the flow cache's (which a replay
+/// does not touch: the pipeline answered without the cache).
+pub fn stats_but_cache(hook: &dyn Hook) -> Vec<(&'static str, u64)> {
+    hook.stats()
+        .into_iter()
+        .filter(|(n, _)| !n.starts_with("flow_cache"))
+        .collect()
+}
+
+/// Replay `tokens` into `hook` (worker 0).
+pub fn replay(hook: &dyn Hook, point: HookPoint, tokens: &[u32]) {
+    let cx = HookContext {
+        worker: 0,
+        point,
+        port: 1,
+        now_ns: 0,
+    };
+    hook.replay(&cx, tokens);
+}
+
 /// `hook`'s own counter `name`.
 pub fn stat(hook: &dyn Hook, name: &str) -> u64 {
     hook.stats()

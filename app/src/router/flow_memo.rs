@@ -1,0 +1,473 @@
+//! The router's flow memo: per worker, a direct-mapped table from a flow
+//! (input port and the flow summary the built-in hooks key on) to what the
+//! hook chains on its path answered: every hook accepted it, it left by
+//! this output port, and each hook's token for its counters. It is kept
+//! only for chains whose every hook is flow-pure (`Hook::flow_pure`: the
+//! answer is a function of the flow summary and the metadata), and only
+//! for fast-lane bursts, whose metadata is the same for every packet of a
+//! port. A burst whose every packet's flow is remembered under the
+//! current hook set's generation skips both chains: the lane routes it as
+//! if there were no hooks, and each hook counts the burst from its tokens
+//! in one call (`Chain::replay`). Like Open vSwitch's exact-match cache in
+//! front of its classifier, one level up: one lookup per packet instead
+//! of one per hook.
+//!
+//! A new hook set (a reload) has a new generation, so nothing remembered
+//! under the old one answers. A route change is seen by the lane itself:
+//! it routes every burst, and a packet whose route leaves by another port
+//! than the one remembered makes the burst miss. Drops, steals and
+//! rewritten frames are never remembered: those packets always meet their
+//! hooks.
+
+#[cfg(doc)]
+use hooks::FlowSummary;
+use hooks::{ChainTokens, MAX_BURST, MEMO_HOOKS};
+
+/// Slots per worker unless `--flow-memo` says otherwise.
+pub const DEFAULT_SLOTS: usize = 4096;
+/// Most slots per worker (64 MiB).
+pub const MAX_SLOTS: usize = 1 << 20;
+
+/// Bursts per hit-rate window, and the bypass after a poor one: a worker
+/// whose bursts were fully answered less than 1 time in 8 stops looking
+/// for this many bursts (the memo then costs nothing).
+const WINDOW: u32 = 1024;
+const BYPASS_BURSTS: u32 = 4096;
+
+/// A flow as the memo keys it: the input port and the bytes of a plain
+/// frame (untagged, IPv4 with a 20-byte header) that its
+/// [`FlowSummary`] is read from, masked to what the summary keeps, in
+/// three words. Two frames with one key have one summary (a property test
+/// holds it); frames whose summaries differ have different keys. Read
+/// straight from the bytes: `FlowSummary::parse` and packing its fields
+/// cost about twice as much.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowKey([u64; 3]);
+
+/// Bytes of L4 header [`FlowSummary::parse`] needs, per protocol.
+const TCP_MIN: usize = 20;
+const UDP_ICMP_MIN: usize = 8;
+
+impl FlowKey {
+    /// The key of `frame`, received on `in_port`; `None` unless the frame
+    /// is at least a minimum Ethernet frame carrying IPv4 with IHL 5 and a
+    /// total length inside the frame (what the fast lane's checks passed).
+    #[inline(always)]
+    pub fn of_frame(in_port: u16, frame: &[u8]) -> Option<FlowKey> {
+        use hooks::flow::proto;
+        use hooks::wire::ethernet::HEADER_LEN;
+        let head = frame.first_chunk::<{ hooks::wire::ethernet::MIN_FRAME_LEN }>()?;
+        let (_, ip) = head.split_first_chunk::<HEADER_LEN>()?;
+        let (word0, _) = ip.split_first_chunk::<4>()?;
+        let [ver_ihl, tos, len_hi, len_lo] = *word0;
+        let total = usize::from(u16::from_be_bytes([len_hi, len_lo]));
+        if ver_ihl != 0x45 || total < 20 || HEADER_LEN + total > frame.len() {
+            return None;
+        }
+        let frag_word = u16::from_be_bytes([ip[6], ip[7]]);
+        // 0: not fragmented; 1: first fragment; 2: a later one (no L4).
+        let frag = match (frag_word & 0x1fff, frag_word & 0x2000 != 0) {
+            (0, false) => 0u64,
+            (0, true) => 1,
+            _ => 2,
+        };
+        let proto = ip[9];
+        let addrs = u64::from_le_bytes(*ip[12..].first_chunk::<8>()?);
+        let l4 = u64::from_le_bytes(*ip[20..].first_chunk::<8>()?);
+        let l4_len = total - 20;
+        // What the summary reads of the L4 header: TCP ports and flags,
+        // UDP ports, ICMP type, code and (echo) identifier.
+        let (l4, flags, ok) = match proto {
+            _ if frag == 2 => (0, 0, false),
+            proto::TCP if l4_len >= TCP_MIN => (l4 & 0xffff_ffff, ip[33], true),
+            proto::UDP if l4_len >= UDP_ICMP_MIN => (l4 & 0xffff_ffff, 0, true),
+            proto::ICMP if l4_len >= UDP_ICMP_MIN => (l4 & 0xffff_0000_ffff, 0, true),
+            _ => (0, 0, false),
+        };
+        Some(FlowKey([
+            addrs,
+            l4,
+            u64::from(in_port)
+                | u64::from(proto) << 16
+                | u64::from(tos >> 2) << 24
+                | u64::from(flags) << 32
+                | frag << 40
+                | u64::from(ok) << 42,
+        ]))
+    }
+
+    #[inline(always)]
+    fn slot(&self, mask: usize) -> usize {
+        let [a, b, c] = self.0;
+        let h = (a ^ c.rotate_left(23)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ^ b.wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+        (h ^ h >> 29) as usize & mask
+    }
+}
+
+/// One remembered flow. Generation 0: empty.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, Default)]
+struct Slot {
+    key: FlowKey,
+    generation: u64,
+    out_port: u16,
+    /// Token of each hook: [ingress, egress][hook of the chain].
+    tokens: [[u32; MEMO_HOOKS]; 2],
+}
+
+/// The memo's per-burst state: each packet's key, and the tokens of each
+/// hook at both points by packet (read from the slots on a hit, kept by
+/// the chains on a miss, for the record).
+pub struct MemoBurst {
+    keys: [FlowKey; MAX_BURST],
+    /// Packets whose keys are in `keys` (0: no key for this burst).
+    keyed: usize,
+    /// [ingress, egress]: each hook's token by packet.
+    pub tokens: [ChainTokens; 2],
+}
+
+/// Per worker: the slots, the burst state, and the bypass.
+pub struct FlowMemo {
+    slots: Box<[Slot]>,
+    mask: usize,
+    pub burst: Box<MemoBurst>,
+    looked: u32,
+    answered: u32,
+    bypass: u32,
+}
+
+/// Whether `slots` is a size `--flow-memo` takes: 0 (off) or a power of
+/// two up to [`MAX_SLOTS`].
+pub fn valid_slots(slots: usize) -> bool {
+    slots == 0 || (slots.is_power_of_two() && slots <= MAX_SLOTS)
+}
+
+impl FlowMemo {
+    /// A memo of `slots` slots (0: off; else a power of two, at most
+    /// [`MAX_SLOTS`]; other sizes are rounded down to one).
+    pub fn new(slots: usize) -> FlowMemo {
+        let slots = match slots.min(MAX_SLOTS) {
+            0 => 0,
+            s => 1 << s.ilog2(),
+        };
+        FlowMemo {
+            slots: vec![Slot::default(); slots].into_boxed_slice(),
+            mask: slots.saturating_sub(1),
+            burst: Box::new(MemoBurst {
+                keys: [FlowKey::default(); MAX_BURST],
+                keyed: 0,
+                tokens: [[[0; MAX_BURST]; MEMO_HOOKS]; 2],
+            }),
+            looked: 0,
+            answered: 0,
+            bypass: 0,
+        }
+    }
+
+    /// Whether to look this burst up: the memo has slots and is not
+    /// bypassed. Forgets the last burst's keys.
+    #[inline(always)]
+    pub fn active(&mut self) -> bool {
+        self.burst.keyed = 0;
+        if self.bypass > 0 {
+            self.bypass -= 1;
+            return false;
+        }
+        !self.slots.is_empty()
+    }
+
+    /// Where the burst's keys go ([`FlowKey::of_frame`]), packet by
+    /// packet, before [`FlowMemo::lookup`].
+    #[inline(always)]
+    pub fn keys_mut(&mut self) -> &mut [FlowKey; MAX_BURST] {
+        &mut self.burst.keys
+    }
+
+    /// Look up the burst's first `n` keys. `Some(out_port)` when every
+    /// packet's flow is remembered under `generation` with that one output
+    /// port: the burst's tokens are then in `self.burst.tokens`. `None`
+    /// otherwise; the keys stay for [`FlowMemo::record`].
+    #[inline(always)]
+    pub fn lookup(&mut self, n: usize, generation: u64) -> Option<u16> {
+        self.burst.keyed = n.min(MAX_BURST);
+        self.looked += 1;
+        let answer = self.answer(generation);
+        if answer.is_some() {
+            self.answered += 1;
+        }
+        if self.looked == WINDOW {
+            if self.answered < WINDOW / 8 {
+                self.bypass = BYPASS_BURSTS;
+            }
+            (self.looked, self.answered) = (0, 0);
+        }
+        answer
+    }
+
+    #[inline(always)]
+    fn answer(&mut self, generation: u64) -> Option<u16> {
+        let b = &mut *self.burst;
+        let mut out_port = None;
+        for (i, key) in b.keys[..b.keyed].iter().enumerate() {
+            let slot = &self.slots[key.slot(self.mask)];
+            if slot.generation != generation || slot.key != *key {
+                return None;
+            }
+            if *out_port.get_or_insert(slot.out_port) != slot.out_port {
+                return None;
+            }
+            for (point, tokens) in b.tokens.iter_mut().enumerate() {
+                for (hook, row) in tokens.iter_mut().enumerate() {
+                    row[i] = slot.tokens[point][hook];
+                }
+            }
+        }
+        out_port
+    }
+
+    /// Remember the last looked-up burst's `n` packets: every hook of the
+    /// chains on their path accepted them, and they left by `out_port`.
+    /// The tokens are those the chains kept in `self.burst.tokens` (rows of
+    /// a point without a chain: zeros). Does nothing if the burst was not
+    /// keyed whole.
+    pub fn record(&mut self, n: usize, generation: u64, out_port: u16) {
+        let b = &*self.burst;
+        if n == 0 || b.keyed != n {
+            return;
+        }
+        for (i, key) in b.keys[..n].iter().enumerate() {
+            let slot = &mut self.slots[key.slot(self.mask)];
+            slot.key = *key;
+            slot.generation = generation;
+            slot.out_port = out_port;
+            for (point, tokens) in b.tokens.iter().enumerate() {
+                for (hook, row) in tokens.iter().enumerate() {
+                    slot.tokens[point][hook] = row[i];
+                }
+            }
+        }
+    }
+
+    /// Forget the burst's keys: it is not recorded.
+    pub fn forget(&mut self) {
+        self.burst.keyed = 0;
+    }
+
+    /// Zero the tokens of `point` (0 ingress, 1 egress) before a chain
+    /// keeps its own there, so that a point with fewer hooks leaves zeros.
+    pub fn clear_tokens(&mut self, point: usize) {
+        if let Some(t) = self.burst.tokens.get_mut(point) {
+            *t = [[0; MAX_BURST]; MEMO_HOOKS];
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hooks::FlowSummary;
+    use proptest::prelude::*;
+
+    /// Ethernet + IPv4 (IHL 5) + `l4`, padded to 60 bytes.
+    fn frame(proto: u8, tos: u8, frag: u16, l4: &[u8]) -> Vec<u8> {
+        let mut f = vec![0u8; 14];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        let total = 20 + l4.len() as u16;
+        f.extend_from_slice(&[0x45, tos]);
+        f.extend_from_slice(&total.to_be_bytes());
+        f.extend_from_slice(&[0, 1]);
+        f.extend_from_slice(&frag.to_be_bytes());
+        f.extend_from_slice(&[64, proto, 0, 0, 10, 0, 1, 2, 198, 51, 100, 9]);
+        f.extend_from_slice(l4);
+        f.resize(f.len().max(60), 0);
+        f
+    }
+
+    fn summary(f: &[u8]) -> Option<FlowSummary> {
+        FlowSummary::parse(&f[14..])
+    }
+
+    /// Frames of every shape the key reads: TCP, UDP, ICMP, others, each
+    /// whole, short and fragmented, with bytes from `bytes` written over
+    /// the IPv4 header and L4 bytes.
+    fn shaped(shape: u8, bytes: &[u8]) -> Vec<u8> {
+        let proto = [6, 17, 1, 47][usize::from(shape % 4)];
+        let l4_len = [20usize, 8, 4, 0, 26][usize::from(shape / 4 % 5)];
+        let frag = [0u16, 0x2000, 0x0003, 0x4000][usize::from(shape / 20 % 4)];
+        let mut f = frame(proto, 0, frag, &vec![0u8; l4_len]);
+        // Over TOS, identification, TTL, checksum, addresses and the first
+        // bytes of L4 (the protocol and fragment word come from `shape`).
+        let writable = [15usize, 18, 19, 22, 24, 25]
+            .into_iter()
+            .chain(26..(34 + l4_len).min(60));
+        for (i, b) in writable.zip(bytes) {
+            f[i] = *b;
+        }
+        f
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        /// The memo's soundness: two frames with one key have one flow
+        /// summary, so whatever a flow-pure hook answered for one it
+        /// answers for the other. Pairs that differ in one to three bits
+        /// of the headers (so that many share a key), of every frame shape.
+        #[test]
+        fn frames_with_one_key_have_one_summary(
+            shape in 0u8..80,
+            bytes in proptest::collection::vec(any::<u8>(), 40),
+            flips in proptest::collection::vec((14usize..60, 0u8..8), 1..4),
+        ) {
+            let a = shaped(shape, &bytes);
+            let mut b = a.clone();
+            for (i, bit) in flips {
+                // Not the version/IHL or total length: both frames plain.
+                if ![14, 16, 17].contains(&i) {
+                    b[i] ^= 1 << bit;
+                }
+            }
+            let (ka, kb) = (FlowKey::of_frame(3, &a), FlowKey::of_frame(3, &b));
+            prop_assert!(ka.is_some() && kb.is_some());
+            if ka == kb {
+                prop_assert_eq!(summary(&a), summary(&b), "{:02x?} {:02x?}", a, b);
+            }
+        }
+    }
+
+    #[test]
+    fn what_the_summary_does_not_read_leaves_the_key_alone() {
+        let udp = frame(17, 0, 0, &[0x30, 0x39, 0, 53, 0, 8, 0xab, 0xcd]);
+        let key = FlowKey::of_frame(0, &udp).unwrap();
+        // TTL, checksum, identification, UDP length and checksum, padding.
+        for i in [22usize, 24, 25, 18, 19, 38, 39, 40, 41, 50] {
+            let mut f = udp.clone();
+            f[i] ^= 0x5a;
+            assert_eq!(FlowKey::of_frame(0, &f), Some(key), "byte {i}");
+        }
+        // Ports, addresses, protocol, DSCP, fragment offset, input port.
+        for i in [34usize, 35, 36, 37, 26, 29, 30, 33, 23, 15, 21] {
+            let mut f = udp.clone();
+            f[i] ^= 0x04;
+            assert_ne!(FlowKey::of_frame(0, &f), Some(key), "byte {i}");
+        }
+        assert_ne!(FlowKey::of_frame(1, &udp), Some(key));
+    }
+
+    #[test]
+    fn only_plain_ipv4_frames_have_a_key() {
+        let ok = frame(17, 0, 0, &[0; 8]);
+        assert!(FlowKey::of_frame(0, &ok).is_some());
+        let mut options = ok.clone();
+        options[14] = 0x46;
+        assert_eq!(FlowKey::of_frame(0, &options), None);
+        let mut long = ok.clone();
+        long[16..18].copy_from_slice(&47u16.to_be_bytes()); // 14 + 47 > 60
+        assert_eq!(FlowKey::of_frame(0, &long), None);
+        assert_eq!(FlowKey::of_frame(0, &ok[..59]), None);
+    }
+
+    /// Keys of UDP flows from source port `first` on.
+    fn keys(memo: &mut FlowMemo, first: u16, n: usize) {
+        for (i, k) in memo.keys_mut()[..n].iter_mut().enumerate() {
+            let sport = (first + i as u16).to_be_bytes();
+            let f = frame(17, 0, 0, &[sport[0], sport[1], 0, 53, 0, 8, 0, 0]);
+            *k = FlowKey::of_frame(0, &f).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_recorded_burst_is_answered_with_its_port_and_tokens() {
+        let mut m = FlowMemo::new(1024);
+        assert!(m.active());
+        keys(&mut m, 100, 32);
+        assert_eq!(m.lookup(32, 7), None, "empty");
+        for (i, t) in m.burst.tokens[0][1].iter_mut().enumerate() {
+            *t = i as u32 + 1;
+        }
+        m.burst.tokens[1][0].fill(9);
+        m.record(32, 7, 4);
+        m.clear_tokens(0);
+        m.clear_tokens(1);
+        // The same flows in another order, and fewer.
+        assert!(m.active());
+        keys(&mut m, 110, 16);
+        assert_eq!(m.lookup(16, 7), Some(4));
+        assert_eq!(m.burst.tokens[0][1][0], 11);
+        assert_eq!(m.burst.tokens[0][1][15], 26);
+        assert_eq!(m.burst.tokens[1][0][3], 9);
+        assert_eq!(m.burst.tokens[0][0][3], 0);
+        // Another hook set's generation, an unknown flow: no answer.
+        assert_eq!(m.lookup(16, 8), None);
+        keys(&mut m, 120, 16);
+        assert_eq!(m.lookup(16, 7), None, "flows 132.. were never seen");
+    }
+
+    #[test]
+    fn flows_remembered_out_of_two_ports_are_not_one_burst() {
+        let mut m = FlowMemo::new(1024);
+        keys(&mut m, 0, 8);
+        m.lookup(8, 1);
+        m.record(8, 1, 2);
+        keys(&mut m, 8, 8);
+        m.lookup(8, 1);
+        m.record(8, 1, 3);
+        keys(&mut m, 4, 8);
+        assert_eq!(m.lookup(8, 1), None);
+        keys(&mut m, 8, 8);
+        assert_eq!(m.lookup(8, 1), Some(3));
+    }
+
+    #[test]
+    fn a_forgotten_burst_is_not_recorded() {
+        let mut m = FlowMemo::new(64);
+        keys(&mut m, 0, 4);
+        m.lookup(4, 1);
+        m.forget();
+        m.record(4, 1, 2);
+        keys(&mut m, 0, 4);
+        assert_eq!(m.lookup(4, 1), None);
+        // A record of another count than was looked up: nothing.
+        m.record(3, 1, 2);
+        assert_eq!(m.lookup(4, 1), None);
+    }
+
+    #[test]
+    fn a_memo_that_never_answers_is_bypassed_then_tried_again() {
+        let mut m = FlowMemo::new(64);
+        for i in 0..WINDOW {
+            assert!(m.active(), "burst {i}");
+            keys(&mut m, (i % 1000) as u16, 1);
+            assert_eq!(m.lookup(1, 1), None);
+        }
+        for i in 0..BYPASS_BURSTS {
+            assert!(!m.active(), "bypassed burst {i}");
+        }
+        assert!(m.active());
+        // A memo that answers one burst in four is kept.
+        let mut m = FlowMemo::new(64);
+        keys(&mut m, 0, 1);
+        m.lookup(1, 1);
+        m.record(1, 1, 0);
+        for i in 0..2 * WINDOW {
+            assert!(m.active(), "burst {i}");
+            keys(&mut m, if i % 4 == 0 { 0 } else { 500 }, 1);
+            m.lookup(1, 1);
+        }
+    }
+
+    #[test]
+    fn sizes_are_powers_of_two_up_to_the_cap_and_zero_is_off() {
+        assert!(valid_slots(0) && valid_slots(1) && valid_slots(MAX_SLOTS));
+        assert!(!valid_slots(3) && !valid_slots(2 * MAX_SLOTS));
+        let mut off = FlowMemo::new(0);
+        assert!(!off.active());
+        assert_eq!(FlowMemo::new(1000).slots.len(), 512);
+        assert_eq!(
+            std::mem::size_of::<Slot>(),
+            64,
+            "one cache line per flow"
+        );
+    }
+}

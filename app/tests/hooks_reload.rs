@@ -166,3 +166,86 @@ fn sighup_under_full_speed_traffic_never_drops_what_both_rule_sets_accept() {
     assert_eq!(fw["dropped"].as_u64().unwrap(), by_rule, "{fw}");
     assert_eq!(fw["seen"].as_u64().unwrap(), tx + by_rule, "{fw}");
 }
+
+/// Phase 1: classify + a filter that accepts UDP to port 53. Phase 2
+/// (after SIGHUP): the filter drops it.
+const MEMO_ACCEPT: &str = r#"
+[[hook]]
+point = "ingress"
+port = "net_pcap0"
+kind = "classify"
+name = "cls"
+[[hook.rule]]
+proto = "udp"
+set_class = 1
+
+[[hook]]
+point = "egress"
+port = "net_null0"
+kind = "filter"
+name = "fw"
+policy = "accept"
+[[hook.rule]]
+proto = "udp"
+dport = 53
+action = "accept"
+"#;
+
+#[test]
+fn a_reload_makes_the_flow_memo_forget_what_the_old_rules_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, json, cfg) = (
+        dir.path().join("in.pcap"),
+        dir.path().join("stats.json"),
+        dir.path().join("router.toml"),
+    );
+    // 64 flows, all to port 53: every burst is remembered in phase 1.
+    let frames: Vec<Vec<u8>> = (0..64u16)
+        .map(|i| udp([10, 0, 1, 2], [198, 51, 100, 9], 1000 + i, 53))
+        .collect();
+    write_pcap(&input, &frames);
+    let base = BASE.split("[[hook]]").next().unwrap();
+    std::fs::write(&cfg, format!("{base}{MEMO_ACCEPT}")).unwrap();
+    let mut cmd = fastpath();
+    cmd.args(eal_args(
+        "hooks-reload-memo",
+        &[
+            format!("net_pcap0,rx_pcap={},infinite_rx=1", input.display()),
+            "net_null0,no-rx=1".to_string(),
+        ],
+    ))
+    .args(["--", "--config"])
+    .arg(&cfg)
+    .args(["--mbufs", "16383", "--duration", "2.5", "--stats-json"])
+    .arg(&json);
+    let child = spawn(cmd);
+    std::thread::sleep(Duration::from_millis(1200));
+    let drop_53 = MEMO_ACCEPT.replace(
+        "dport = 53\naction = \"accept\"",
+        "dport = 53\naction = \"drop\"",
+    );
+    assert_ne!(drop_53, MEMO_ACCEPT);
+    std::fs::write(&cfg, format!("{base}{drop_53}")).unwrap();
+    let ok = std::process::Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status()
+        .expect("run kill")
+        .success();
+    assert!(ok, "kill -HUP failed");
+    let r = wait(child, Duration::from_secs(30));
+    assert!(r.status.success(), "fastpath failed:\n{}", r.stderr);
+    assert!(r.stderr.contains("SIGHUP: hooks reloaded"), "{}", r.stderr);
+
+    let s = read_json(&json);
+    let t = &s["totals"];
+    assert_eq!(t["balanced"], true);
+    assert_eq!(s["mbufs"]["in_use_at_exit"], 0, "mbufs leaked");
+    let memo = t["flow_memo"].as_u64().unwrap();
+    let tx = t["tx"].as_u64().unwrap();
+    let dropped = t["drops"]["filter_rule"].as_u64().unwrap();
+    // Phase 1 went mostly through the memo; phase 2 dropped, by the new
+    // rule, what the memo had remembered as accepted.
+    assert!(memo > tx / 2, "memo {memo} of tx {tx}: {t}");
+    assert!(memo <= tx, "the memo answered a dropped packet: {t}");
+    assert!(dropped > 100_000, "the new rule never dropped: {t}");
+}

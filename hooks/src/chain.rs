@@ -284,6 +284,81 @@ mod tests {
         assert_eq!(late_h.taken.load(Ordering::Relaxed), 0);
     }
 
+    /// Flow-pure: tokens are the first byte plus `add`; replay sums them.
+    struct TokenHook {
+        add: u32,
+        replayed: std::sync::Mutex<Vec<u32>>,
+    }
+
+    impl Hook for TokenHook {
+        fn process(&self, _cx: &HookContext, burst: &mut HookBurst<'_, '_>) {
+            for i in 0..burst.len() {
+                let t = burst.packet(i).map_or(0, |p| u32::from(p.data()[0]));
+                burst.set_token(i, t + self.add);
+            }
+        }
+        fn flow_pure(&self) -> bool {
+            true
+        }
+        fn replay(&self, _cx: &HookContext, tokens: &[u32]) {
+            self.replayed.lock().unwrap().extend_from_slice(tokens);
+        }
+    }
+
+    fn token_entry(name: &str, add: u32) -> (ChainEntry, Arc<TokenHook>) {
+        let hook = Arc::new(TokenHook {
+            add,
+            replayed: Default::default(),
+        });
+        let e = ChainEntry {
+            name: name.into(),
+            kind: "token".into(),
+            priority: 0,
+            hook: hook.clone(),
+            counters: Arc::new(HookCounters::new(1)),
+        };
+        (e, hook)
+    }
+
+    #[test]
+    fn tokens_are_kept_per_hook_and_replayed_into_each_hook_and_its_counters() {
+        let (a, a_h) = token_entry("a", 100);
+        let (b, b_h) = token_entry("b", 200);
+        let chain = Chain::new(vec![a, b]);
+        assert!(chain.flow_pure());
+        let mut bufs = [[1u8, 0], [2, 0], [3, 0]];
+        let mut metas = [PacketMeta::default(); 3];
+        let mut pkts: Vec<HookPacket> = bufs
+            .iter_mut()
+            .zip(metas.iter_mut())
+            .map(|(d, m)| HookPacket::new(d, m))
+            .collect();
+        let mut v = [Verdict::Accept; 3];
+        let mut burst = HookBurst::new(&mut pkts, &mut v);
+        let mut tokens: ChainTokens = [[7; MAX_BURST]; MEMO_HOOKS];
+        chain.run_with_tokens(&CX, &mut burst, Some(&mut tokens));
+        assert_eq!(tokens[0][..4], [101, 102, 103, 0]);
+        assert_eq!(tokens[1][..4], [201, 202, 203, 0]);
+        chain.replay(&CX, 2, &tokens);
+        assert_eq!(*a_h.replayed.lock().unwrap(), vec![101, 102]);
+        assert_eq!(*b_h.replayed.lock().unwrap(), vec![201, 202]);
+        for e in chain.entries() {
+            let c = e.counters.read();
+            assert_eq!((c.seen, c.accepted, c.dropped), (3 + 2, 3 + 2, 0));
+        }
+    }
+
+    #[test]
+    fn a_chain_is_flow_pure_only_if_every_hook_is_and_it_is_short() {
+        let pure = |n: usize| (0..n).map(|i| token_entry(&i.to_string(), 0).0).collect();
+        assert!(Chain::new(pure(1)).flow_pure());
+        assert!(Chain::new(pure(MEMO_HOOKS)).flow_pure());
+        assert!(!Chain::new(pure(MEMO_HOOKS + 1)).flow_pure());
+        let mut mixed: Vec<ChainEntry> = pure(1);
+        mixed.push(entry("byte", 0, 1, 2).0);
+        assert!(!Chain::new(mixed).flow_pure());
+    }
+
     #[test]
     fn later_hooks_are_not_called_when_nothing_is_left() {
         let (a, _) = entry("a", 0, 7, 0xEE);

@@ -97,3 +97,20 @@ impl HookSet {
         ing.chain(eg)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_set_and_every_change_has_a_new_generation() {
+        let a = HookSet::empty(2);
+        let mut b = HookSet::empty(2);
+        assert_ne!(a.generation(), b.generation());
+        assert_ne!(a.generation(), 0);
+        let before = b.generation();
+        b.set(HookPoint::Egress, 1, Chain::default());
+        assert_ne!(b.generation(), before);
+        assert_ne!(HookSet::default().generation(), a.generation());
+    }
+}

@@ -464,10 +464,6 @@ mod tests {
         let mut off = FlowMemo::new(0);
         assert!(!off.active());
         assert_eq!(FlowMemo::new(1000).slots.len(), 512);
-        assert_eq!(
-            std::mem::size_of::<Slot>(),
-            64,
-            "one cache line per flow"
-        );
+        assert_eq!(std::mem::size_of::<Slot>(), 64, "one cache line per flow");
     }
 }

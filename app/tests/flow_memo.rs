@@ -1,0 +1,141 @@
+//! The flow memo answers a burst of remembered flows for classify and a
+//! stateless filter, and nothing changes but who did the work: the same
+//! frames out, the same drops, the same hook counters as with the memo
+//! off (`--flow-memo 0`). Drops are never remembered; a burst with a new
+//! flow or a dropped packet meets its hooks.
+
+mod common;
+
+use common::frames::{tcp, udp};
+use common::*;
+
+const CONFIG: &str = concat!(
+    pcap_router_config!(),
+    r#"
+[[hook]]
+name = "cls"
+point = "ingress"
+port = "net_pcap0"
+kind = "classify"
+[[hook.rule]]
+proto = "udp"
+dport = 53
+action = "drop"
+[[hook.rule]]
+proto = "tcp"
+set_mark = 7
+[[hook.rule]]
+proto = "udp"
+set_class = 2
+
+[[hook]]
+name = "fw"
+point = "egress"
+port = "net_pcap1"
+kind = "filter"
+policy = "drop"
+[[hook.rule]]
+proto = "udp"
+action = "count"
+[[hook.rule]]
+mark = 7
+action = "accept"
+[[hook.rule]]
+class = 2
+proto = "udp"
+dport = "80-95"
+action = "accept"
+"#
+);
+
+const A: [u8; 4] = [10, 0, 1, 2];
+const B: [u8; 4] = [198, 51, 100, 9];
+
+/// A burst of 32 UDP packets, source ports 1000.., to `dport(i)`.
+fn udp_burst(dport: impl Fn(u16) -> u16) -> Vec<Vec<u8>> {
+    (0..32).map(|i| udp(A, B, 1000 + i, dport(i))).collect()
+}
+
+/// Nine bursts; the memo answers bursts 1, 3, 4 and 6 (32 packets each).
+/// (A direct-mapped memo may lose a flow to another that hashes to its
+/// slot: these 64 flows do not collide in 4,096 slots.)
+fn traffic() -> Vec<Vec<u8>> {
+    let http = udp_burst(|i| 80 + i % 8);
+    let mut one_dns = http.clone();
+    one_dns[5] = udp(A, B, 1005, 53);
+    let tcp_burst: Vec<_> = (0..32).map(|i| tcp(A, B, 2000 + i, 22, 0x02)).collect();
+    // Burst 0's flows with another TTL, identification and payload: the
+    // same flows, so the memo answers.
+    let mut same_flows = http.clone();
+    for f in same_flows.iter_mut() {
+        f[22] = 9;
+        f[18] ^= 0x77;
+        f[50] ^= 0xff;
+        f[24..26].fill(0);
+        let c = hooks::wire::checksum::checksum(&f[14..34]);
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+    }
+    // UDP the filter's policy drops (no accept rule for port 1000+).
+    let refused = udp_burst(|i| 1000 + i);
+    [
+        &http,       // 0: recorded
+        &http,       // 1: answered
+        &one_dns,    // 2: classify drops one: meets the hooks, not recorded
+        &http,       // 3: answered
+        &same_flows, // 4: answered
+        &tcp_burst,  // 5: recorded
+        &tcp_burst,  // 6: answered
+        &refused,    // 7: dropped by the policy: not recorded
+        &refused,    // 8: so met again
+    ]
+    .into_iter()
+    .flatten()
+    .cloned()
+    .collect()
+}
+
+#[test]
+fn the_memo_answers_remembered_bursts_and_changes_nothing_else() {
+    let frames = traffic();
+    let run = |tag: &str, slots: &str| {
+        let (_, out1, stats, _) =
+            run_pcaps_with(tag, CONFIG, &frames, &[], "1", &["--flow-memo", slots]);
+        (out1, stats)
+    };
+    let (out_on, on) = run("memo-on", "4096");
+    let (out_off, off) = run("memo-off", "0");
+
+    // 9 bursts: 1 DNS packet and 64 refused dropped.
+    assert_eq!(out_on.len(), 9 * 32 - 1 - 64);
+    assert_eq!(out_on, out_off, "the same frames out, in order");
+    assert_eq!(on["totals"]["flow_memo"], 4 * 32, "{}", on["totals"]);
+    assert_eq!(off["totals"]["flow_memo"], 0);
+    assert_eq!(on["totals"]["drops"], off["totals"]["drops"]);
+    assert_eq!(on["totals"]["drops"]["classify_rule"], 1);
+    assert_eq!(on["totals"]["drops"]["filter_policy"], 64);
+    for s in [&on, &off] {
+        assert_eq!(s["totals"]["balanced"], true);
+        assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
+    }
+    // Every hook counter as if each hook had seen every packet, but the
+    // flow caches', which the memo's answers never reach.
+    let hooks = |s: &serde_json::Value| {
+        let mut h = s["hooks"].clone();
+        for hook in h.as_array_mut().unwrap() {
+            let stats = hook["stats"].as_object_mut().unwrap();
+            stats.retain(|k, _| !k.starts_with("flow_cache"));
+        }
+        h
+    };
+    assert_eq!(hooks(&on), hooks(&off));
+    let fw = hooks(&on)
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["name"] == "fw")
+        .cloned()
+        .unwrap();
+    assert_eq!(fw["seen"], 9 * 32 - 1);
+    assert_eq!(fw["stats"]["counted"], 7 * 32 - 1, "every UDP packet");
+    assert_eq!(fw["stats"]["rule_accepted"], 9 * 32 - 1 - 64);
+}

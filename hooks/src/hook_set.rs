@@ -17,6 +17,8 @@ pub struct HookSet {
     egress: Box<[Chain]>,
     any_ingress: bool,
     any_egress: bool,
+    /// Every egress chain is flow-pure (or empty).
+    egress_flow_pure: bool,
     /// Unique per process to this set's chains as they are now: what the
     /// router's flow memo remembers an answer under.
     generation: u64,
@@ -36,6 +38,7 @@ impl HookSet {
             egress: (0..ports).map(|_| Chain::default()).collect(),
             any_ingress: false,
             any_egress: false,
+            egress_flow_pure: true,
             generation: next_generation(),
         }
     }
@@ -58,6 +61,7 @@ impl HookSet {
         }
         self.any_ingress = self.ingress.iter().any(|c| !c.is_empty());
         self.any_egress = self.egress.iter().any(|c| !c.is_empty());
+        self.egress_flow_pure = self.egress.iter().all(|c| c.is_empty() || c.flow_pure());
         self.generation = next_generation();
     }
 
@@ -70,6 +74,14 @@ impl HookSet {
     #[inline(always)]
     pub fn any_egress(&self) -> bool {
         self.any_egress
+    }
+
+    /// Is every egress chain flow-pure (or empty)? If not, the router's
+    /// flow memo does not look bursts up: it could not remember a burst
+    /// leaving by a port whose chain is not (a stateful filter).
+    #[inline(always)]
+    pub fn egress_flow_pure(&self) -> bool {
+        self.egress_flow_pure
     }
 
     /// The chain at `point` of `port`, when it has hooks.
@@ -112,5 +124,29 @@ mod tests {
         b.set(HookPoint::Egress, 1, Chain::default());
         assert_ne!(b.generation(), before);
         assert_ne!(HookSet::default().generation(), a.generation());
+    }
+
+    struct Stateful;
+    impl crate::Hook for Stateful {
+        fn process(&self, _: &crate::HookContext, _: &mut crate::HookBurst<'_, '_>) {}
+    }
+
+    #[test]
+    fn egress_is_flow_pure_until_a_chain_that_is_not() {
+        let mut s = HookSet::empty(2);
+        assert!(s.egress_flow_pure());
+        let e = ChainEntry {
+            name: "ct".into(),
+            kind: "stateful".into(),
+            priority: 0,
+            hook: std::sync::Arc::new(Stateful),
+            counters: std::sync::Arc::new(crate::HookCounters::new(1)),
+        };
+        s.set(HookPoint::Ingress, 0, Chain::new(vec![]));
+        assert!(s.egress_flow_pure());
+        s.set(HookPoint::Egress, 1, Chain::new(vec![e]));
+        assert!(!s.egress_flow_pure());
+        s.set(HookPoint::Egress, 1, Chain::default());
+        assert!(s.egress_flow_pure());
     }
 }

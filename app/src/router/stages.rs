@@ -190,7 +190,7 @@ impl Pipeline {
             // A plain burst through flow-pure hooks: if the memo holds
             // every packet's answer, the lane routes the burst past both
             // chains, and each hook counts it from its tokens.
-            memo = chain.flow_pure() && out.scratch.memo.active();
+            memo = chain.flow_pure() && hooks.egress_flow_pure() && out.scratch.memo.active();
             let s = &mut *out.scratch;
             let plain = if memo {
                 let keys = s.memo.keys_mut();

@@ -1,7 +1,8 @@
 //! The flow memo answers a burst of remembered flows for classify and a
 //! stateless filter, and nothing changes but who did the work: the same
 //! frames out, the same drops, the same hook counters as with the memo
-//! off (`--flow-memo 0`). Drops are never remembered; a burst with a new
+//! off (`--flow-memo 0`), but the hooks' flow caches', which never see
+//! the packets the memo answered. Drops are never remembered; a burst with a new
 //! flow or a dropped packet meets its hooks.
 
 mod common;

@@ -90,8 +90,8 @@ impl Chain {
     }
 
     /// [`Chain::run`], and with `tokens`, each hook's tokens (of the first
-    /// [`MEMO_HOOKS`] hooks) are kept there; a hook the run did not reach
-    /// leaves its row as it was.
+    /// [`MEMO_HOOKS`] hooks) are kept there, for the burst's packets; a
+    /// hook the run did not reach leaves its row as it was.
     #[inline]
     pub fn run_with_tokens(
         &self,
@@ -113,7 +113,7 @@ impl Chain {
                 note_thefts(&mut log, burst, mask, k as u8);
             }
             if let Some(row) = tokens.as_deref_mut().and_then(|t| t.get_mut(k)) {
-                *row = burst.take_tokens();
+                burst.take_tokens(row);
             }
         }
         log
@@ -337,8 +337,9 @@ mod tests {
         let mut burst = HookBurst::new(&mut pkts, &mut v);
         let mut tokens: ChainTokens = [[7; MAX_BURST]; MEMO_HOOKS];
         chain.run_with_tokens(&CX, &mut burst, Some(&mut tokens));
-        assert_eq!(tokens[0][..4], [101, 102, 103, 0]);
-        assert_eq!(tokens[1][..4], [201, 202, 203, 0]);
+        // The burst's three packets; the rest of a row is left as it was.
+        assert_eq!(tokens[0][..4], [101, 102, 103, 7]);
+        assert_eq!(tokens[1][..4], [201, 202, 203, 7]);
         chain.replay(&CX, 2, &tokens);
         assert_eq!(*a_h.replayed.lock().unwrap(), vec![101, 102]);
         assert_eq!(*b_h.replayed.lock().unwrap(), vec![201, 202]);

@@ -71,9 +71,13 @@ pub trait Hook: Send + Sync {
     ///
     /// - its verdict and its changes to `meta` are a function of the
     ///   packet's [`FlowSummary`](crate::FlowSummary), of `meta` (ports,
-    ///   mark, class, VLAN, packet type), of `cx.point` and `cx.port`, and
-    ///   of its configuration: not of the time, of other bytes of the frame,
-    ///   or of the packets before;
+    ///   mark, class, VLAN, packet type; not `next_hop`, which a route
+    ///   change may move within one output port), of `cx.point` and
+    ///   `cx.port`, and of its configuration: not of the time, of other
+    ///   bytes of the frame, or of the packets before;
+    /// - its changes to `meta` matter only to the hooks after it: on a
+    ///   remembered flow they are not made (the memo answers for every
+    ///   hook of both points, and the burst leaves without its metadata);
     /// - it never changes the frame's bytes and never steals;
     /// - the only state it keeps per packet is counters, and it records
     ///   with [`HookBurst::set_token`] a token per packet from which

@@ -77,8 +77,9 @@ impl HookSet {
     }
 
     /// Is every egress chain flow-pure (or empty)? If not, the router's
-    /// flow memo does not look bursts up: it could not remember a burst
-    /// leaving by a port whose chain is not (a stateful filter).
+    /// flow memo does not look bursts up: a burst leaving by a port whose
+    /// chain is not (a stateful filter) is never remembered, so its
+    /// lookups would be pure cost.
     #[inline(always)]
     pub fn egress_flow_pure(&self) -> bool {
         self.egress_flow_pure

@@ -17,6 +17,9 @@ pub struct HookPacket<'p> {
     pub meta: &'p mut PacketMeta,
     /// Whether a hook asked for the bytes to change them.
     written: bool,
+    /// The flow-pure hook's token of its answer (see
+    /// [`Hook::flow_pure`](crate::Hook::flow_pure)); 0 unless set.
+    token: u32,
 }
 
 impl<'p> HookPacket<'p> {
@@ -25,6 +28,7 @@ impl<'p> HookPacket<'p> {
             data,
             meta,
             written: false,
+            token: 0,
         }
     }
 
@@ -76,9 +80,6 @@ pub struct HookBurst<'b, 'p> {
     /// Bit i set: packet i is still accepted.
     accepted: u64,
     tally: Tally,
-    /// Per packet, the flow-pure hook's token of its answer (see
-    /// [`Hook::flow_pure`](crate::Hook::flow_pure)); 0 unless set.
-    tokens: [u32; MAX_BURST],
 }
 
 impl<'b, 'p> HookBurst<'b, 'p> {
@@ -102,7 +103,6 @@ impl<'b, 'p> HookBurst<'b, 'p> {
                 accepted: n as u32,
                 ..Tally::default()
             },
-            tokens: [0; MAX_BURST],
         }
     }
 
@@ -192,15 +192,18 @@ impl<'b, 'p> HookBurst<'b, 'p> {
     /// seeing it. Ignored for `i` out of range.
     #[inline]
     pub fn set_token(&mut self, i: usize, token: u32) {
-        if let Some(t) = self.tokens.get_mut(i) {
-            *t = token;
+        if let Some(p) = self.packets.get_mut(i) {
+            p.token = token;
         }
     }
 
-    /// The tokens the last hook set, by packet; every token is 0 again
-    /// after the call (for the next hook of the chain).
-    pub fn take_tokens(&mut self) -> [u32; MAX_BURST] {
-        core::mem::replace(&mut self.tokens, [0; MAX_BURST])
+    /// Move the tokens the last hook set into `row` (packet i's at i, for
+    /// the burst's packets); each packet's token is 0 again after the call
+    /// (for the next hook of the chain).
+    pub fn take_tokens(&mut self, row: &mut [u32; MAX_BURST]) {
+        for (t, p) in row.iter_mut().zip(self.packets.iter_mut()) {
+            *t = core::mem::take(&mut p.token);
+        }
     }
 }
 

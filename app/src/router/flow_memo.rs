@@ -30,7 +30,9 @@ pub const MAX_SLOTS: usize = 1 << 20;
 
 /// Bursts per hit-rate window, and the bypass after a poor one: a worker
 /// whose bursts were fully answered less than 1 time in 8 stops looking
-/// for this many bursts (the memo then costs nothing).
+/// for this many bursts (the memo then costs nothing). A burst the memo
+/// answered but the lane then declined (a route by another port) counts
+/// as answered.
 const WINDOW: u32 = 1024;
 const BYPASS_BURSTS: u32 = 4096;
 

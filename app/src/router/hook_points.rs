@@ -114,6 +114,9 @@ fn run_chain(
         }
     }
     if pkts.is_empty() {
+        if record {
+            s.memo.forget();
+        }
         return false;
     }
     let mut verdicts = [hooks::Verdict::Accept; BURST_SIZE];

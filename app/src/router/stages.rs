@@ -122,11 +122,6 @@ pub(super) fn csum_flag(m: &Mbuf) -> CsumFlag {
 }
 
 impl Pipeline {
-    /// Run one received burst from `port` through every stage. Every mbuf
-    /// ends in a TX buffer, in `out.punt`, or freed under a drop reason; the
-    /// burst is empty afterwards. With `timed`, TSC per stage is added to
-    /// the lcore's stage counters. `hooks` is the snapshot of hook chains
-    /// the worker took at its last quiescent point.
     /// Count a burst of `n` packets from `port` to `out_port` the flow
     /// memo answered: each hook of the two chains, from its tokens, as if
     /// it had seen and accepted them. Out of line: once per burst.
@@ -146,6 +141,11 @@ impl Pipeline {
         }
     }
 
+    /// Run one received burst from `port` through every stage. Every mbuf
+    /// ends in a TX buffer, in `out.punt`, or freed under a drop reason; the
+    /// burst is empty afterwards. With `timed`, TSC per stage is added to
+    /// the lcore's stage counters. `hooks` is the snapshot of hook chains
+    /// the worker took at its last quiescent point.
     #[inline(always)]
     pub fn process(
         &self,

@@ -142,7 +142,9 @@ pub fn run_tokens(hook: &dyn Hook, point: HookPoint, pkts: &mut [Pkt]) -> (Vec<V
     };
     hook.process(&cx, &mut burst);
     let n = burst.len();
-    let tokens = burst.take_tokens()[..n].to_vec();
+    let mut row = [0; crate::MAX_BURST];
+    burst.take_tokens(&mut row);
+    let tokens = row[..n].to_vec();
     (verdicts, tokens)
 }
 

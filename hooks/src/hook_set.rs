@@ -19,6 +19,8 @@ pub struct HookSet {
     any_egress: bool,
     /// Every egress chain is flow-pure (or empty).
     egress_flow_pure: bool,
+    /// Hooks in the longest egress chain.
+    egress_hooks_max: usize,
     /// Unique per process to this set's chains as they are now: what the
     /// router's flow memo remembers an answer under.
     generation: u64,
@@ -39,6 +41,7 @@ impl HookSet {
             any_ingress: false,
             any_egress: false,
             egress_flow_pure: true,
+            egress_hooks_max: 0,
             generation: next_generation(),
         }
     }
@@ -62,6 +65,12 @@ impl HookSet {
         self.any_ingress = self.ingress.iter().any(|c| !c.is_empty());
         self.any_egress = self.egress.iter().any(|c| !c.is_empty());
         self.egress_flow_pure = self.egress.iter().all(|c| c.is_empty() || c.flow_pure());
+        self.egress_hooks_max = self
+            .egress
+            .iter()
+            .map(|c| c.entries().len())
+            .max()
+            .unwrap_or(0);
         self.generation = next_generation();
     }
 
@@ -83,6 +92,12 @@ impl HookSet {
     #[inline(always)]
     pub fn egress_flow_pure(&self) -> bool {
         self.egress_flow_pure
+    }
+
+    /// Hooks in the longest egress chain of any port.
+    #[inline(always)]
+    pub fn egress_hooks_max(&self) -> usize {
+        self.egress_hooks_max
     }
 
     /// The chain at `point` of `port`, when it has hooks.
@@ -147,6 +162,7 @@ mod tests {
         assert!(s.egress_flow_pure());
         s.set(HookPoint::Egress, 1, Chain::new(vec![e]));
         assert!(!s.egress_flow_pure());
+        assert_eq!(s.egress_hooks_max(), 1);
         s.set(HookPoint::Egress, 1, Chain::default());
         assert!(s.egress_flow_pure());
     }

@@ -188,13 +188,20 @@ impl FlowMemo {
 
     /// Look up the burst's first `n` keys. `Some(out_port)` when every
     /// packet's flow is remembered under `generation` with that one output
-    /// port: the burst's tokens are then in `self.burst.tokens`. `None`
-    /// otherwise; the keys stay for [`FlowMemo::record`].
+    /// port: the burst's tokens are then in `self.burst.tokens`, the rows
+    /// of the first `hooks[0]` hooks at ingress and `hooks[1]` at egress
+    /// (the others are left as they were). `None` otherwise; the keys
+    /// stay for [`FlowMemo::record`].
     #[inline(always)]
-    pub fn lookup(&mut self, n: usize, generation: u64) -> Option<u16> {
+    pub fn lookup(&mut self, n: usize, generation: u64, hooks: [usize; 2]) -> Option<u16> {
         self.burst.keyed = n.min(MAX_BURST);
         self.looked += 1;
-        let answer = self.answer(generation);
+        // Only the rows replay reads: a token store per hook per packet.
+        let answer = match hooks {
+            [1, 1] => self.answer::<1, 1>(generation),
+            [1, 0] => self.answer::<1, 0>(generation),
+            _ => self.answer::<MEMO_HOOKS, MEMO_HOOKS>(generation),
+        };
         if answer.is_some() {
             self.answered += 1;
         }
@@ -208,7 +215,7 @@ impl FlowMemo {
     }
 
     #[inline(always)]
-    fn answer(&mut self, generation: u64) -> Option<u16> {
+    fn answer<const I: usize, const E: usize>(&mut self, generation: u64) -> Option<u16> {
         let b = &mut *self.burst;
         let mut out_port = None;
         for (i, key) in b.keys[..b.keyed].iter().enumerate() {
@@ -219,10 +226,11 @@ impl FlowMemo {
             if *out_port.get_or_insert(slot.out_port) != slot.out_port {
                 return None;
             }
-            for (point, tokens) in b.tokens.iter_mut().enumerate() {
-                for (hook, row) in tokens.iter_mut().enumerate() {
-                    row[i] = slot.tokens[point][hook];
-                }
+            for (hook, row) in b.tokens[0].iter_mut().enumerate().take(I) {
+                row[i] = slot.tokens[0][hook];
+            }
+            for (hook, row) in b.tokens[1].iter_mut().enumerate().take(E) {
+                row[i] = slot.tokens[1][hook];
             }
         }
         out_port
@@ -384,7 +392,7 @@ mod tests {
         let mut m = FlowMemo::new(1024);
         assert!(m.active());
         keys(&mut m, 100, 32);
-        assert_eq!(m.lookup(32, 7), None, "empty");
+        assert_eq!(m.lookup(32, 7, [2, 2]), None, "empty");
         for (i, t) in m.burst.tokens[0][1].iter_mut().enumerate() {
             *t = i as u32 + 1;
         }
@@ -395,44 +403,49 @@ mod tests {
         // The same flows in another order, and fewer.
         assert!(m.active());
         keys(&mut m, 110, 16);
-        assert_eq!(m.lookup(16, 7), Some(4));
+        assert_eq!(m.lookup(16, 7, [2, 2]), Some(4));
         assert_eq!(m.burst.tokens[0][1][0], 11);
         assert_eq!(m.burst.tokens[0][1][15], 26);
         assert_eq!(m.burst.tokens[1][0][3], 9);
         assert_eq!(m.burst.tokens[0][0][3], 0);
+        // Rows of hooks the chains do not have are left as they were.
+        m.burst.tokens[1][0].fill(5);
+        assert_eq!(m.lookup(16, 7, [1, 0]), Some(4));
+        assert_eq!(m.burst.tokens[0][0][3], 0);
+        assert_eq!(m.burst.tokens[1][0][3], 5);
         // Another hook set's generation, an unknown flow: no answer.
-        assert_eq!(m.lookup(16, 8), None);
+        assert_eq!(m.lookup(16, 8, [2, 2]), None);
         keys(&mut m, 120, 16);
-        assert_eq!(m.lookup(16, 7), None, "flows 132.. were never seen");
+        assert_eq!(m.lookup(16, 7, [2, 2]), None, "flows 132.. were never seen");
     }
 
     #[test]
     fn flows_remembered_out_of_two_ports_are_not_one_burst() {
         let mut m = FlowMemo::new(1024);
         keys(&mut m, 0, 8);
-        m.lookup(8, 1);
+        m.lookup(8, 1, [2, 2]);
         m.record(8, 1, 2);
         keys(&mut m, 8, 8);
-        m.lookup(8, 1);
+        m.lookup(8, 1, [2, 2]);
         m.record(8, 1, 3);
         keys(&mut m, 4, 8);
-        assert_eq!(m.lookup(8, 1), None);
+        assert_eq!(m.lookup(8, 1, [2, 2]), None);
         keys(&mut m, 8, 8);
-        assert_eq!(m.lookup(8, 1), Some(3));
+        assert_eq!(m.lookup(8, 1, [2, 2]), Some(3));
     }
 
     #[test]
     fn a_forgotten_burst_is_not_recorded() {
         let mut m = FlowMemo::new(64);
         keys(&mut m, 0, 4);
-        m.lookup(4, 1);
+        m.lookup(4, 1, [2, 2]);
         m.forget();
         m.record(4, 1, 2);
         keys(&mut m, 0, 4);
-        assert_eq!(m.lookup(4, 1), None);
+        assert_eq!(m.lookup(4, 1, [2, 2]), None);
         // A record of another count than was looked up: nothing.
         m.record(3, 1, 2);
-        assert_eq!(m.lookup(4, 1), None);
+        assert_eq!(m.lookup(4, 1, [2, 2]), None);
     }
 
     #[test]
@@ -441,7 +454,7 @@ mod tests {
         for i in 0..WINDOW {
             assert!(m.active(), "burst {i}");
             keys(&mut m, (i % 1000) as u16, 1);
-            assert_eq!(m.lookup(1, 1), None);
+            assert_eq!(m.lookup(1, 1, [2, 2]), None);
         }
         for i in 0..BYPASS_BURSTS {
             assert!(!m.active(), "bypassed burst {i}");
@@ -450,12 +463,12 @@ mod tests {
         // A memo that answers one burst in four is kept.
         let mut m = FlowMemo::new(64);
         keys(&mut m, 0, 1);
-        m.lookup(1, 1);
+        m.lookup(1, 1, [2, 2]);
         m.record(1, 1, 0);
         for i in 0..2 * WINDOW {
             assert!(m.active(), "burst {i}");
             keys(&mut m, if i % 4 == 0 { 0 } else { 500 }, 1);
-            m.lookup(1, 1);
+            m.lookup(1, 1, [2, 2]);
         }
     }
 

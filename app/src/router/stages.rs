@@ -200,7 +200,8 @@ impl Pipeline {
             };
             memo &= plain;
             if memo {
-                if let Some(out_port) = out.scratch.memo.lookup(n, generation) {
+                let rows = [chain.entries().len(), hooks.egress_hooks_max()];
+                if let Some(out_port) = out.scratch.memo.lookup(n, generation, rows) {
                     let stamps = timed.then_some(&mut lane);
                     let entry = LaneEntry::Remembered(out_port);
                     let mbufs = burst.as_mut_slice();

@@ -10,6 +10,50 @@ use common::*;
 use std::io::{BufRead, BufReader};
 use std::time::{Duration, Instant};
 
+/// A pcap replayed forever into net_pcap0, routed to net_null0 by the
+/// config file `cfg` (rewritten by the test), statistics to `json`.
+struct Replay {
+    _dir: tempfile::TempDir,
+    input: std::path::PathBuf,
+    json: std::path::PathBuf,
+    cfg: std::path::PathBuf,
+    test: &'static str,
+}
+
+impl Replay {
+    fn new(test: &'static str, frames: &[Vec<u8>], config: &str) -> Replay {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n);
+        let (input, json, cfg) = (p("in.pcap"), p("stats.json"), p("router.toml"));
+        write_pcap(&input, frames);
+        std::fs::write(&cfg, config).unwrap();
+        Replay {
+            _dir: dir,
+            input,
+            json,
+            cfg,
+            test,
+        }
+    }
+
+    fn command(&self, extra: &[&str]) -> std::process::Command {
+        let mut cmd = fastpath();
+        cmd.args(eal_args(
+            self.test,
+            &[
+                format!("net_pcap0,rx_pcap={},infinite_rx=1", self.input.display()),
+                "net_null0,no-rx=1".to_string(),
+            ],
+        ))
+        .args(["--", "--config"])
+        .arg(&self.cfg)
+        .args(["--mbufs", "16383", "--stats-json"])
+        .arg(&self.json)
+        .args(extra);
+        cmd
+    }
+}
+
 const BASE: &str = r#"
 [[port]]
 device = "net_pcap0"
@@ -58,32 +102,13 @@ set_class = 1
 
 #[test]
 fn sighup_under_full_speed_traffic_never_drops_what_both_rule_sets_accept() {
-    let dir = tempfile::tempdir().unwrap();
-    let (input, json, cfg) = (
-        dir.path().join("in.pcap"),
-        dir.path().join("stats.json"),
-        dir.path().join("router.toml"),
-    );
     // Alternating: port 53 (accepted by both files), port 54 (dropped by both).
     let frames: Vec<Vec<u8>> = (0..1024u16)
         .map(|i| udp([10, 0, 1, 2], [198, 51, 100, 9], 1000 + i, 53 + (i % 2)))
         .collect();
-    write_pcap(&input, &frames);
-    std::fs::write(&cfg, BASE).unwrap();
-
-    let mut cmd = fastpath();
-    cmd.args(eal_args(
-        "hooks-reload",
-        &[
-            format!("net_pcap0,rx_pcap={},infinite_rx=1", input.display()),
-            "net_null0,no-rx=1".to_string(),
-        ],
-    ))
-    .args(["--", "--config"])
-    .arg(&cfg)
-    .args(["--mbufs", "16383", "--stats-json"])
-    .arg(&json);
-    let mut child = spawn(cmd);
+    let run = Replay::new("hooks-reload", &frames, BASE);
+    let (cfg, json) = (&run.cfg, &run.json);
+    let mut child = spawn(run.command(&[]));
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let start = Instant::now();
     let mut seen = String::new();
@@ -121,7 +146,7 @@ fn sighup_under_full_speed_traffic_never_drops_what_both_rule_sets_accept() {
         } else {
             BASE.to_string()
         };
-        std::fs::write(&cfg, text).unwrap();
+        std::fs::write(cfg, text).unwrap();
         signal("-HUP");
     }
     std::thread::sleep(Duration::from_millis(300));
@@ -136,7 +161,7 @@ fn sighup_under_full_speed_traffic_never_drops_what_both_rule_sets_accept() {
     );
     assert!(!log.contains("the running hooks stay"), "{log}");
 
-    let s = read_json(&json);
+    let s = read_json(json);
     let t = &s["totals"];
     let rx = t["rx"].as_u64().unwrap();
     let tx = t["tx"].as_u64().unwrap();
@@ -193,39 +218,25 @@ action = "accept"
 
 #[test]
 fn a_reload_makes_the_flow_memo_forget_what_the_old_rules_answered() {
-    let dir = tempfile::tempdir().unwrap();
-    let (input, json, cfg) = (
-        dir.path().join("in.pcap"),
-        dir.path().join("stats.json"),
-        dir.path().join("router.toml"),
-    );
     // 64 flows, all to port 53: every burst is remembered in phase 1.
     let frames: Vec<Vec<u8>> = (0..64u16)
         .map(|i| udp([10, 0, 1, 2], [198, 51, 100, 9], 1000 + i, 53))
         .collect();
-    write_pcap(&input, &frames);
     let base = BASE.split("[[hook]]").next().unwrap();
-    std::fs::write(&cfg, format!("{base}{MEMO_ACCEPT}")).unwrap();
-    let mut cmd = fastpath();
-    cmd.args(eal_args(
+    let run = Replay::new(
         "hooks-reload-memo",
-        &[
-            format!("net_pcap0,rx_pcap={},infinite_rx=1", input.display()),
-            "net_null0,no-rx=1".to_string(),
-        ],
-    ))
-    .args(["--", "--config"])
-    .arg(&cfg)
-    .args(["--mbufs", "16383", "--duration", "2.5", "--stats-json"])
-    .arg(&json);
-    let child = spawn(cmd);
+        &frames,
+        &format!("{base}{MEMO_ACCEPT}"),
+    );
+    let (cfg, json) = (&run.cfg, &run.json);
+    let child = spawn(run.command(&["--duration", "2.5"]));
     std::thread::sleep(Duration::from_millis(1200));
     let drop_53 = MEMO_ACCEPT.replace(
         "dport = 53\naction = \"accept\"",
         "dport = 53\naction = \"drop\"",
     );
     assert_ne!(drop_53, MEMO_ACCEPT);
-    std::fs::write(&cfg, format!("{base}{drop_53}")).unwrap();
+    std::fs::write(cfg, format!("{base}{drop_53}")).unwrap();
     let ok = std::process::Command::new("kill")
         .args(["-HUP", &child.id().to_string()])
         .status()
@@ -236,7 +247,7 @@ fn a_reload_makes_the_flow_memo_forget_what_the_old_rules_answered() {
     assert!(r.status.success(), "fastpath failed:\n{}", r.stderr);
     assert!(r.stderr.contains("SIGHUP: hooks reloaded"), "{}", r.stderr);
 
-    let s = read_json(&json);
+    let s = read_json(json);
     let t = &s["totals"];
     assert_eq!(t["balanced"], true);
     assert_eq!(s["mbufs"]["in_use_at_exit"], 0, "mbufs leaked");

@@ -107,45 +107,44 @@ pub fn build(kind: &dyn HookKind, point: HookPoint, toml_text: &str) -> Arc<dyn 
     }
 }
 
-/// Run one burst of `pkts` through `hook` at time `now_ns`; returns the
-/// verdicts (metadata changes are written back into `pkts`).
-pub fn run(hook: &dyn Hook, point: HookPoint, pkts: &mut [Pkt], now_ns: u64) -> Vec<Verdict> {
-    let mut views: Vec<HookPacket> = pkts
-        .iter_mut()
-        .map(|p| HookPacket::new(&mut p.data, &mut p.meta))
-        .collect();
-    let mut verdicts = vec![Verdict::Accept; views.len()];
-    let mut burst = HookBurst::new(&mut views, &mut verdicts);
-    let cx = HookContext {
+/// The context of the built-in hooks' tests: worker 0, port 1.
+fn test_cx(point: HookPoint, now_ns: u64) -> HookContext {
+    HookContext {
         worker: 0,
         point,
         port: 1,
         now_ns,
-    };
-    hook.process(&cx, &mut burst);
-    verdicts
+    }
+}
+
+/// Run one burst of `pkts` through `hook` at time `now_ns`; returns the
+/// verdicts (metadata changes are written back into `pkts`).
+pub fn run(hook: &dyn Hook, point: HookPoint, pkts: &mut [Pkt], now_ns: u64) -> Vec<Verdict> {
+    run_at(hook, point, pkts, now_ns).0
 }
 
 /// [`run`], and the tokens the hook set (see `Hook::flow_pure`).
 pub fn run_tokens(hook: &dyn Hook, point: HookPoint, pkts: &mut [Pkt]) -> (Vec<Verdict>, Vec<u32>) {
+    run_at(hook, point, pkts, 0)
+}
+
+fn run_at(
+    hook: &dyn Hook,
+    point: HookPoint,
+    pkts: &mut [Pkt],
+    now_ns: u64,
+) -> (Vec<Verdict>, Vec<u32>) {
     let mut views: Vec<HookPacket> = pkts
         .iter_mut()
         .map(|p| HookPacket::new(&mut p.data, &mut p.meta))
         .collect();
     let mut verdicts = vec![Verdict::Accept; views.len()];
     let mut burst = HookBurst::new(&mut views, &mut verdicts);
-    let cx = HookContext {
-        worker: 0,
-        point,
-        port: 1,
-        now_ns: 0,
-    };
-    hook.process(&cx, &mut burst);
+    hook.process(&test_cx(point, now_ns), &mut burst);
     let n = burst.len();
     let mut row = [0; crate::MAX_BURST];
     burst.take_tokens(&mut row);
-    let tokens = row[..n].to_vec();
-    (verdicts, tokens)
+    (verdicts, row[..n].to_vec())
 }
 
 /// The hook's own counters, without the flow cache's (which a replay
@@ -159,13 +158,7 @@ pub fn stats_but_cache(hook: &dyn Hook) -> Vec<(&'static str, u64)> {
 
 /// Replay `tokens` into `hook` (worker 0).
 pub fn replay(hook: &dyn Hook, point: HookPoint, tokens: &[u32]) {
-    let cx = HookContext {
-        worker: 0,
-        point,
-        port: 1,
-        now_ns: 0,
-    };
-    hook.replay(&cx, tokens);
+    hook.replay(&test_cx(point, 0), tokens);
 }
 
 /// `hook`'s own counter `name`.

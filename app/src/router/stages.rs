@@ -180,16 +180,17 @@ impl Pipeline {
         // Whether this burst's flows are looked up in (and, if the hooks
         // accept every packet, recorded in) the flow memo.
         let mut memo = false;
-        let generation = hooks.generation();
         if let Some(chain) = ingress {
             // The lane's checks before the chain: a plain burst gets the
             // metadata l2 would give it without l2, and, if no hook asks to
             // change its bytes and every packet stays accepted, takes the
             // lane after the chain (its route counts as ip).
             let mac = mac_word(&port_mac);
-            // A plain burst through flow-pure hooks: if the memo holds
-            // every packet's answer, the lane routes the burst past both
-            // chains, and each hook counts it from its tokens.
+            // A plain burst through flow-pure hooks (at ingress and every
+            // egress chain, so that whatever port it leaves by, it can be
+            // recorded): if the memo holds every packet's answer, the lane
+            // routes the burst past both chains, and each hook counts it
+            // from its tokens.
             memo = chain.flow_pure() && hooks.egress_flow_pure() && out.scratch.memo.active();
             let s = &mut *out.scratch;
             let plain = if memo {
@@ -201,7 +202,7 @@ impl Pipeline {
             memo &= plain;
             if memo {
                 let rows = [chain.entries().len(), hooks.egress_hooks_max()];
-                if let Some(out_port) = out.scratch.memo.lookup(n, generation, rows) {
+                if let Some(out_port) = out.scratch.memo.lookup(n, hooks.generation(), rows) {
                     let stamps = timed.then_some(&mut lane);
                     let entry = LaneEntry::Remembered(out_port);
                     let mbufs = burst.as_mut_slice();
@@ -281,7 +282,7 @@ impl Pipeline {
                     // no egress chain, every packet accepted.
                     out.scratch.memo.clear_tokens(1);
                     let out_port = out.scratch.fast.out_port;
-                    out.scratch.memo.record(n, generation, out_port);
+                    out.scratch.memo.record(n, hooks.generation(), out_port);
                 }
                 out.counters.fast_lane(port, n as u64);
                 let t = [t[0], t[1], lane[1], lane[2], 0];
@@ -294,10 +295,7 @@ impl Pipeline {
             // from neigh on take it.
             Some(Lane::Routed(out_port)) => {
                 out.counters.fast_lane(port, n as u64);
-                let chain = hooks.chain(HookPoint::Egress, out_port);
-                // Recorded only when the egress chain is flow-pure too.
-                memo &= chain.is_none_or(|c| c.flow_pure());
-                if let Some(chain) = chain {
+                if let Some(chain) = hooks.chain(HookPoint::Egress, out_port) {
                     let cx = HookContext {
                         port: out_port,
                         ..egress_cx
@@ -316,7 +314,7 @@ impl Pipeline {
                 }
                 if self.lane_after_egress(out_port, burst.as_mut_slice(), out.scratch) {
                     if memo {
-                        out.scratch.memo.record(n, generation, out_port);
+                        out.scratch.memo.record(n, hooks.generation(), out_port);
                     }
                     if let Some(Some(txb)) = out.tx.get_mut(usize::from(out_port)) {
                         if timed {

@@ -38,7 +38,7 @@ pub struct AppArgs {
 
     /// Router mode: slots per worker of the flow memo, which remembers per
     /// flow what flow-pure hook chains (classify, a stateless filter)
-    /// answered, so that a burst of remembered flows skips them
+    /// answered, so that runs of remembered flows skip them
     /// (power of two up to 1048576; 64 bytes each; 0: off).
     #[arg(long, value_name = "SLOTS", default_value_t = crate::router::flow_memo::DEFAULT_SLOTS,
           value_parser = parse_memo_slots)]

@@ -93,7 +93,25 @@ fn ring_and_null_ports_come_up_with_expected_queues() {
         assert_eq!(m.data(), &[i as u8; 64][..]);
         assert_eq!(m.meta().mark, i as u32, "metadata travels with the mbuf");
     }
-    assert_eq!(burst.free_all(), got);
+    // A split keeps both parts in order and every mbuf owned once.
+    let mut head = burst.split_front(5);
+    assert_eq!((head.len(), burst.len()), (5, got - 5));
+    let marks = |b: &MbufBurst| {
+        b.as_slice()
+            .iter()
+            .map(|m| m.meta().mark)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(marks(&head), (0..5).collect::<Vec<_>>());
+    assert_eq!(marks(&burst), (5..got as u32).collect::<Vec<_>>());
+    assert_eq!(
+        burst.split_front(BURST_SIZE + 1).len(),
+        got - 5,
+        "all of it"
+    );
+    assert!(burst.is_empty());
+    assert_eq!(head.free_all(), 5);
+    assert_eq!(pool.in_use(), 0, "nothing freed twice or lost in the split");
 
     // The null port's RX hands out mbufs from our pool; dropping the burst
     // frees them in bulk.

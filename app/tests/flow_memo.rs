@@ -2,8 +2,10 @@
 //! stateless filter, and nothing changes but who did the work: the same
 //! frames out, the same drops, the same hook counters as with the memo
 //! off (`--flow-memo 0`), but the hooks' flow caches', which never see
-//! the packets the memo answered. Drops are never remembered; a burst with a new
-//! flow or a dropped packet meets its hooks.
+//! the packets the memo answered. Drops are never remembered. A burst
+//! with a new flow or a dropped packet is split into runs: the packets
+//! before a run of at least eight remembered flows meet their hooks, the
+//! run does not, in order.
 
 mod common;
 
@@ -57,13 +59,16 @@ fn udp_burst(dport: impl Fn(u16) -> u16) -> Vec<Vec<u8>> {
     (0..32).map(|i| udp(A, B, 1000 + i, dport(i))).collect()
 }
 
-/// Nine bursts; the memo answers bursts 1, 3, 4 and 6 (32 packets each).
-/// (A direct-mapped memo may lose a flow to another that hashes to its
-/// slot: these 64 flows do not collide in 4,096 slots.)
+/// Eleven bursts; the memo answers bursts 1, 3, 4, 6 and 10 whole, 26
+/// packets of burst 2 and 31 of burst 9. (A direct-mapped memo loses a
+/// flow to another that hashes to its slot: of these 97 flows, four pairs
+/// share a slot of 4,096, none of 262,144, the size the test runs with.)
 fn traffic() -> Vec<Vec<u8>> {
     let http = udp_burst(|i| 80 + i % 8);
     let mut one_dns = http.clone();
     one_dns[5] = udp(A, B, 1005, 53);
+    let mut one_new = http.clone();
+    one_new[20] = udp(A, B, 3000, 90);
     let tcp_burst: Vec<_> = (0..32).map(|i| tcp(A, B, 2000 + i, 22, 0x02)).collect();
     // Burst 0's flows with another TTL, identification and payload: the
     // same flows, so the memo answers.
@@ -81,13 +86,15 @@ fn traffic() -> Vec<Vec<u8>> {
     [
         &http,       // 0: recorded
         &http,       // 1: answered
-        &one_dns,    // 2: classify drops one: meets the hooks, not recorded
+        &one_dns,    // 2: classify drops #5: #0-5 meet the hooks, #6-31 answered
         &http,       // 3: answered
         &same_flows, // 4: answered
         &tcp_burst,  // 5: recorded
         &tcp_burst,  // 6: answered
         &refused,    // 7: dropped by the policy: not recorded
         &refused,    // 8: so met again
+        &one_new,    // 9: #0-19 answered, #20 recorded alone, #21-31 answered
+        &one_new,    // 10: answered
     ]
     .into_iter()
     .flatten()
@@ -103,13 +110,14 @@ fn the_memo_answers_remembered_bursts_and_changes_nothing_else() {
             run_pcaps_with(tag, CONFIG, &frames, &[], "1", &["--flow-memo", slots]);
         (out1, stats)
     };
-    let (out_on, on) = run("memo-on", "4096");
+    let (out_on, on) = run("memo-on", "262144");
     let (out_off, off) = run("memo-off", "0");
 
-    // 9 bursts: 1 DNS packet and 64 refused dropped.
-    assert_eq!(out_on.len(), 9 * 32 - 1 - 64);
+    // 11 bursts: 1 DNS packet and 64 refused dropped.
+    assert_eq!(out_on.len(), 11 * 32 - 1 - 64);
     assert_eq!(out_on, out_off, "the same frames out, in order");
-    assert_eq!(on["totals"]["flow_memo"], 4 * 32, "{}", on["totals"]);
+    let answered = 5 * 32 + 26 + 31;
+    assert_eq!(on["totals"]["flow_memo"], answered, "{}", on["totals"]);
     assert_eq!(off["totals"]["flow_memo"], 0);
     assert_eq!(on["totals"]["drops"], off["totals"]["drops"]);
     assert_eq!(on["totals"]["drops"]["classify_rule"], 1);
@@ -136,7 +144,7 @@ fn the_memo_answers_remembered_bursts_and_changes_nothing_else() {
         .find(|h| h["name"] == "fw")
         .cloned()
         .unwrap();
-    assert_eq!(fw["seen"], 9 * 32 - 1);
-    assert_eq!(fw["stats"]["counted"], 7 * 32 - 1, "every UDP packet");
-    assert_eq!(fw["stats"]["rule_accepted"], 9 * 32 - 1 - 64);
+    assert_eq!(fw["seen"], 11 * 32 - 1);
+    assert_eq!(fw["stats"]["counted"], 9 * 32 - 1, "every UDP packet");
+    assert_eq!(fw["stats"]["rule_accepted"], 11 * 32 - 1 - 64);
 }

@@ -149,6 +149,20 @@ impl MbufBurst {
         true
     }
 
+    /// Split off the first `k` mbufs (all of them if `k` is more) as a burst
+    /// of their own, in order; this burst keeps the rest, in order.
+    #[inline(always)]
+    pub fn split_front(&mut self, k: usize) -> MbufBurst {
+        let k = k.min(self.len);
+        let mut head = MbufBurst::new();
+        head.slots[..k].copy_from_slice(&self.slots[..k]);
+        head.len = k;
+        // Ownership of slots 0..k moved to `head`: they are forgotten here.
+        self.slots.copy_within(k..self.len, 0);
+        self.len -= k;
+        head
+    }
+
     /// Move the mbufs in slots `from..len` to the front and forget the others
     /// (which the caller handed to a driver).
     ///

@@ -5,12 +5,18 @@
 //! only for chains whose every hook is flow-pure (`Hook::flow_pure`: the
 //! answer is a function of the flow summary and the metadata), and only
 //! for fast-lane bursts, whose metadata is the same for every packet of a
-//! port. A burst whose every packet's flow is remembered under the
-//! current hook set's generation skips both chains: the lane routes it as
-//! if there were no hooks, and each hook counts the burst from its tokens
-//! in one call (`Chain::replay`). Like Open vSwitch's exact-match cache in
-//! front of its classifier, one level up: one lookup per packet instead
-//! of one per hook.
+//! port. A run of packets whose flows are remembered under the current
+//! hook set's generation, leaving by one port, skips both chains: the
+//! lane routes it as if there were no hooks, and each hook counts it from
+//! its tokens in one call (`Chain::replay`). Like Open vSwitch's
+//! exact-match cache in front of its classifier, one level up: one lookup
+//! per packet instead of one per hook.
+//!
+//! A burst the memo answers only in part is split, in order, so that a
+//! new flow does not send its whole burst through the chains: the packets
+//! before the first run of at least [`MIN_RUN`] remembered ones go through
+//! the chains as a burst of their own (and are recorded), the run is
+//! answered, then the rest is looked up again. Nothing is reordered.
 //!
 //! A new hook set (a reload) has a new generation, so nothing remembered
 //! under the old one answers. A route change is seen by the lane itself:
@@ -28,13 +34,30 @@ pub const DEFAULT_SLOTS: usize = 4096;
 /// Most slots per worker (64 MiB).
 pub const MAX_SLOTS: usize = 1 << 20;
 
-/// Bursts per hit-rate window, and the bypass after a poor one: a worker
-/// whose bursts were fully answered less than 1 time in 8 stops looking
-/// for this many bursts (the memo then costs nothing). A burst the memo
-/// answered but the lane then declined (a route by another port) counts
-/// as answered.
-const WINDOW: u32 = 1024;
+/// Packets per hit-rate window, and the bypass after a poor one: a
+/// worker that answered fewer than 1 packet in 8 from the memo stops
+/// looking for this many bursts (the memo then costs nothing). A run the
+/// memo answered but the lane then declined (a route by another port)
+/// counts as answered.
+const WINDOW: u32 = 32 * 1024;
 const BYPASS_BURSTS: u32 = 4096;
+
+/// The shortest run of remembered packets a burst is split for (unless
+/// the run is the whole burst): a split costs the rest of the burst a
+/// second pass of the lane's checks and a call of each chain of its own,
+/// which a shorter run would not win back.
+pub const MIN_RUN: usize = 8;
+
+/// Consecutive packets of a burst whose flows are remembered leaving by
+/// one port (see [`FlowMemo::lookup`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Run {
+    /// The run's first packet.
+    pub start: usize,
+    /// Its packets.
+    pub len: usize,
+    pub out_port: u16,
+}
 
 /// A flow as the memo keys it: the input port and the bytes of a plain
 /// frame (untagged, IPv4 with a 20-byte header) that its
@@ -186,45 +209,70 @@ impl FlowMemo {
         &mut self.burst.keys
     }
 
-    /// Look up the burst's first `n` keys. `Some(out_port)` when every
-    /// packet's flow is remembered under `generation` with that one output
-    /// port: the burst's tokens are then in `self.burst.tokens`, the rows
-    /// of the first `hooks[0]` hooks at ingress and `hooks[1]` at egress
-    /// (the others are left as they were). `None` otherwise; the keys
-    /// stay for [`FlowMemo::record`].
+    /// Look up the burst's first `n` keys: the first run of at least
+    /// [`MIN_RUN`] packets (or the whole burst, if shorter) whose flows are
+    /// remembered under `generation` leaving by one output port. The run's
+    /// tokens are then in `self.burst.tokens`, at the packets' places, in
+    /// the rows of the first `hooks[0]` hooks at ingress and `hooks[1]` at
+    /// egress (other rows and places are left as they were). The keys stay
+    /// for [`FlowMemo::record`]. `first`: the burst as received, not a part
+    /// of it split off after another lookup (its packets count towards the
+    /// hit-rate window once).
     #[inline(always)]
-    pub fn lookup(&mut self, n: usize, generation: u64, hooks: [usize; 2]) -> Option<u16> {
+    pub fn lookup(
+        &mut self,
+        n: usize,
+        generation: u64,
+        hooks: [usize; 2],
+        first: bool,
+    ) -> Option<Run> {
         self.burst.keyed = n.min(MAX_BURST);
-        self.looked += 1;
         // Only the rows replay reads: a token store per hook per packet.
-        let answer = match hooks {
+        let run = match hooks {
             [1, 1] => self.answer::<1, 1>(generation),
             [1, 0] => self.answer::<1, 0>(generation),
             _ => self.answer::<MEMO_HOOKS, MEMO_HOOKS>(generation),
         };
-        if answer.is_some() {
-            self.answered += 1;
+        if first {
+            self.looked += self.burst.keyed as u32;
         }
-        if self.looked == WINDOW {
-            if self.answered < WINDOW / 8 {
+        if let Some(r) = run.filter(|r| r.start == 0) {
+            self.answered += r.len as u32;
+        }
+        if self.looked >= WINDOW {
+            if self.answered < self.looked / 8 {
                 self.bypass = BYPASS_BURSTS;
             }
             (self.looked, self.answered) = (0, 0);
         }
-        answer
+        run
     }
 
     #[inline(always)]
-    fn answer<const I: usize, const E: usize>(&mut self, generation: u64) -> Option<u16> {
+    fn answer<const I: usize, const E: usize>(&mut self, generation: u64) -> Option<Run> {
         let b = &mut *self.burst;
-        let mut out_port = None;
-        for (i, key) in b.keys[..b.keyed].iter().enumerate() {
+        let n = b.keyed;
+        let mut run = Run {
+            start: 0,
+            len: 0,
+            out_port: 0,
+        };
+        for (i, key) in b.keys[..n].iter().enumerate() {
             let slot = &self.slots[key.slot(self.mask)];
-            if slot.generation != generation || slot.key != *key {
-                return None;
-            }
-            if *out_port.get_or_insert(slot.out_port) != slot.out_port {
-                return None;
+            let hit = slot.generation == generation && slot.key == *key;
+            if hit && run.len > 0 && slot.out_port == run.out_port {
+                run.len += 1;
+            } else if run.len >= MIN_RUN {
+                return Some(run);
+            } else if hit {
+                run = Run {
+                    start: i,
+                    len: 1,
+                    out_port: slot.out_port,
+                };
+            } else {
+                run.len = 0;
+                continue;
             }
             for (hook, row) in b.tokens[0].iter_mut().enumerate().take(I) {
                 row[i] = slot.tokens[0][hook];
@@ -233,7 +281,8 @@ impl FlowMemo {
                 row[i] = slot.tokens[1][hook];
             }
         }
-        out_port
+        let whole = run.start == 0 && run.len == n && n > 0;
+        (whole || run.len >= MIN_RUN).then_some(run)
     }
 
     /// Remember the last looked-up burst's `n` packets: every hook of the
@@ -378,6 +427,13 @@ mod tests {
         assert_eq!(FlowKey::of_frame(0, &ok[..59]), None);
     }
 
+    /// The output port of a burst of `n` the memo answers whole.
+    fn whole(m: &mut FlowMemo, n: usize, generation: u64, hooks: [usize; 2]) -> Option<u16> {
+        m.lookup(n, generation, hooks, true)
+            .filter(|r| r.start == 0 && r.len == n)
+            .map(|r| r.out_port)
+    }
+
     /// Keys of UDP flows from source port `first` on.
     fn keys(memo: &mut FlowMemo, first: u16, n: usize) {
         for (i, k) in memo.keys_mut()[..n].iter_mut().enumerate() {
@@ -392,7 +448,7 @@ mod tests {
         let mut m = FlowMemo::new(1024);
         assert!(m.active());
         keys(&mut m, 100, 32);
-        assert_eq!(m.lookup(32, 7, [2, 2]), None, "empty");
+        assert_eq!(whole(&mut m, 32, 7, [2, 2]), None, "empty");
         for (i, t) in m.burst.tokens[0][1].iter_mut().enumerate() {
             *t = i as u32 + 1;
         }
@@ -403,58 +459,124 @@ mod tests {
         // The same flows in another order, and fewer.
         assert!(m.active());
         keys(&mut m, 110, 16);
-        assert_eq!(m.lookup(16, 7, [2, 2]), Some(4));
+        assert_eq!(whole(&mut m, 16, 7, [2, 2]), Some(4));
         assert_eq!(m.burst.tokens[0][1][0], 11);
         assert_eq!(m.burst.tokens[0][1][15], 26);
         assert_eq!(m.burst.tokens[1][0][3], 9);
         assert_eq!(m.burst.tokens[0][0][3], 0);
         // Rows of hooks the chains do not have are left as they were.
         m.burst.tokens[1][0].fill(5);
-        assert_eq!(m.lookup(16, 7, [1, 0]), Some(4));
+        assert_eq!(whole(&mut m, 16, 7, [1, 0]), Some(4));
         assert_eq!(m.burst.tokens[0][0][3], 0);
         assert_eq!(m.burst.tokens[1][0][3], 5);
         // Another hook set's generation, an unknown flow: no answer.
-        assert_eq!(m.lookup(16, 8, [2, 2]), None);
+        assert_eq!(whole(&mut m, 16, 8, [2, 2]), None);
         keys(&mut m, 120, 16);
-        assert_eq!(m.lookup(16, 7, [2, 2]), None, "flows 132.. were never seen");
+        assert_eq!(
+            whole(&mut m, 16, 7, [2, 2]),
+            None,
+            "flows 132.. were never seen"
+        );
     }
 
     #[test]
     fn flows_remembered_out_of_two_ports_are_not_one_burst() {
         let mut m = FlowMemo::new(1024);
         keys(&mut m, 0, 8);
-        m.lookup(8, 1, [2, 2]);
+        whole(&mut m, 8, 1, [2, 2]);
         m.record(8, 1, 2);
         keys(&mut m, 8, 8);
-        m.lookup(8, 1, [2, 2]);
+        whole(&mut m, 8, 1, [2, 2]);
         m.record(8, 1, 3);
         keys(&mut m, 4, 8);
-        assert_eq!(m.lookup(8, 1, [2, 2]), None);
+        assert_eq!(whole(&mut m, 8, 1, [2, 2]), None);
         keys(&mut m, 8, 8);
-        assert_eq!(m.lookup(8, 1, [2, 2]), Some(3));
+        assert_eq!(whole(&mut m, 8, 1, [2, 2]), Some(3));
+    }
+
+    /// Keys of `n` UDP flows: remembered ones (source ports 0..) where
+    /// `new(i)` is false, never seen ones (5000..) where it is true.
+    fn mixed(m: &mut FlowMemo, n: usize, new: impl Fn(usize) -> bool) {
+        for (i, k) in m.keys_mut()[..n].iter_mut().enumerate() {
+            let sport = if new(i) { 5000 + i as u16 } else { i as u16 };
+            let [a, b] = sport.to_be_bytes();
+            *k = FlowKey::of_frame(0, &frame(17, 0, 0, &[a, b, 0, 53, 0, 8, 0, 0])).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_burst_with_new_flows_is_answered_by_its_first_long_run() {
+        let mut m = FlowMemo::new(4096);
+        mixed(&mut m, 32, |_| false);
+        m.lookup(32, 1, [1, 0], true);
+        for (i, t) in m.burst.tokens[0][0].iter_mut().enumerate() {
+            *t = 100 + i as u32;
+        }
+        m.record(32, 1, 2);
+        let run = |start, len| {
+            Some(Run {
+                start,
+                len,
+                out_port: 2,
+            })
+        };
+        // New flows at 3 and 13: the run of 9 between them.
+        mixed(&mut m, 32, |i| i == 3 || i == 13);
+        m.burst.tokens[0][0].fill(0);
+        assert_eq!(m.lookup(32, 1, [1, 0], true), run(4, 9));
+        assert_eq!(
+            m.burst.tokens[0][0][4], 104,
+            "tokens at the packets' places"
+        );
+        assert_eq!(m.burst.tokens[0][0][12], 112);
+        // Runs shorter than MIN_RUN are passed over.
+        mixed(&mut m, 32, |i| i == 7 || i == 15 || i == 20);
+        assert_eq!(m.lookup(32, 1, [1, 0], true), run(21, 11));
+        mixed(&mut m, 32, |i| i % 8 == 7);
+        assert_eq!(m.lookup(32, 1, [1, 0], true), None);
+        mixed(&mut m, 32, |i| i >= 8);
+        assert_eq!(m.lookup(32, 1, [1, 0], true), run(0, 8));
+        // A short burst is answered whole or not at all.
+        mixed(&mut m, 5, |_| false);
+        assert_eq!(m.lookup(5, 1, [1, 0], true), run(0, 5));
+        mixed(&mut m, 5, |i| i == 4);
+        assert_eq!(m.lookup(5, 1, [1, 0], true), None);
+        // Another output port ends a run.
+        mixed(&mut m, 16, |_| false);
+        m.lookup(16, 1, [1, 0], true);
+        m.record(16, 1, 3);
+        mixed(&mut m, 32, |_| false);
+        assert_eq!(
+            m.lookup(32, 1, [1, 0], true),
+            Some(Run {
+                start: 0,
+                len: 16,
+                out_port: 3
+            })
+        );
     }
 
     #[test]
     fn a_forgotten_burst_is_not_recorded() {
         let mut m = FlowMemo::new(64);
         keys(&mut m, 0, 4);
-        m.lookup(4, 1, [2, 2]);
+        whole(&mut m, 4, 1, [2, 2]);
         m.forget();
         m.record(4, 1, 2);
         keys(&mut m, 0, 4);
-        assert_eq!(m.lookup(4, 1, [2, 2]), None);
+        assert_eq!(whole(&mut m, 4, 1, [2, 2]), None);
         // A record of another count than was looked up: nothing.
         m.record(3, 1, 2);
-        assert_eq!(m.lookup(4, 1, [2, 2]), None);
+        assert_eq!(whole(&mut m, 4, 1, [2, 2]), None);
     }
 
     #[test]
     fn a_memo_that_never_answers_is_bypassed_then_tried_again() {
         let mut m = FlowMemo::new(64);
         for i in 0..WINDOW {
-            assert!(m.active(), "burst {i}");
+            assert!(m.active(), "packet {i}");
             keys(&mut m, (i % 1000) as u16, 1);
-            assert_eq!(m.lookup(1, 1, [2, 2]), None);
+            assert_eq!(whole(&mut m, 1, 1, [2, 2]), None);
         }
         for i in 0..BYPASS_BURSTS {
             assert!(!m.active(), "bypassed burst {i}");
@@ -463,12 +585,12 @@ mod tests {
         // A memo that answers one burst in four is kept.
         let mut m = FlowMemo::new(64);
         keys(&mut m, 0, 1);
-        m.lookup(1, 1, [2, 2]);
+        whole(&mut m, 1, 1, [2, 2]);
         m.record(1, 1, 0);
         for i in 0..2 * WINDOW {
             assert!(m.active(), "burst {i}");
             keys(&mut m, if i % 4 == 0 { 0 } else { 500 }, 1);
-            m.lookup(1, 1, [2, 2]);
+            whole(&mut m, 1, 1, [2, 2]);
         }
     }
 

@@ -7,7 +7,7 @@
 use super::budget::{over_budget_reason, PuntBudgets};
 use super::fastlane::{FastScratch, Lane, LaneEntry};
 use super::fib::{Fib, HopKind, NEIGH_BY_DST};
-use super::flow_memo::FlowMemo;
+use super::flow_memo::{FlowMemo, Run};
 use super::hook_points;
 use super::punt::Punt;
 use super::txbuf::TxBuffer;
@@ -42,6 +42,9 @@ pub(super) enum Verdict {
 
 /// IP protocol number of ICMP.
 const IPPROTO_ICMP: u8 = 1;
+/// How deep the flow memo may split one burst into runs (three new flows
+/// among remembered ones take six); deeper, the rest meets its hooks whole.
+const MAX_SPLITS: usize = 6;
 
 /// What every worker shares, read-only: the FIB, the neighbour table and the
 /// ports' MAC addresses (indexed by port id).
@@ -155,6 +158,38 @@ impl Pipeline {
         hooks: &HookSet,
         timed: bool,
     ) {
+        self.process_part(port, burst, out, hooks, timed, 0);
+    }
+
+    /// [`Pipeline::process`] of a part of a burst that the flow memo split
+    /// (`splits` so far). Out of line: a split is rare next to a burst.
+    #[inline(never)]
+    fn process_split(
+        &self,
+        port: u16,
+        burst: &mut MbufBurst,
+        out: &mut Outputs<'_>,
+        hooks: &HookSet,
+        timed: bool,
+        splits: usize,
+    ) {
+        self.process_part(port, burst, out, hooks, timed, splits);
+    }
+
+    /// [`Pipeline::process`], `splits` levels deep in a burst the flow memo
+    /// split into runs: packets before a run of remembered flows go through
+    /// the chains as a burst of their own, then the run past them, then
+    /// the rest, in order, so the burst is never reordered.
+    #[inline(always)]
+    fn process_part(
+        &self,
+        port: u16,
+        burst: &mut MbufBurst,
+        out: &mut Outputs<'_>,
+        hooks: &HookSet,
+        timed: bool,
+        splits: usize,
+    ) {
         let n = burst.len();
         let mut t = [0u64; STAGES.len() + 1];
         if timed {
@@ -202,20 +237,53 @@ impl Pipeline {
             memo &= plain;
             if memo {
                 let rows = [chain.entries().len(), hooks.egress_hooks_max()];
-                if let Some(out_port) = out.scratch.memo.lookup(n, hooks.generation(), rows) {
-                    let stamps = timed.then_some(&mut lane);
-                    let entry = LaneEntry::Remembered(out_port);
-                    let mbufs = burst.as_mut_slice();
-                    if let Some(Lane::Sent(txb)) =
-                        self.fast_lane(port, mac, mbufs, out.scratch, hooks, out.tx, stamps, entry)
-                    {
-                        self.replay_hooks(hooks, port, out_port, n, &out.scratch.memo);
-                        out.counters.fast_lane(port, n as u64);
-                        out.counters.flow_memo(port, n as u64);
-                        let t = [t[0], lane[0], lane[1], lane[2], 0];
-                        send_whole(txb, burst, out.counters, timed.then_some(t));
+                let run = out
+                    .scratch
+                    .memo
+                    .lookup(n, hooks.generation(), rows, splits == 0);
+                let split = splits < MAX_SPLITS;
+                match run {
+                    Some(Run {
+                        start: 0,
+                        len,
+                        out_port,
+                    }) if len == n || split => {
+                        let stamps = timed.then_some(&mut lane);
+                        let entry = LaneEntry::Remembered(out_port);
+                        let mbufs = &mut burst.as_mut_slice()[..len];
+                        if let Some(Lane::Sent(txb)) = self.fast_lane(
+                            port,
+                            mac,
+                            mbufs,
+                            out.scratch,
+                            hooks,
+                            out.tx,
+                            stamps,
+                            entry,
+                        ) {
+                            self.replay_hooks(hooks, port, out_port, len, &out.scratch.memo);
+                            out.counters.fast_lane(port, len as u64);
+                            out.counters.flow_memo(port, len as u64);
+                            let t = [t[0], lane[0], lane[1], lane[2], 0];
+                            let t = timed.then_some(t);
+                            if len == n {
+                                send_whole(txb, burst, out.counters, t);
+                            } else {
+                                send_whole(txb, &mut burst.split_front(len), out.counters, t);
+                                self.process_split(port, burst, out, hooks, timed, splits + 1);
+                            }
+                            return;
+                        }
+                    }
+                    // The packets before the run meet their hooks, then
+                    // the run is answered.
+                    Some(Run { start, .. }) if start > 0 && split => {
+                        let mut before = burst.split_front(start);
+                        self.process_split(port, &mut before, out, hooks, timed, splits + 1);
+                        self.process_split(port, burst, out, hooks, timed, splits + 1);
                         return;
                     }
+                    _ => {}
                 }
             }
             if plain {

@@ -60,9 +60,9 @@ fn udp_burst(dport: impl Fn(u16) -> u16) -> Vec<Vec<u8>> {
 }
 
 /// Eleven bursts; the memo answers bursts 1, 3, 4, 6 and 10 whole, 26
-/// packets of burst 2 and 31 of burst 9. (A direct-mapped memo loses a
-/// flow to another that hashes to its slot: of these 97 flows, four pairs
-/// share a slot of 4,096, none of 262,144, the size the test runs with.)
+/// packets of burst 2 and 31 of burst 9. (A memo of one slot per flow
+/// would lose some: of these 97 flows, four pairs share a first slot of
+/// 4,096; each flow's second slot keeps them.)
 fn traffic() -> Vec<Vec<u8>> {
     let http = udp_burst(|i| 80 + i % 8);
     let mut one_dns = http.clone();
@@ -110,7 +110,7 @@ fn the_memo_answers_remembered_bursts_and_changes_nothing_else() {
             run_pcaps_with(tag, CONFIG, &frames, &[], "1", &["--flow-memo", slots]);
         (out1, stats)
     };
-    let (out_on, on) = run("memo-on", "262144");
+    let (out_on, on) = run("memo-on", "4096");
     let (out_off, off) = run("memo-off", "0");
 
     // 11 bursts: 1 DNS packet and 64 refused dropped.

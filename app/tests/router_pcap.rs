@@ -758,4 +758,17 @@ action = \"drop\"
     assert_eq!(s["hooks"][0]["dropped"], 1, "{s}");
     assert_eq!(s["totals"]["balanced"], true);
     assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
+
+    // With the memo: packets 24-31 of burst 1 (the flows of burst 0's
+    // last eight, marks and all) pass as a run split off the burst whose
+    // packet 7 classify drops; the same frames leave, in order.
+    let (_, out_memo, m, _) = run_pcaps_with("rtingress3", &config, &input, &[], "2", &[]);
+    assert_eq!(out_memo, out1);
+    assert_eq!(m["totals"]["flow_memo"], 8, "{m}");
+    assert_eq!(m["totals"]["fast_lane"], 64 + 8, "{m}");
+    assert_eq!(m["hooks"][0]["dropped"], 1, "{m}");
+    let matched = |s: &serde_json::Value| s["hooks"][0]["stats"]["matched"].clone();
+    assert_eq!(matched(&m), matched(&s), "the run's matches replayed: {m}");
+    assert_eq!(m["totals"]["balanced"], true);
+    assert_eq!(m["mbufs"]["in_use_at_exit"], 0);
 }

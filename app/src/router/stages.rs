@@ -262,6 +262,7 @@ impl Pipeline {
                             entry,
                         ) {
                             self.replay_hooks(hooks, port, out_port, len, &out.scratch.memo);
+                            out.scratch.memo.answered(len);
                             out.counters.fast_lane(port, len as u64);
                             out.counters.flow_memo(port, len as u64);
                             let t = [t[0], lane[0], lane[1], lane[2], 0];
@@ -278,6 +279,12 @@ impl Pipeline {
                     // The packets before the run meet their hooks, then
                     // the run is answered.
                     Some(Run { start, .. }) if start > 0 && split => {
+                        if timed {
+                            // This pass's checks and lookup, as l2 time
+                            // of the parts' packets (each counts its own).
+                            let now = tsc();
+                            out.counters.stage_cycles(&[t[0], now, now, now, now], 0);
+                        }
                         let mut before = burst.split_front(start);
                         self.process_split(port, &mut before, out, hooks, timed, splits + 1);
                         self.process_split(port, burst, out, hooks, timed, splits + 1);

@@ -125,13 +125,25 @@ impl FlowKey {
         ]))
     }
 
+    #[inline(always)]
+    fn hash(&self) -> u64 {
+        let [a, b, c] = self.0;
+        (a ^ c.rotate_left(23)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ^ b.wrapping_mul(0xc2b2_ae3d_27d4_eb4f)
+    }
+
+    /// The slot the flow lives in first.
+    #[inline(always)]
+    fn first_slot(&self, mask: usize) -> usize {
+        let h = self.hash();
+        (h ^ h >> 29) as usize & mask
+    }
+
     /// The two slots the flow may live in (distinct, unless the memo has
     /// one slot), from two parts of one hash.
     #[inline(always)]
     fn slots(&self, mask: usize) -> [usize; 2] {
-        let [a, b, c] = self.0;
-        let h = (a ^ c.rotate_left(23)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            ^ b.wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+        let h = self.hash();
         let first = (h ^ h >> 29) as usize & mask;
         let second = (h >> 40 ^ h >> 21) as usize & mask;
         [first, second ^ (usize::from(second == first) & mask)]
@@ -147,6 +159,22 @@ struct Slot {
     out_port: u16,
     /// Token of each hook: [ingress, egress][hook of the chain].
     tokens: [[u32; MEMO_HOOKS]; 2],
+}
+
+/// Copy the tokens of `slot` to packet `i`'s places: the rows of the
+/// first `I` hooks at ingress and `E` at egress.
+#[inline(always)]
+fn copy_tokens<const I: usize, const E: usize>(
+    tokens: &mut [ChainTokens; 2],
+    i: usize,
+    slot: &Slot,
+) {
+    for (hook, row) in tokens[0].iter_mut().enumerate().take(I) {
+        row[i] = slot.tokens[0][hook];
+    }
+    for (hook, row) in tokens[1].iter_mut().enumerate().take(E) {
+        row[i] = slot.tokens[1][hook];
+    }
 }
 
 /// The memo's per-burst state: each packet's key, and the tokens of each
@@ -264,18 +292,41 @@ impl FlowMemo {
     fn answer<const I: usize, const E: usize>(&mut self, generation: u64) -> Option<Run> {
         let b = &mut *self.burst;
         let n = b.keyed;
+        // The common case first, as tight as it goes: every flow of the
+        // burst in its first slot, one output port.
+        let mut out_port = None;
+        let mut i = 0;
+        while i < n {
+            let key = &b.keys[i];
+            let slot = &self.slots[key.first_slot(self.mask)];
+            if slot.generation != generation || slot.key != *key {
+                break;
+            }
+            if *out_port.get_or_insert(slot.out_port) != slot.out_port {
+                break;
+            }
+            copy_tokens::<I, E>(&mut b.tokens, i, slot);
+            i += 1;
+        }
         let mut run = Run {
             start: 0,
-            len: 0,
-            out_port: 0,
+            len: i,
+            out_port: out_port.unwrap_or(0),
         };
-        for (i, key) in b.keys[..n].iter().enumerate() {
+        if i == n {
+            return (n > 0).then_some(run);
+        }
+        // Else run by run, from where that stopped, second slots too.
+        for (i, key) in b.keys[..n].iter().enumerate().skip(i) {
             let [first, second] = key.slots(self.mask);
-            let slot = match &self.slots[first] {
-                s if s.key == *key => s,
-                _ => &self.slots[second],
+            let (slot, found) = match &self.slots[first] {
+                s if s.key == *key => (s, true),
+                _ => {
+                    let s = &self.slots[second];
+                    (s, s.key == *key)
+                }
             };
-            let hit = slot.generation == generation && slot.key == *key;
+            let hit = found && slot.generation == generation;
             if hit && run.len > 0 && slot.out_port == run.out_port {
                 run.len += 1;
             } else if run.len >= MIN_RUN {
@@ -290,14 +341,9 @@ impl FlowMemo {
                 run.len = 0;
                 continue;
             }
-            for (hook, row) in b.tokens[0].iter_mut().enumerate().take(I) {
-                row[i] = slot.tokens[0][hook];
-            }
-            for (hook, row) in b.tokens[1].iter_mut().enumerate().take(E) {
-                row[i] = slot.tokens[1][hook];
-            }
+            copy_tokens::<I, E>(&mut b.tokens, i, slot);
         }
-        let whole = run.start == 0 && run.len == n && n > 0;
+        let whole = run.start == 0 && run.len == n;
         (whole || run.len >= MIN_RUN).then_some(run)
     }
 

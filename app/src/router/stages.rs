@@ -180,7 +180,7 @@ impl Pipeline {
     /// split into runs: packets before a run of remembered flows go through
     /// the chains as a burst of their own, then the run past them, then
     /// the rest, in order, so the burst is never reordered.
-    #[inline(always)]
+    #[inline(never)]
     fn process_part(
         &self,
         port: u16,

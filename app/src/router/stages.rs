@@ -161,25 +161,11 @@ impl Pipeline {
         self.process_part(port, burst, out, hooks, timed, 0);
     }
 
-    /// [`Pipeline::process`] of a part of a burst that the flow memo split
-    /// (`splits` so far). Out of line: a split is rare next to a burst.
-    #[inline(never)]
-    fn process_split(
-        &self,
-        port: u16,
-        burst: &mut MbufBurst,
-        out: &mut Outputs<'_>,
-        hooks: &HookSet,
-        timed: bool,
-        splits: usize,
-    ) {
-        self.process_part(port, burst, out, hooks, timed, splits);
-    }
-
     /// [`Pipeline::process`], `splits` levels deep in a burst the flow memo
     /// split into runs: packets before a run of remembered flows go through
     /// the chains as a burst of their own, then the run past them, then
-    /// the rest, in order, so the burst is never reordered.
+    /// the rest, in order, so the burst is never reordered. Out of line:
+    /// one copy serves a burst and its parts, for a call per burst.
     #[inline(never)]
     fn process_part(
         &self,
@@ -271,7 +257,7 @@ impl Pipeline {
                                 send_whole(txb, burst, out.counters, t);
                             } else {
                                 send_whole(txb, &mut burst.split_front(len), out.counters, t);
-                                self.process_split(port, burst, out, hooks, timed, splits + 1);
+                                self.process_part(port, burst, out, hooks, timed, splits + 1);
                             }
                             return;
                         }
@@ -286,8 +272,8 @@ impl Pipeline {
                             out.counters.stage_cycles(&[t[0], now, now, now, now], 0);
                         }
                         let mut before = burst.split_front(start);
-                        self.process_split(port, &mut before, out, hooks, timed, splits + 1);
-                        self.process_split(port, burst, out, hooks, timed, splits + 1);
+                        self.process_part(port, &mut before, out, hooks, timed, splits + 1);
+                        self.process_part(port, burst, out, hooks, timed, splits + 1);
                         return;
                     }
                     _ => {}

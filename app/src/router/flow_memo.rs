@@ -135,8 +135,7 @@ impl FlowKey {
     /// The slot the flow lives in first.
     #[inline(always)]
     fn first_slot(&self, mask: usize) -> usize {
-        let h = self.hash();
-        (h ^ h >> 29) as usize & mask
+        first_of(self.hash(), mask)
     }
 
     /// The two slots the flow may live in (distinct, unless the memo has
@@ -144,10 +143,16 @@ impl FlowKey {
     #[inline(always)]
     fn slots(&self, mask: usize) -> [usize; 2] {
         let h = self.hash();
-        let first = (h ^ h >> 29) as usize & mask;
+        let first = first_of(h, mask);
         let second = (h >> 40 ^ h >> 21) as usize & mask;
         [first, second ^ (usize::from(second == first) & mask)]
     }
+}
+
+/// A flow's first slot, from its hash.
+#[inline(always)]
+fn first_of(hash: u64, mask: usize) -> usize {
+    (hash ^ hash >> 29) as usize & mask
 }
 
 /// One remembered flow. Generation 0: empty.

@@ -209,9 +209,9 @@ impl Pipeline {
             let mac = mac_word(&port_mac);
             // A plain burst through flow-pure hooks (at ingress and every
             // egress chain, so that whatever port it leaves by, it can be
-            // recorded): if the memo holds every packet's answer, the lane
-            // routes the burst past both chains, and each hook counts it
-            // from its tokens.
+            // recorded): a run of packets whose answers the memo holds is
+            // routed by the lane past both chains, each hook counting it
+            // from its tokens; the packets before it meet their hooks.
             memo = chain.flow_pure() && hooks.egress_flow_pure() && out.scratch.memo.active();
             let s = &mut *out.scratch;
             let plain = if memo {

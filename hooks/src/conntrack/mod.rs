@@ -136,11 +136,28 @@ pub enum CtState {
 /// checks that the slot still holds the packet's live entry (other packets'
 /// lookups and commits may have moved it) and probes when not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CtHint(usize);
+pub struct CtHint {
+    slot: usize,
+    /// The lookup changed nothing but the entry's timer, and a commit of
+    /// the packet would only restart it: a packet the filter may let the
+    /// flow memo remember (see [`ConnTable::confirm`]).
+    steady: bool,
+}
 
 impl CtHint {
     /// No slot: the commit probes.
-    pub const NONE: CtHint = CtHint(usize::MAX);
+    pub const NONE: CtHint = CtHint {
+        slot: usize::MAX,
+        steady: false,
+    };
+
+    /// Whether the packet's lookup left the entry as it was but for its
+    /// timer (an `Established` packet that is not the first reply, a FIN,
+    /// a SYN or a RST; or a `New` packet of an entry that exists).
+    #[inline(always)]
+    pub fn steady(&self) -> bool {
+        self.steady
+    }
 }
 
 impl Default for CtHint {
@@ -154,6 +171,10 @@ impl Default for CtHint {
 pub enum CtCommit {
     /// The flow is tracked: an entry was created or refreshed, or exists.
     Tracked,
+    /// The entry existed and only its timer restarted; the packet's lookup
+    /// was [`CtHint::steady`]: [`ConnTable::confirm`] with `New` does the
+    /// same for the flow's next packets.
+    Refreshed,
     /// The packet cannot create an entry (counted in [`CtStats::ignored`]).
     Ignored,
     /// No room (counted in [`CtStats::full`]).
@@ -218,6 +239,7 @@ pub struct CtStats {
 /// A bounded connection table for one worker. See the [module
 /// documentation](self).
 #[derive(Debug)]
+#[cfg_attr(test, derive(Clone, PartialEq, Eq))]
 pub struct ConnTable {
     cfg: CtConfig,
     slots: Slots,
@@ -420,7 +442,10 @@ impl ConnTable {
             Probe::Found(i) => i,
             Probe::Vacant(_) | Probe::Exhausted => return (CtState::New, CtHint::NONE),
         };
-        let hint = CtHint(i);
+        let mut hint = CtHint {
+            slot: i,
+            steady: false,
+        };
         let (mut flags, eproto) = {
             let e = self.slots.get_mut(i);
             (e.flags, e.proto())
@@ -447,6 +472,10 @@ impl ConnTable {
                 flags |= if l.from_b { FIN_B } else { FIN_A };
             }
         }
+        // Steady: nothing but the timer moves (no TCP SYN, FIN or RST, not
+        // the first reply).
+        let control = s.proto == proto::TCP && f & (tcp_flag::SYN | tcp_flag::FIN) != 0;
+        hint.steady = !control && (flags & REPLIED != 0 || !reply);
         if reply {
             flags |= REPLIED;
         } else if flags & REPLIED == 0 {
@@ -479,7 +508,10 @@ impl ConnTable {
     /// counted in [`CtStats::ignored`]) and when there is no room (counted
     /// in [`CtStats::full`], and logged at most once a second).
     pub fn commit(&mut self, s: &FlowSummary, now_ns: u64) -> bool {
-        self.commit_hinted(s, now_ns, CtHint::NONE) == CtCommit::Tracked
+        matches!(
+            self.commit_hinted(s, now_ns, CtHint::NONE),
+            CtCommit::Tracked | CtCommit::Refreshed
+        )
     }
 
     /// [`commit`](Self::commit) with the hint the packet's
@@ -495,10 +527,13 @@ impl ConnTable {
                 return CtCommit::Ignored;
             }
         };
-        if self.slots.holds(hint.0, &l.key, now_ns) {
+        if self.slots.holds(hint.slot, &l.key, now_ns) {
             // The common case, a refresh: no probe.
-            self.refresh(hint.0, l.orig(), now_ns);
-            return CtCommit::Tracked;
+            let reused = self.refresh(hint.slot, l.orig(), now_ns);
+            return match hint.steady && !reused {
+                true => CtCommit::Refreshed,
+                false => CtCommit::Tracked,
+            };
         }
         self.commit_probe(l, now_ns)
     }
@@ -510,7 +545,7 @@ impl ConnTable {
         let orig = l.orig();
         let first = self.slots.probe(&l.key, now_ns);
         if let Probe::Found(i) = first {
-            self.refresh(i, orig, now_ns);
+            let _reused = self.refresh(i, orig, now_ns);
             return CtCommit::Tracked;
         }
         // A new entry: sweep a few slots first, so that dead entries do not
@@ -530,7 +565,7 @@ impl ConnTable {
         let at = match at {
             Probe::Found(i) => {
                 // Not reached: a sweep only removes entries.
-                self.refresh(i, orig, now_ns);
+                let _reused = self.refresh(i, orig, now_ns);
                 return CtCommit::Tracked;
             }
             Probe::Vacant(v) => v,
@@ -551,9 +586,10 @@ impl ConnTable {
 
     /// Commit on the existing entry in slot `i`: a TCP entry that is
     /// closing starts a new connection (port reuse); else an
-    /// original-direction commit restarts the timer.
+    /// original-direction commit restarts the timer. Returns whether it was
+    /// a port reuse.
     #[inline(always)]
-    fn refresh(&mut self, i: usize, orig: u8, now_ns: u64) {
+    fn refresh(&mut self, i: usize, orig: u8, now_ns: u64) -> bool {
         let e = self.slots.get_mut(i);
         let closing = e.flags & (FIN_A | FIN_B) == FIN_A | FIN_B;
         if e.proto() == proto::TCP && closing {
@@ -561,11 +597,108 @@ impl ConnTable {
             e.flags = (e.flags & !(ORIG_B | REPLIED | FIN_A | FIN_B)) | orig;
             e.expires_ns = now_ns.saturating_add(self.cfg.tcp_transient_ns);
             self.stats.inserted += 1;
-        } else if e.flags & ORIG_B == orig {
+            return true;
+        }
+        if e.flags & ORIG_B == orig {
             let (p, f) = (e.proto(), e.flags);
             let t = self.timeout(p, f);
             self.slots.get_mut(i).expires_ns = now_ns.saturating_add(t);
         }
+        false
+    }
+
+    /// For the flow memo: whether a packet whose flow was remembered with
+    /// `state` (its lookup [`steady`](CtHint::steady), and for `New` its
+    /// commit [`Refreshed`](CtCommit::Refreshed)) still has that state; if
+    /// so, do what its lookup and the commit of an accepted `New` would
+    /// (restart the entry's timer), so that the table ends as if the
+    /// packet had been looked up. `false` (the packet must be looked up)
+    /// when the entry is gone or expired, its state moved (a reply came, a
+    /// RST removed it), or the packet is one whose lookup is never steady
+    /// (TCP SYN, FIN or RST; ICMP errors; a `New` packet that cannot create
+    /// an entry).
+    #[inline]
+    pub fn confirm(&mut self, s: &FlowSummary, state: CtState, now_ns: u64) -> bool {
+        match (classify(s), state) {
+            (Class::Untracked, CtState::Untracked) => true,
+            (Class::Flow(l), CtState::New | CtState::Established) => {
+                let home = self.slots.home(&l.key);
+                self.confirm_flow(s, &l, home, state, now_ns)
+            }
+            _ => false,
+        }
+    }
+
+    /// [`confirm`](Self::confirm) for a run of packets, `states[k]` being
+    /// packet `k`'s: every packet's slot is read first (as
+    /// [`lookup_burst`](Self::lookup_burst) does), then they are confirmed
+    /// in order. Returns how many leading packets were confirmed: the first
+    /// that is not, and those after it, are left for their lookups.
+    pub fn confirm_burst(
+        &mut self,
+        sums: &[FlowSummary],
+        states: &[CtState],
+        now_ns: u64,
+    ) -> usize {
+        let n = sums.len().min(states.len()).min(MAX_BURST);
+        let mut homes = [0usize; MAX_BURST];
+        let mut acc = 0u8;
+        for k in 0..n {
+            if let Class::Flow(l) = classify(&sums[k]) {
+                homes[k] = self.slots.home(&l.key);
+                acc |= self.slots.touch(homes[k]);
+            }
+        }
+        std::hint::black_box(acc);
+        for k in 0..n {
+            let ok = match (classify(&sums[k]), states[k]) {
+                (Class::Untracked, CtState::Untracked) => true,
+                (Class::Flow(l), st @ (CtState::New | CtState::Established)) => {
+                    self.confirm_flow(&sums[k], &l, homes[k], st, now_ns)
+                }
+                _ => false,
+            };
+            if !ok {
+                return k;
+            }
+        }
+        n
+    }
+
+    #[inline(always)]
+    fn confirm_flow(
+        &mut self,
+        s: &FlowSummary,
+        l: &Lookup,
+        home: usize,
+        state: CtState,
+        now_ns: u64,
+    ) -> bool {
+        let control = tcp_flag::SYN | tcp_flag::FIN | tcp_flag::RST;
+        if s.proto == proto::TCP && s.tcp_flags & control != 0 {
+            return false;
+        }
+        let i = match self.slots.probe_from(&l.key, home, now_ns) {
+            Probe::Found(i) => i,
+            Probe::Vacant(_) | Probe::Exhausted => return false,
+        };
+        let e = self.slots.get_mut(i);
+        let (flags, eproto) = (e.flags, e.proto());
+        let reply = l.from_b != (flags & ORIG_B != 0);
+        let replied = flags & REPLIED != 0;
+        let same = match state {
+            // Not the first reply: that one marks the entry replied.
+            CtState::Established => replied,
+            // The commit of an accepted `New` restarts the timer only for
+            // a packet that may create an entry (TCP: a SYN, excluded).
+            CtState::New => !reply && !replied && creates_entry(s),
+            CtState::Related | CtState::Untracked => false,
+        };
+        if same {
+            let expires_ns = now_ns.saturating_add(self.timeout(eproto, flags));
+            self.slots.get_mut(i).expires_ns = expires_ns;
+        }
+        same
     }
 
     /// Count and (at most once a second) log a commit refused for lack of

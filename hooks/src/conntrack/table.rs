@@ -73,7 +73,7 @@ impl Key {
 
 /// One slot: 32 bytes, aligned, so an entry never straddles a cache line.
 #[repr(C, align(32))]
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Entry {
     /// The key ([`Key::a`], [`Key::b`]).
     a: u64,
@@ -143,6 +143,7 @@ pub(crate) enum NoRoom {
 }
 
 /// The slot array: a power of two of slots, allocated once.
+#[cfg_attr(test, derive(Clone, PartialEq, Eq))]
 pub(crate) struct Slots {
     slots: Box<[Entry]>,
     mask: usize,

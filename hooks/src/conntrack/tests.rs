@@ -723,7 +723,10 @@ fn bursts_and_hints_change_nothing() {
                         1 => out[(k + 1) % n].1,
                         _ => CtHint::NONE,
                     };
-                    c.push(t.commit_hinted(&sums[k], now, hint) == CtCommit::Tracked);
+                    c.push(matches!(
+                        t.commit_hinted(&sums[k], now, hint),
+                        CtCommit::Tracked | CtCommit::Refreshed
+                    ));
                 }
             }
             assert_eq!(c, committed, "round {round}, table {which}");
@@ -763,7 +766,7 @@ fn a_stale_hint_is_only_a_probe() {
     for i in 1..4 {
         assert!(commit(&mut t, &udp(CLIENT, 6000 + i, SERVER, 53), 1));
     }
-    assert_eq!(t.commit_hinted(&s, 2, out[0].1), CtCommit::Tracked);
+    assert_eq!(t.commit_hinted(&s, 2, out[0].1), CtCommit::Refreshed);
     assert_eq!(t.len(), 4);
     // Refreshed at 2: alive until 2 + 30 s.
     assert_eq!(t.count_live(30 * S + 1), 1);
@@ -775,9 +778,129 @@ fn a_stale_hint_is_only_a_probe() {
     assert_eq!(t.stats().inserted, 5);
     // A hint past the end of the table is no hint.
     assert_eq!(
-        t.commit_hinted(&s, later, CtHint(usize::MAX - 1)),
+        t.commit_hinted(
+            &s,
+            later,
+            CtHint {
+                slot: usize::MAX - 1,
+                steady: false
+            }
+        ),
         CtCommit::Tracked
     );
     assert_eq!(t.stats().inserted, 5);
     t.slots.check();
+}
+
+/// What the flow memo relies on: a packet the filter let it remember (its
+/// lookup steady, and for `New` its commit a refresh) is confirmed with
+/// the state it saw, and the confirm leaves the table exactly as the
+/// lookup and commit would have. And the other way: whenever `confirm`
+/// says yes for some state, the packet's lookup would have been steady
+/// with that state and left the same table, so a remembered answer never
+/// stands for a packet that would have moved a connection (a first reply,
+/// a FIN, a RST, a new entry) or that the table sees otherwise now.
+#[test]
+fn confirm_is_a_steady_lookup_and_nothing_else() {
+    let mut rng = Rng(0x0c0f_f1e5_0000_0001);
+    let mut t = table(256);
+    let mut now = 0;
+    let (mut steady, mut unsteady, mut refused) = (0u32, 0u32, 0u32);
+    // What the memo would hold: the state each remembered flow saw.
+    let mut last: Vec<(CtState, FlowSummary)> = Vec::new();
+    for round in 0..60_000 {
+        let pkt = random_packet(&mut rng);
+        let s = FlowSummary::parse(&pkt).expect("parses");
+        let accept = !rng.next().is_multiple_of(4);
+        // Mostly close together, now and then long enough for entries to
+        // expire.
+        now += match rng.next() % 256 {
+            0 => 200 * S,
+            r => r * S / 4096,
+        };
+        let before = t.clone();
+        // The filter's path: look up, commit an accepted New.
+        let mut out = [(Untracked, CtHint::NONE)];
+        t.lookup_burst(&[s], |_| &pkt[..], now, &mut out);
+        let (state, hint) = out[0];
+        // The table as the filter leaves it if it accepts the packet.
+        let mut accepted = t.clone();
+        let refreshed =
+            state == New && accepted.commit_hinted(&s, now, hint) == CtCommit::Refreshed;
+        let remembered = match state {
+            Untracked => true,
+            Established => hint.steady(),
+            New => refreshed,
+            Related => false,
+        };
+        for claim in [New, Established, Related, Untracked] {
+            let mut c = before.clone();
+            let yes = c.confirm(&s, claim, now);
+            if remembered && claim == state {
+                assert!(yes, "round {round}: {claim:?} not confirmed, {s:?}");
+            }
+            if yes {
+                assert!(
+                    remembered && claim == state,
+                    "round {round}: confirmed {claim:?}, the lookup saw {state:?}, remembered {remembered}, {s:?}"
+                );
+                assert!(
+                    c == accepted,
+                    "round {round}: confirm left another table, {s:?}"
+                );
+            }
+            let mut b = before.clone();
+            assert_eq!(b.confirm_burst(&[s, s], &[claim, claim], now) >= 1, yes);
+        }
+        if accept {
+            t = accepted;
+        }
+        match (remembered, state) {
+            (true, New | Established) => steady += 1,
+            (false, _) => unsteady += 1,
+            _ => {}
+        }
+        // A flow remembered before whose state moved since (a reply, a
+        // RST, expiry): the memo's claim for it fails.
+        if let Some(&(claim, _)) = last.iter().find(|(_, f)| *f == s) {
+            if !before.clone().confirm(&s, claim, now) {
+                refused += 1;
+            }
+        }
+        last.retain(|(_, f)| *f != s);
+        if remembered {
+            last.push((state, s));
+        }
+    }
+    assert!(
+        steady > 5_000 && unsteady > 5_000 && refused > 1_000,
+        "{steady} {unsteady} {refused}"
+    );
+}
+
+/// A run confirmed in part: the count stops at the first packet whose
+/// entry is gone, and packets after it are not refreshed.
+#[test]
+fn confirm_burst_stops_at_the_first_packet_that_fails() {
+    let mut t = table(16);
+    let (a, b) = (udp(CLIENT, 7000, SERVER, 53), udp(CLIENT, 7001, SERVER, 53));
+    let (sa, sb) = (
+        FlowSummary::parse(&a).unwrap(),
+        FlowSummary::parse(&b).unwrap(),
+    );
+    assert!(t.commit(&sa, 0));
+    // b has no entry: a is confirmed (and refreshed), b is not, nor is a
+    // after it.
+    let states = [New, New, New];
+    assert_eq!(t.confirm_burst(&[sa, sb, sa], &states, 10 * S), 1);
+    assert_eq!(t.count_live(10 * S + 29 * S), 1, "a refreshed at 10 s");
+    assert!(t.commit(&sb, 10 * S));
+    assert_eq!(t.confirm_burst(&[sa, sb, sa], &states, 11 * S), 3);
+    // Once b's reply is in, b is Established, not New.
+    let reply = udp(SERVER, 53, CLIENT, 7001);
+    assert_eq!(look(&mut t, &reply, 12 * S), Established);
+    assert_eq!(t.confirm_burst(&[sa, sb], &states[..2], 13 * S), 1);
+    assert_eq!(t.confirm_burst(&[sb], &[Established], 13 * S), 1);
+    // Expired: gone.
+    assert_eq!(t.confirm_burst(&[sa], &[New], 13 * S + 31 * S), 0);
 }

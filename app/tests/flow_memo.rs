@@ -148,3 +148,104 @@ fn the_memo_answers_remembered_bursts_and_changes_nothing_else() {
     assert_eq!(fw["stats"]["counted"], 9 * 32 - 1, "every UDP packet");
     assert_eq!(fw["stats"]["rule_accepted"], 11 * 32 - 1 - 64);
 }
+
+/// Case (6)'s kind of hooks: a stateful filter toward A refusing new
+/// inbound, and one toward B accepting all (one connection table). B's
+/// packets come in on port 0 too (and leave by it, a hairpin), so that
+/// one pcap keeps both directions in order.
+const STATEFUL: &str = concat!(
+    pcap_router_config!(),
+    r#"
+[[neighbour]]
+address = "10.0.1.2"
+mac = "02:aa:00:00:00:12"
+
+[[hook]]
+name = "cls"
+point = "ingress"
+port = "net_pcap0"
+kind = "classify"
+[[hook.rule]]
+proto = "tcp"
+set_mark = 7
+
+[[hook]]
+name = "to_b"
+point = "egress"
+port = "net_pcap1"
+kind = "filter"
+policy = "accept"
+stateful = true
+
+[[hook]]
+name = "to_a"
+point = "egress"
+port = "net_pcap0"
+kind = "filter"
+policy = "drop"
+stateful = true
+[[hook.rule]]
+state = ["established"]
+action = "accept"
+"#
+);
+
+/// The memo answers a stateful filter too, but only for packets that
+/// leave their connection as it was, and only while the connection is
+/// as it was remembered: after a RST, B's remembered "established:
+/// accept" packets are refused by the filter's confirm, meet the filter,
+/// are new, and are dropped, as with the memo off.
+#[test]
+fn the_memo_answers_a_stateful_filter_only_while_the_connection_holds() {
+    let burst = |f: &dyn Fn(u16) -> Vec<u8>| (0..32).map(f).collect::<Vec<_>>();
+    let a_b = |flags: u8| burst(&|i| tcp(A, B, 40000 + i, 80, flags));
+    let b_a = |flags: u8| burst(&|i| tcp(B, A, 80, 40000 + i, flags));
+    let udp_a_b = burst(&|i| udp(A, B, 5000 + i, 53));
+    let (syn, ack, rst) = (0x02, 0x10, 0x04);
+    let frames: Vec<Vec<u8>> = [
+        a_b(syn),        // 0: new, tracked: not remembered
+        b_a(syn | ack),  // 1: the first replies: not remembered
+        a_b(ack),        // 2: established: remembered
+        b_a(ack),        // 3: established: remembered
+        a_b(ack),        // 4: answered
+        b_a(ack),        // 5: answered
+        b_a(ack | rst),  // 6: accepted, and the connections are gone
+        b_a(ack),        // 7: remembered, refused by confirm: new, dropped
+        a_b(ack),        // 8: remembered, refused: new, accepted (not tracked)
+        udp_a_b.clone(), // 9: new, tracked: not remembered
+        udp_a_b.clone(), // 10: new, refreshed: remembered
+        udp_a_b,         // 11: answered
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let run = |tag: &str, slots: &str| {
+        let (out0, out1, stats, _) =
+            run_pcaps_with(tag, STATEFUL, &frames, &[], "1", &["--flow-memo", slots]);
+        (out0, out1, stats)
+    };
+    let (a_on, b_on, on) = run("memo-ct-on", "4096");
+    let (a_off, b_off, off) = run("memo-ct-off", "0");
+    assert_eq!((a_on.len(), b_on.len()), (4 * 32, 7 * 32));
+    assert_eq!(
+        (&a_on, &b_on),
+        (&a_off, &b_off),
+        "the same frames out, in order"
+    );
+    assert_eq!(on["totals"]["flow_memo"], 3 * 32, "{}", on["totals"]);
+    assert_eq!(on["totals"]["drops"], off["totals"]["drops"]);
+    assert_eq!(on["totals"]["drops"]["filter_policy"], 32);
+    for s in [&on, &off] {
+        assert_eq!(s["totals"]["balanced"], true);
+        assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
+    }
+    let hooks = |s: &serde_json::Value| {
+        let mut h = s["hooks"].clone();
+        for hook in h.as_array_mut().unwrap() {
+            let stats = hook["stats"].as_object_mut().unwrap();
+            stats.retain(|k, _| !k.starts_with("flow_cache"));
+        }
+        h
+    };
+    assert_eq!(hooks(&on), hooks(&off));
+}

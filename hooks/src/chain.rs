@@ -50,6 +50,8 @@ pub struct Chain {
     entries: Box<[ChainEntry]>,
     /// Every hook is flow-pure and there are at most [`MEMO_HOOKS`].
     flow_pure: bool,
+    /// Some hook [`confirms`](Hook::confirms).
+    confirms: bool,
 }
 
 impl Chain {
@@ -59,9 +61,11 @@ impl Chain {
         entries.sort_by_key(|e| e.priority);
         entries.truncate(u8::MAX as usize);
         let flow_pure = entries.len() <= MEMO_HOOKS && entries.iter().all(|e| e.hook.flow_pure());
+        let confirms = entries.iter().any(|e| e.hook.confirms());
         Chain {
             entries: entries.into_boxed_slice(),
             flow_pure,
+            confirms,
         }
     }
 
@@ -117,6 +121,32 @@ impl Chain {
             }
         }
         log
+    }
+
+    /// Whether a run answered from the flow memo must be confirmed
+    /// ([`Chain::confirm`]) first.
+    #[inline(always)]
+    pub fn confirms(&self) -> bool {
+        self.confirms
+    }
+
+    /// Before the pipeline's flow memo answers the packets of `flows` for
+    /// this (flow-pure) chain: [`Hook::confirm`] of each hook that
+    /// confirms, with its row of `tokens`. Returns how many leading
+    /// packets every such hook confirmed. One dynamic call per such hook.
+    pub fn confirm(
+        &self,
+        cx: &HookContext,
+        flows: &[crate::FlowSummary],
+        tokens: &ChainTokens,
+    ) -> usize {
+        let mut n = flows.len().min(MAX_BURST);
+        for (e, row) in self.entries.iter().zip(tokens) {
+            if n > 0 && e.hook.confirms() {
+                n = n.min(e.hook.confirm(cx, &flows[..n], &row[..n]));
+            }
+        }
+        n
     }
 
     /// Count `n` packets the pipeline's flow memo answered as this

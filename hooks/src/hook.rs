@@ -81,7 +81,15 @@ pub trait Hook: Send + Sync {
     /// - it never changes the frame's bytes and never steals;
     /// - the only state it keeps per packet is counters, and it records
     ///   with [`HookBurst::set_token`] a token per packet from which
-    ///   [`Hook::replay`] counts the packet again.
+    ///   [`Hook::replay`] counts the packet again;
+    /// - or, if it keeps other state per packet (a connection table), it
+    ///   [`confirms`](Hook::confirms): its answer is a function of the
+    ///   above and of that state, the token records the state too, a packet
+    ///   that moves the state is never remembered
+    ///   ([`HookBurst::forget_flow`]), and [`Hook::confirm`] checks, before
+    ///   the pipeline answers a packet from its memo, that the state is
+    ///   still the one remembered, and makes the same change to it (a
+    ///   timer restarted) that seeing the packet would.
     ///
     /// The default is false: the hook sees every packet.
     fn flow_pure(&self) -> bool {
@@ -94,6 +102,28 @@ pub trait Hook: Send + Sync {
     /// [`Hook::flow_pure`] hook.
     fn replay(&self, cx: &HookContext, tokens: &[u32]) {
         let _ = (cx, tokens);
+    }
+
+    /// Whether the pipeline must call [`Hook::confirm`] before it answers
+    /// a packet for this (flow-pure) hook from its memo. Read once, when
+    /// the chain is built.
+    fn confirms(&self) -> bool {
+        false
+    }
+
+    /// For a hook that [`confirms`](Hook::confirms): the packets of a run
+    /// the pipeline is about to answer from its flow memo, each packet's
+    /// flow summary in `flows` and its remembered token in `tokens`.
+    /// Returns how many leading packets may be answered: for each, the
+    /// state its token records still holds, and the hook has made the
+    /// change seeing the packet would have made (the rest meet the hooks;
+    /// they may meet them after a change made here, which must therefore
+    /// be one that seeing the packet again repeats harmlessly, such as a
+    /// timer restarted at `cx.now_ns`). Counts nothing: [`Hook::replay`]
+    /// counts the packets answered.
+    fn confirm(&self, cx: &HookContext, flows: &[crate::FlowSummary], tokens: &[u32]) -> usize {
+        let _ = (cx, tokens);
+        flows.len()
     }
 
     /// Counters of the hook's own (e.g. a connection table's size and

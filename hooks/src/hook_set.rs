@@ -19,6 +19,8 @@ pub struct HookSet {
     any_egress: bool,
     /// Every egress chain is flow-pure (or empty).
     egress_flow_pure: bool,
+    /// Some chain [`confirms`](Chain::confirms).
+    confirms: bool,
     /// Hooks in the longest egress chain.
     egress_hooks_max: usize,
     /// Unique per process to this set's chains as they are now: what the
@@ -41,6 +43,7 @@ impl HookSet {
             any_ingress: false,
             any_egress: false,
             egress_flow_pure: true,
+            confirms: false,
             egress_hooks_max: 0,
             generation: next_generation(),
         }
@@ -65,6 +68,7 @@ impl HookSet {
         self.any_ingress = self.ingress.iter().any(|c| !c.is_empty());
         self.any_egress = self.egress.iter().any(|c| !c.is_empty());
         self.egress_flow_pure = self.egress.iter().all(|c| c.is_empty() || c.flow_pure());
+        self.confirms = self.ingress.iter().chain(&self.egress).any(Chain::confirms);
         self.egress_hooks_max = self
             .egress
             .iter()
@@ -87,11 +91,18 @@ impl HookSet {
 
     /// Is every egress chain flow-pure (or empty)? If not, the router's
     /// flow memo does not look bursts up: a burst leaving by a port whose
-    /// chain is not (a stateful filter) is never remembered, so its
+    /// chain is not (say, a policer) is never remembered, so its
     /// lookups would be pure cost.
     #[inline(always)]
     pub fn egress_flow_pure(&self) -> bool {
         self.egress_flow_pure
+    }
+
+    /// Does any chain [`confirm`](Chain::confirm) what the flow memo
+    /// answers for it?
+    #[inline(always)]
+    pub fn confirms(&self) -> bool {
+        self.confirms
     }
 
     /// Hooks in the longest egress chain of any port.

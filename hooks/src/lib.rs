@@ -31,7 +31,7 @@ pub use hook::{Hook, HookContext, HookPoint, OwnedPacket};
 pub use hook_counters::{HookCounters, HookStats};
 pub use hook_set::HookSet;
 pub use meta::{PacketMeta, PacketType};
-pub use packet::{HookBurst, HookPacket, Tally, MAX_BURST};
+pub use packet::{HookBurst, HookPacket, Tally, MAX_BURST, NO_TOKEN};
 pub use registry::{
     BuildContext, DuplicateKind, HookArgs, HookBuildError, HookKind, KindHandle, Registry,
 };

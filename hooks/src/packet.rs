@@ -3,6 +3,10 @@
 
 use crate::{PacketMeta, Verdict};
 
+/// The token of a packet whose flow the pipeline's flow memo must not
+/// remember ([`HookBurst::forget_flow`]).
+pub const NO_TOKEN: u32 = u32::MAX;
+
 /// Most packets in one burst a hook is called with (the verdict bookkeeping
 /// keeps the accepted set in a 64-bit mask).
 pub const MAX_BURST: usize = 64;
@@ -195,6 +199,15 @@ impl<'b, 'p> HookBurst<'b, 'p> {
         if let Some(p) = self.packets.get_mut(i) {
             p.token = token;
         }
+    }
+
+    /// Say that packet `i`'s flow must not be remembered: the packet moved
+    /// the hook's state (a flow-pure hook that confirms, see
+    /// [`Hook::confirm`](crate::Hook::confirm)), so the next packet of its
+    /// flow must meet the hook. Sets the token [`NO_TOKEN`].
+    #[inline]
+    pub fn forget_flow(&mut self, i: usize) {
+        self.set_token(i, NO_TOKEN);
     }
 
     /// Move the tokens the last hook set into `row` (packet i's at i, for

@@ -28,7 +28,7 @@
 
 #[cfg(doc)]
 use hooks::FlowSummary;
-use hooks::{ChainTokens, MAX_BURST, MEMO_HOOKS};
+use hooks::{ChainTokens, MAX_BURST, MEMO_HOOKS, NO_TOKEN};
 
 /// Slots per worker unless `--flow-memo` says otherwise.
 pub const DEFAULT_SLOTS: usize = 4096;
@@ -123,6 +123,47 @@ impl FlowKey {
                 | frag << 40
                 | u64::from(ok) << 42,
         ]))
+    }
+
+    /// The flow summary of the frames with this key (the same as
+    /// [`FlowSummary::parse`] of their IPv4 bytes gives: a property test
+    /// holds it), for the hooks that confirm a remembered answer.
+    #[inline(always)]
+    pub fn summary(&self) -> hooks::FlowSummary {
+        use hooks::flow::proto;
+        let [addrs, l4, meta] = self.0;
+        let proto = (meta >> 16) as u8;
+        let ok = meta >> 42 & 1 != 0;
+        let mut s = hooks::FlowSummary {
+            src: (addrs as u32).swap_bytes(),
+            dst: ((addrs >> 32) as u32).swap_bytes(),
+            proto,
+            dscp: (meta >> 24) as u8,
+            fragment: match meta >> 40 & 3 {
+                0 => hooks::Fragment::None,
+                1 => hooks::Fragment::First,
+                _ => hooks::Fragment::NonFirst,
+            },
+            l4: ok,
+            l4_offset: 20,
+            ..hooks::FlowSummary::default()
+        };
+        let be16 = |at: u32| ((l4 >> at) as u16).swap_bytes();
+        match proto {
+            _ if !ok => {}
+            proto::TCP | proto::UDP => {
+                (s.sport, s.dport) = (be16(0), be16(16));
+                s.tcp_flags = (meta >> 32) as u8;
+            }
+            proto::ICMP => {
+                (s.icmp_type, s.icmp_code) = (l4 as u8, (l4 >> 8) as u8);
+                if matches!(s.icmp_type, 0 | 8) {
+                    (s.sport, s.dport) = (be16(32), be16(32));
+                }
+            }
+            _ => {}
+        }
+        s
     }
 
     #[inline(always)]
@@ -363,6 +404,12 @@ impl FlowMemo {
             return;
         }
         for (i, key) in b.keys[..n].iter().enumerate() {
+            // A hook that said the packet moved its state (a connection's
+            // first packet, its first reply): the flow's next packet must
+            // meet it.
+            if b.tokens.iter().flatten().any(|row| row[i] == NO_TOKEN) {
+                continue;
+            }
             // Where the flow is, else its first slot if free under this
             // generation, else its second (whoever is there: so a flow in
             // its own first slot is only pushed out by a flow whose second
@@ -385,6 +432,17 @@ impl FlowMemo {
                     slot.tokens[point][hook] = row[i];
                 }
             }
+        }
+    }
+
+    /// The flow summaries of the burst's first `n` packets, from their
+    /// keys (for [`hooks::Chain::confirm`]).
+    pub fn summaries(&self, n: usize, out: &mut [hooks::FlowSummary; MAX_BURST]) {
+        for (s, k) in out
+            .iter_mut()
+            .zip(&self.burst.keys[..n.min(self.burst.keyed)])
+        {
+            *s = k.summary();
         }
     }
 
@@ -472,6 +530,22 @@ mod tests {
             if ka == kb {
                 prop_assert_eq!(summary(&a), summary(&b), "{:02x?} {:02x?}", a, b);
             }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        /// The summary the memo gives the hooks that confirm is the one
+        /// they would have parsed, for frames of every shape.
+        #[test]
+        fn a_key_gives_back_its_frames_summary(
+            shape in 0u8..80,
+            bytes in proptest::collection::vec(any::<u8>(), 40),
+        ) {
+            let f = shaped(shape, &bytes);
+            let key = FlowKey::of_frame(3, &f).expect("plain");
+            prop_assert_eq!(Some(key.summary()), summary(&f), "{:02x?}", f);
         }
     }
 

@@ -7,7 +7,7 @@
 use super::budget::{over_budget_reason, PuntBudgets};
 use super::fastlane::{FastScratch, Lane, LaneEntry};
 use super::fib::{Fib, HopKind, NEIGH_BY_DST};
-use super::flow_memo::{FlowMemo, Run};
+use super::flow_memo::{FlowMemo, Run, MIN_RUN};
 use super::hook_points;
 use super::punt::Punt;
 use super::txbuf::TxBuffer;
@@ -20,7 +20,7 @@ use crate::stage::ip::{
 use crate::stage::l2::eth_type_trans;
 use crate::stage::plain::mac_word;
 use hooks::wire::ethernet::{ethertype, HEADER_LEN, MIN_FRAME_LEN};
-use hooks::{DropReason, HookContext, HookPoint, HookSet, PacketMeta, PacketType};
+use hooks::{DropReason, HookContext, HookPoint, HookSet, PacketMeta, PacketType, MAX_BURST};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
@@ -144,6 +144,66 @@ impl Pipeline {
         }
     }
 
+    /// Whether the hooks that confirm (a stateful filter) let the flow memo
+    /// answer the first `len` packets of the burst: the number of leading
+    /// packets every such chain on their path confirmed (`Some(len)` when
+    /// none confirms), or `None` when fewer than [`MIN_RUN`] (and not the
+    /// whole run) were. Confirming does what seeing the packets would do
+    /// to the hooks' state; for packets the memo then does not answer
+    /// (the rest of a cut run, or a lane that declines), seeing them
+    /// repeats it.
+    #[inline(always)]
+    fn confirmed(
+        &self,
+        hooks: &HookSet,
+        port: u16,
+        out_port: u16,
+        len: usize,
+        memo: &mut FlowMemo,
+    ) -> Option<usize> {
+        if !hooks.confirms() {
+            return Some(len);
+        }
+        self.confirm_run(hooks, port, out_port, len, memo)
+    }
+
+    /// [`Pipeline::confirmed`] when some chain confirms. Out of line: once
+    /// per burst.
+    #[inline(never)]
+    fn confirm_run(
+        &self,
+        hooks: &HookSet,
+        port: u16,
+        out_port: u16,
+        len: usize,
+        memo: &mut FlowMemo,
+    ) -> Option<usize> {
+        let points = [
+            (HookPoint::Ingress, port, 0),
+            (HookPoint::Egress, out_port, 1),
+        ];
+        let mut flows = [hooks::FlowSummary::default(); MAX_BURST];
+        let mut summed = false;
+        let mut k = len;
+        for (point, chain_port, row) in points {
+            let Some(chain) = hooks.chain(point, chain_port).filter(|c| c.confirms()) else {
+                continue;
+            };
+            if !summed {
+                memo.summaries(len, &mut flows);
+                summed = true;
+            }
+            let cx = HookContext {
+                worker: self.worker,
+                point,
+                port: chain_port,
+                now_ns: hook_points::now_ns(self.ns_per_tick),
+            };
+            k = k.min(chain.confirm(&cx, &flows[..k], &memo.burst.tokens[row]));
+        }
+        (k == len || k >= MIN_RUN).then_some(k)
+    }
+
     /// Run one received burst from `port` through every stage. Every mbuf
     /// ends in a TX buffer, in `out.punt`, or freed under a drop reason; the
     /// burst is empty afterwards. With `timed`, TSC per stage is added to
@@ -234,32 +294,42 @@ impl Pipeline {
                         len,
                         out_port,
                     }) if len == n || split => {
-                        let stamps = timed.then_some(&mut lane);
-                        let entry = LaneEntry::Remembered(out_port);
-                        let mbufs = &mut burst.as_mut_slice()[..len];
-                        if let Some(Lane::Sent(txb)) = self.fast_lane(
-                            port,
-                            mac,
-                            mbufs,
-                            out.scratch,
-                            hooks,
-                            out.tx,
-                            stamps,
-                            entry,
-                        ) {
-                            self.replay_hooks(hooks, port, out_port, len, &out.scratch.memo);
-                            out.scratch.memo.answered(len);
-                            out.counters.fast_lane(port, len as u64);
-                            out.counters.flow_memo(port, len as u64);
-                            let t = [t[0], lane[0], lane[1], lane[2], 0];
-                            let t = timed.then_some(t);
-                            if len == n {
-                                send_whole(txb, burst, out.counters, t);
-                            } else {
-                                send_whole(txb, &mut burst.split_front(len), out.counters, t);
-                                self.process_part(port, burst, out, hooks, timed, splits + 1);
+                        // The hooks that confirm (a stateful filter) may
+                        // cut the run short.
+                        let len =
+                            match self.confirmed(hooks, port, out_port, len, &mut out.scratch.memo)
+                            {
+                                Some(k) if k == n || split => k,
+                                _ => 0,
+                            };
+                        if len > 0 {
+                            let stamps = timed.then_some(&mut lane);
+                            let entry = LaneEntry::Remembered(out_port);
+                            let mbufs = &mut burst.as_mut_slice()[..len];
+                            if let Some(Lane::Sent(txb)) = self.fast_lane(
+                                port,
+                                mac,
+                                mbufs,
+                                out.scratch,
+                                hooks,
+                                out.tx,
+                                stamps,
+                                entry,
+                            ) {
+                                self.replay_hooks(hooks, port, out_port, len, &out.scratch.memo);
+                                out.scratch.memo.answered(len);
+                                out.counters.fast_lane(port, len as u64);
+                                out.counters.flow_memo(port, len as u64);
+                                let t = [t[0], lane[0], lane[1], lane[2], 0];
+                                let t = timed.then_some(t);
+                                if len == n {
+                                    send_whole(txb, burst, out.counters, t);
+                                } else {
+                                    send_whole(txb, &mut burst.split_front(len), out.counters, t);
+                                    self.process_part(port, burst, out, hooks, timed, splits + 1);
+                                }
+                                return;
                             }
-                            return;
                         }
                     }
                     // The packets before the run meet their hooks, then

@@ -140,16 +140,39 @@ impl Filter {
     }
 }
 
-/// A stateless filter's token for a packet (see `Hook::flow_pure`): the
-/// one outcome counter it counted under (low byte) and how many `count`
-/// rules it matched (above).
-fn token(counter: usize, counted: usize) -> u32 {
-    counter as u32 | (counted.min(0xff_ffff) as u32) << 8
+/// A filter's token for a packet (see `Hook::flow_pure`): the one outcome
+/// counter it counted under (bits 0-3), for a stateful filter the
+/// packet's connection state (bits 4-5, [`ct_code`]), and how many `count`
+/// rules it matched (from bit 8).
+fn token(counter: usize, ct: u32, counted: usize) -> u32 {
+    counter as u32 & 0xf | (ct & 3) << 4 | (counted.min(0xff_ffff) as u32) << 8
 }
 
-/// [`token`] taken apart: (counter, count rules matched).
-fn untoken(t: u32) -> (usize, u64) {
-    (((t & 0xff) as usize).min(COUNTERS - 1), u64::from(t >> 8))
+/// [`token`] taken apart: (counter, connection state code, count rules
+/// matched).
+fn untoken(t: u32) -> (usize, u32, u64) {
+    (
+        ((t & 0xf) as usize).min(COUNTERS - 1),
+        t >> 4 & 3,
+        u64::from(t >> 8),
+    )
+}
+
+/// Connection state codes of a token: none (stateless), and the states a
+/// remembered packet may have had.
+const CT_CODE_NONE: u32 = 0;
+const CT_CODE_NEW: u32 = 1;
+const CT_CODE_EST: u32 = 2;
+const CT_CODE_UNTRACKED: u32 = 3;
+
+/// A state's code in a token (`Related` is never remembered).
+fn ct_code(state: CtState) -> u32 {
+    match state {
+        CtState::New => CT_CODE_NEW,
+        CtState::Established => CT_CODE_EST,
+        CtState::Untracked => CT_CODE_UNTRACKED,
+        CtState::Related => CT_CODE_NONE,
+    }
 }
 
 /// A packet's connection state as key bits, and the counter it counts under.
@@ -177,6 +200,7 @@ impl Hook for Filter {
             let Some(s) = FlowSummary::parse(p.l3()) else {
                 // Unreadable: the policy decides, counted as such too.
                 tally[UNPARSED] += 1;
+                burst.forget_flow(i);
                 match self.policy_verdict() {
                     Some(v) => {
                         tally[POLICY_DROP] += 1;
@@ -251,13 +275,18 @@ impl Hook for Filter {
                 Some(a) => (*a, true),
                 None => (self.policy, false),
             };
+            let mut refreshed = false;
             if action == Action::Accept && keys[k].ct() == KEY_CT_NEW {
                 if let Some(t) = table.as_mut() {
-                    if t.commit_hinted(&sums[k], cx.now_ns, looked[k].1) == CtCommit::Full {
-                        // Table full: a new flow gets the default policy.
-                        tally[CT_FULL_POLICY] += 1;
-                        action = self.policy;
-                        by_rule &= action == Action::Accept;
+                    match t.commit_hinted(&sums[k], cx.now_ns, looked[k].1) {
+                        CtCommit::Full => {
+                            // Table full: a new flow gets the default policy.
+                            tally[CT_FULL_POLICY] += 1;
+                            action = self.policy;
+                            by_rule &= action == Action::Accept;
+                        }
+                        CtCommit::Refreshed => refreshed = true,
+                        CtCommit::Tracked | CtCommit::Ignored => {}
                     }
                 }
             }
@@ -274,8 +303,25 @@ impl Hook for Filter {
                 }
             };
             tally[counter] += 1;
-            if stateless {
-                burst.set_token(i, token(counter, counted));
+            // Stateful, only a packet that left its connection as it was
+            // (but for the timer) may be remembered, with its state, for
+            // `confirm` to check.
+            let token = match table.is_some() {
+                false => Some(token(counter, CT_CODE_NONE, counted)),
+                true => {
+                    let (state, hint) = looked[k];
+                    let steady = match state {
+                        CtState::Untracked => true,
+                        CtState::Established => hint.steady(),
+                        CtState::New => refreshed,
+                        CtState::Related => false,
+                    };
+                    steady.then(|| token(counter, ct_code(state), counted))
+                }
+            };
+            match token {
+                Some(t) => burst.set_token(i, t),
+                None => burst.forget_flow(i),
             }
         }
         for (c, v) in tally.into_iter().enumerate() {
@@ -283,11 +329,40 @@ impl Hook for Filter {
         }
     }
 
-    /// Stateless, its answer is the first rule matching the packet's key
-    /// (flow summary and metadata), or the policy. Stateful, it is not:
-    /// the connection table changes with every packet.
+    /// Its answer is the first rule matching the packet's key (flow
+    /// summary, metadata and, stateful, connection state), or the policy.
+    /// Stateful, it [`confirms`](Hook::confirms): a packet is remembered
+    /// only if it left its connection as it was but for the timer, and
+    /// its state is checked (and the timer restarted) before the memo
+    /// answers for it.
     fn flow_pure(&self) -> bool {
-        self.conntrack.is_none()
+        true
+    }
+
+    fn confirms(&self) -> bool {
+        self.conntrack.is_some()
+    }
+
+    fn confirm(&self, cx: &HookContext, flows: &[FlowSummary], tokens: &[u32]) -> usize {
+        let Some(table) = self
+            .conntrack
+            .as_ref()
+            .and_then(|t| t.tables.get(cx.worker))
+        else {
+            return flows.len();
+        };
+        let n = flows.len().min(tokens.len()).min(MAX_BURST);
+        let mut states = [CtState::Related; MAX_BURST];
+        for (s, &t) in states.iter_mut().zip(&tokens[..n]) {
+            *s = match untoken(t).1 {
+                CT_CODE_NEW => CtState::New,
+                CT_CODE_EST => CtState::Established,
+                CT_CODE_UNTRACKED => CtState::Untracked,
+                // Never remembered: not confirmed.
+                _ => CtState::Related,
+            };
+        }
+        crate::lock(table).confirm_burst(&flows[..n], &states[..n], cx.now_ns)
     }
 
     fn replay(&self, cx: &HookContext, tokens: &[u32]) {
@@ -295,9 +370,15 @@ impl Hook for Filter {
         // A burst is mostly one flow, or flows with one answer: count runs
         // of equal tokens (a memory add per packet would chain them).
         let mut add = |t: u32, k: usize| {
-            let (counter, counted) = untoken(t);
+            let (counter, ct, counted) = untoken(t);
             tally[counter] += k as u64;
             tally[COUNTED] += counted * k as u64;
+            match ct {
+                CT_CODE_NEW => tally[CT_NEW] += k as u64,
+                CT_CODE_EST => tally[CT_EST] += k as u64,
+                CT_CODE_UNTRACKED => tally[CT_UNTRACKED] += k as u64,
+                _ => {}
+            }
         };
         match tokens.first() {
             Some(&t) if tokens.iter().all(|&u| u == t) => add(t, tokens.len()),
@@ -496,7 +577,7 @@ impl HookKind for FilterKind {
 mod tests {
     use super::*;
     use crate::builtin::test_util::*;
-    use crate::flow::tcp_flag::{ACK, SYN};
+    use crate::flow::tcp_flag::{ACK, RST, SYN};
     use crate::rules::LinearBuilder;
 
     const A: [u8; 4] = [10, 0, 1, 2];
@@ -687,9 +768,99 @@ mod tests {
     }
 
     #[test]
-    fn a_stateful_filter_is_not_flow_pure() {
+    fn a_stateful_filter_is_flow_pure_and_confirms() {
         let h = build(&kind(), HookPoint::Egress, STATEFUL_OUT);
-        assert!(!h.flow_pure());
+        assert!(h.flow_pure() && h.confirms());
+        let h = build(&kind(), HookPoint::Egress, REPLAYED);
+        assert!(h.flow_pure() && !h.confirms());
+    }
+
+    /// What the router's flow memo does with a stateful filter, on a
+    /// connection's whole life: remember the token of each packet the
+    /// filter let it remember; for a packet of a remembered flow, confirm
+    /// and replay; else run the filter. The verdicts, the counters and the
+    /// connection table end as with a filter that saw every packet, and a
+    /// remembered "established: accept" does not outlive its connection.
+    #[test]
+    fn a_stateful_filter_answered_from_a_memo_ends_as_one_that_saw_every_packet() {
+        use std::collections::HashMap;
+        let (k1, k2) = (kind(), kind());
+        // [toward A (new inbound refused), toward B], per table.
+        let seen = [
+            build(&k1, HookPoint::Egress, STATEFUL_IN),
+            build(&k1, HookPoint::Egress, STATEFUL_OUT),
+        ];
+        let memo = [
+            build(&k2, HookPoint::Egress, STATEFUL_IN),
+            build(&k2, HookPoint::Egress, STATEFUL_OUT),
+        ];
+        let (to_a, to_b) = (0, 1);
+        let ms = 1_000_000;
+        let steps: Vec<(usize, Vec<u8>, u64)> = vec![
+            (to_b, udp(A, B, 5000, 53), 0),      // new: inserted, not remembered
+            (to_b, udp(A, B, 5000, 53), ms),     // new, refreshed: remembered
+            (to_b, udp(A, B, 5000, 53), 2 * ms), // answered
+            (to_a, udp(B, A, 53, 5000), 3 * ms), // the first reply: not remembered
+            (to_b, udp(A, B, 5000, 53), 4 * ms), // not New any more: refused, seen
+            (to_b, udp(A, B, 5000, 53), 5 * ms), // answered (established)
+            (to_a, udp(B, A, 53, 5000), 6 * ms), // remembered
+            (to_a, udp(B, A, 53, 5000), 7 * ms), // answered
+            (to_b, tcp(A, B, 40000, 80, SYN), 8 * ms),
+            (to_a, tcp(B, A, 80, 40000, SYN | ACK), 9 * ms),
+            (to_b, tcp(A, B, 40000, 80, ACK), 10 * ms),
+            (to_a, tcp(B, A, 80, 40000, ACK), 11 * ms), // remembered
+            (to_a, tcp(B, A, 80, 40000, ACK), 12 * ms), // answered
+            (to_b, tcp(A, B, 40000, 80, ACK | RST), 13 * ms), // removes the entry
+            (to_a, tcp(B, A, 80, 40000, ACK), 14 * ms), // refused, seen: dropped
+            (to_a, tcp(B, A, 80, 40000, ACK), 15 * ms), // dropped again
+            (to_a, udp(B, A, 53, 5000), 400_000 * ms),  // expired: dropped
+        ];
+        let mut remembered: HashMap<(usize, Vec<u8>), u32> = HashMap::new();
+        let (mut answered, mut refused) = (0, 0);
+        let mut verdicts = Vec::new();
+        for (step, (f, frame, now)) in steps.iter().enumerate() {
+            let v = run(
+                &*seen[*f],
+                HookPoint::Egress,
+                &mut [Pkt::new(frame.clone())],
+                *now,
+            )[0];
+            let key = (*f, frame.clone());
+            let pkt = Pkt::new(frame.clone());
+            let m = match remembered.get(&key) {
+                Some(&t) if confirm_one(&*memo[*f], HookPoint::Egress, &pkt, t, *now) => {
+                    replay(&*memo[*f], HookPoint::Egress, &[t]);
+                    answered += 1;
+                    Verdict::Accept
+                }
+                other => {
+                    refused += usize::from(other.is_some());
+                    let (v, t) = run_at(&*memo[*f], HookPoint::Egress, &mut [pkt], *now);
+                    remembered.remove(&key);
+                    if v[0] == Verdict::Accept && t[0] != crate::NO_TOKEN {
+                        remembered.insert(key, t[0]);
+                    }
+                    v[0]
+                }
+            };
+            assert_eq!(m, v, "step {step}");
+            verdicts.push(v);
+        }
+        assert_eq!((answered, refused), (4, 3), "{remembered:?}");
+        let dropped: Vec<usize> = (0..verdicts.len())
+            .filter(|&i| verdicts[i] != Verdict::Accept)
+            .collect();
+        assert_eq!(dropped, [14, 15, 16]);
+        for i in 0..2 {
+            assert_eq!(
+                stats_but_cache(&*seen[i]),
+                stats_but_cache(&*memo[i]),
+                "filter {i}"
+            );
+        }
+        // Both instances are named "t" here: one set of counters. Steps
+        // 3-7, 9-13 are established.
+        assert_eq!(stat(&*memo[to_a], "ct_established"), 10);
     }
 
     #[test]

@@ -128,7 +128,8 @@ pub fn run_tokens(hook: &dyn Hook, point: HookPoint, pkts: &mut [Pkt]) -> (Vec<V
     run_at(hook, point, pkts, 0)
 }
 
-fn run_at(
+/// [`run_tokens`] at time `now_ns`.
+pub fn run_at(
     hook: &dyn Hook,
     point: HookPoint,
     pkts: &mut [Pkt],
@@ -159,6 +160,14 @@ pub fn stats_but_cache(hook: &dyn Hook) -> Vec<(&'static str, u64)> {
 /// Replay `tokens` into `hook` (worker 0).
 pub fn replay(hook: &dyn Hook, point: HookPoint, tokens: &[u32]) {
     hook.replay(&test_cx(point, 0), tokens);
+}
+
+/// [`Hook::confirm`] of one packet (worker 0) at `now_ns`: whether the
+/// hook confirmed it.
+pub fn confirm_one(hook: &dyn Hook, point: HookPoint, pkt: &Pkt, token: u32, now_ns: u64) -> bool {
+    let flow = crate::FlowSummary::parse(&pkt.data[usize::from(pkt.meta.l3_offset)..])
+        .expect("a remembered packet parses");
+    hook.confirm(&test_cx(point, now_ns), &[flow], &[token]) == 1
 }
 
 /// `hook`'s own counter `name`.

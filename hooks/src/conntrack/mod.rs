@@ -642,19 +642,22 @@ impl ConnTable {
     ) -> usize {
         let n = sums.len().min(states.len()).min(MAX_BURST);
         let mut homes = [0usize; MAX_BURST];
+        let mut classes = [Class::Untracked; MAX_BURST];
         let mut acc = 0u8;
         for k in 0..n {
-            if let Class::Flow(l) = classify(&sums[k]) {
+            let c = classify(&sums[k]);
+            if let Class::Flow(l) = c {
                 homes[k] = self.slots.home(&l.key);
                 acc |= self.slots.touch(homes[k]);
             }
+            classes[k] = c;
         }
         std::hint::black_box(acc);
         for k in 0..n {
-            let ok = match (classify(&sums[k]), states[k]) {
+            let ok = match (&classes[k], states[k]) {
                 (Class::Untracked, CtState::Untracked) => true,
                 (Class::Flow(l), st @ (CtState::New | CtState::Established)) => {
-                    self.confirm_flow(&sums[k], &l, homes[k], st, now_ns)
+                    self.confirm_flow(&sums[k], l, homes[k], st, now_ns)
                 }
                 _ => false,
             };

@@ -3,7 +3,9 @@
 //! hook chains on its path answered: every hook accepted it, it left by
 //! this output port, and each hook's token for its counters. It is kept
 //! only for chains whose every hook is flow-pure (`Hook::flow_pure`: the
-//! answer is a function of the flow summary and the metadata), and only
+//! answer is a function of the flow summary and the metadata, and for a
+//! hook that confirms, of state it checks before each answer: a stateful
+//! filter's connection state, see `Chain::confirm`), and only
 //! for fast-lane bursts, whose metadata is the same for every packet of a
 //! port. A run of packets whose flows are remembered under the current
 //! hook set's generation, leaving by one port, skips both chains: the
@@ -24,7 +26,9 @@
 //! it routes every burst, and a packet whose route leaves by another port
 //! than the one remembered makes the burst miss. Drops, steals and
 //! rewritten frames are never remembered: those packets always meet their
-//! hooks.
+//! hooks; so are packets a hook says moved its state (`NO_TOKEN`), and a
+//! remembered run is cut at the first packet a confirming hook does not
+//! confirm.
 
 #[cfg(doc)]
 use hooks::FlowSummary;

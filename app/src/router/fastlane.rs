@@ -76,13 +76,19 @@ pub(super) enum LaneEntry {
     /// After [`Pipeline::lane_checks`], for a burst whose hooks the flow
     /// memo answered: every packet accepted and remembered leaving by this
     /// port. No chain runs; a route by another port declines the burst.
+    /// Once the route is known to be the remembered one, and before
+    /// anything is written, hooks that confirm (a stateful filter) check
+    /// each packet's state ([`Pipeline::confirmed`]): the lane takes the
+    /// packets before the first they do not confirm.
     Remembered(u16),
 }
 
 /// What the lane did with a burst it took.
 pub(super) enum Lane<'t> {
-    /// Routed and rewritten, every packet: send the burst on this buffer.
-    Sent(&'t mut TxBuffer),
+    /// Routed and rewritten, the first this many packets (every packet,
+    /// but for a remembered run that a confirming hook cut short: the rest
+    /// is untouched, for the stages): send them on this buffer.
+    Sent(&'t mut TxBuffer, usize),
     /// Checked and routed to this output port, TTL decremented, padding
     /// trimmed; the scratch metadata and verdicts are what the stages' l2
     /// and ip leave. The output port's egress chain runs, then
@@ -200,11 +206,20 @@ impl Pipeline {
             return self.route_for_egress(port, out_port, mbufs, s, entry);
         }
         let txb = tx.get_mut(usize::from(out_port))?.as_mut()?;
+        let mut n = n;
+        if let LaneEntry::Remembered(_) = entry {
+            n = self.confirmed(hooks, port, out_port, n, &mut s.memo);
+            if n == 0 {
+                return None;
+            }
+        }
+        let f = &mut s.fast;
         if let Some(s) = stamps.as_deref_mut() {
             s[1] = crate::dpdk::tsc();
         }
         // 3. TTL and checksum, the neighbour's header, padding trimmed.
         // With one neighbour (nearly always) its header stays in registers.
+        let mbufs = &mut mbufs[..n];
         if one_neigh {
             for (m, &len) in mbufs.iter_mut().zip(&f.lens) {
                 rewrite(m, len, cached.1);
@@ -217,7 +232,7 @@ impl Pipeline {
         if let Some(s) = stamps {
             s[2] = crate::dpdk::tsc();
         }
-        Some(Lane::Sent(txb))
+        Some(Lane::Sent(txb, n))
     }
 
     /// Loop 1 of the lane: whether every one of `mbufs` (received on a

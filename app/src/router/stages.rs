@@ -7,7 +7,7 @@
 use super::budget::{over_budget_reason, PuntBudgets};
 use super::fastlane::{FastScratch, Lane, LaneEntry};
 use super::fib::{Fib, HopKind, NEIGH_BY_DST};
-use super::flow_memo::{FlowMemo, Run, MIN_RUN};
+use super::flow_memo::{FlowMemo, Run};
 use super::hook_points;
 use super::punt::Punt;
 use super::txbuf::TxBuffer;
@@ -144,25 +144,24 @@ impl Pipeline {
         }
     }
 
-    /// Whether the hooks that confirm (a stateful filter) let the flow memo
-    /// answer the first `len` packets of the burst: the number of leading
-    /// packets every such chain on their path confirmed (`Some(len)` when
-    /// none confirms), or `None` when fewer than [`MIN_RUN`] (and not the
-    /// whole run) were. Confirming does what seeing the packets would do
-    /// to the hooks' state; for packets the memo then does not answer
-    /// (the rest of a cut run, or a lane that declines), seeing them
-    /// repeats it.
+    /// How many of the first `len` packets of the burst, a run the flow
+    /// memo answered and the lane routed by the remembered `out_port`, the
+    /// hooks that confirm (a stateful filter) on their path let the memo
+    /// answer: the packets before the first one whose state moved since it
+    /// was remembered (`len` when no chain confirms). Confirming does what
+    /// seeing the packets would do to the hooks' state, so the lane must
+    /// send every packet confirmed.
     #[inline(always)]
-    fn confirmed(
+    pub(super) fn confirmed(
         &self,
         hooks: &HookSet,
         port: u16,
         out_port: u16,
         len: usize,
         memo: &mut FlowMemo,
-    ) -> Option<usize> {
+    ) -> usize {
         if !hooks.confirms() {
-            return Some(len);
+            return len;
         }
         self.confirm_run(hooks, port, out_port, len, memo)
     }
@@ -177,7 +176,7 @@ impl Pipeline {
         out_port: u16,
         len: usize,
         memo: &mut FlowMemo,
-    ) -> Option<usize> {
+    ) -> usize {
         let points = [
             (HookPoint::Ingress, port, 0),
             (HookPoint::Egress, out_port, 1),
@@ -201,7 +200,7 @@ impl Pipeline {
             };
             k = k.min(chain.confirm(&cx, &flows[..k], &memo.burst.tokens[row]));
         }
-        (k == len || k >= MIN_RUN).then_some(k)
+        k
     }
 
     /// Run one received burst from `port` through every stage. Every mbuf
@@ -294,42 +293,38 @@ impl Pipeline {
                         len,
                         out_port,
                     }) if len == n || split => {
-                        // The hooks that confirm (a stateful filter) may
-                        // cut the run short.
-                        let len =
-                            match self.confirmed(hooks, port, out_port, len, &mut out.scratch.memo)
-                            {
-                                Some(k) if k == n || split => k,
-                                _ => 0,
-                            };
-                        if len > 0 {
-                            let stamps = timed.then_some(&mut lane);
-                            let entry = LaneEntry::Remembered(out_port);
-                            let mbufs = &mut burst.as_mut_slice()[..len];
-                            if let Some(Lane::Sent(txb)) = self.fast_lane(
-                                port,
-                                mac,
-                                mbufs,
-                                out.scratch,
-                                hooks,
-                                out.tx,
-                                stamps,
-                                entry,
-                            ) {
-                                self.replay_hooks(hooks, port, out_port, len, &out.scratch.memo);
-                                out.scratch.memo.answered(len);
-                                out.counters.fast_lane(port, len as u64);
-                                out.counters.flow_memo(port, len as u64);
-                                let t = [t[0], lane[0], lane[1], lane[2], 0];
-                                let t = timed.then_some(t);
-                                if len == n {
-                                    send_whole(txb, burst, out.counters, t);
-                                } else {
-                                    send_whole(txb, &mut burst.split_front(len), out.counters, t);
-                                    self.process_part(port, burst, out, hooks, timed, splits + 1);
-                                }
-                                return;
+                        let stamps = timed.then_some(&mut lane);
+                        let entry = LaneEntry::Remembered(out_port);
+                        let mbufs = &mut burst.as_mut_slice()[..len];
+                        if let Some(Lane::Sent(txb, len)) = self.fast_lane(
+                            port,
+                            mac,
+                            mbufs,
+                            out.scratch,
+                            hooks,
+                            out.tx,
+                            stamps,
+                            entry,
+                        ) {
+                            self.replay_hooks(hooks, port, out_port, len, &out.scratch.memo);
+                            out.scratch.memo.answered(len);
+                            out.counters.fast_lane(port, len as u64);
+                            out.counters.flow_memo(port, len as u64);
+                            let t = [t[0], lane[0], lane[1], lane[2], 0];
+                            let t = timed.then_some(t);
+                            if len == n {
+                                send_whole(txb, burst, out.counters, t);
+                            } else {
+                                // The rest (after a run, or after the first
+                                // packet a hook did not confirm): looked up
+                                // again. Each part has a packet fewer, so the
+                                // depth stays under the burst size even past
+                                // MAX_SPLITS (a cut run is sent whatever its
+                                // length: its packets were confirmed).
+                                send_whole(txb, &mut burst.split_front(len), out.counters, t);
+                                self.process_part(port, burst, out, hooks, timed, splits + 1);
                             }
+                            return;
                         }
                     }
                     // The packets before the run meet their hooks, then
@@ -407,7 +402,7 @@ impl Pipeline {
         // A lane-routed burst has its output port's egress chain run below.
         let egress_done = matches!(routed, Some(Lane::Routed(_)));
         match routed {
-            Some(Lane::Sent(txb)) => {
+            Some(Lane::Sent(txb, _)) => {
                 if memo {
                     // Through the ingress chain and out of a port with
                     // no egress chain, every packet accepted.

@@ -450,6 +450,20 @@ impl FlowMemo {
         }
     }
 
+    /// Forget the flow of the looked-up burst's packet `i`: a hook did not
+    /// confirm its remembered answer (its connection moved), so the slot
+    /// would only be looked up and refused again until pushed out.
+    pub fn evict(&mut self, i: usize) {
+        let Some(key) = self.burst.keys[..self.burst.keyed].get(i).copied() else {
+            return;
+        };
+        for j in key.slots(self.mask) {
+            if let Some(slot) = self.slots.get_mut(j).filter(|s| s.key == key) {
+                *slot = Slot::default();
+            }
+        }
+    }
+
     /// Forget the burst's keys: it is not recorded.
     pub fn forget(&mut self) {
         self.burst.keyed = 0;
@@ -767,6 +781,33 @@ mod tests {
         // A record of another count than was looked up: nothing.
         m.record(3, 1, 2);
         assert_eq!(whole(&mut m, 4, 1, [2, 2]), None);
+    }
+
+    /// A flow a hook did not confirm is evicted: the next lookup misses
+    /// it, and the run after it is answered.
+    #[test]
+    fn an_evicted_flow_misses_and_the_others_stay() {
+        let mut m = FlowMemo::new(64);
+        keys(&mut m, 0, 12);
+        assert_eq!(whole(&mut m, 12, 1, [2, 2]), None);
+        m.record(12, 1, 2);
+        keys(&mut m, 0, 12);
+        assert_eq!(whole(&mut m, 12, 1, [2, 2]), Some(2));
+        m.evict(0);
+        keys(&mut m, 0, 12);
+        let run = m.lookup(12, 1, [2, 2], true);
+        assert_eq!(
+            run,
+            Some(Run {
+                start: 1,
+                len: 11,
+                out_port: 2
+            })
+        );
+        // Out of range: nothing.
+        m.evict(40);
+        keys(&mut m, 1, 11);
+        assert_eq!(whole(&mut m, 11, 1, [2, 2]), Some(2));
     }
 
     #[test]

@@ -200,6 +200,9 @@ impl Pipeline {
             };
             k = k.min(chain.confirm(&cx, &flows[..k], &memo.burst.tokens[row]));
         }
+        if k < len {
+            memo.evict(k);
+        }
         k
     }
 

@@ -787,12 +787,12 @@ mod tests {
         let (k1, k2) = (kind(), kind());
         // [toward A (new inbound refused), toward B], per table.
         let seen = [
-            build(&k1, HookPoint::Egress, STATEFUL_IN),
-            build(&k1, HookPoint::Egress, STATEFUL_OUT),
+            build_named(&k1, HookPoint::Egress, "to_a", STATEFUL_IN),
+            build_named(&k1, HookPoint::Egress, "to_b", STATEFUL_OUT),
         ];
         let memo = [
-            build(&k2, HookPoint::Egress, STATEFUL_IN),
-            build(&k2, HookPoint::Egress, STATEFUL_OUT),
+            build_named(&k2, HookPoint::Egress, "to_a", STATEFUL_IN),
+            build_named(&k2, HookPoint::Egress, "to_b", STATEFUL_OUT),
         ];
         let (to_a, to_b) = (0, 1);
         let ms = 1_000_000;
@@ -858,9 +858,11 @@ mod tests {
                 "filter {i}"
             );
         }
-        // Both instances are named "t" here: one set of counters. Steps
-        // 3-7, 9-13 are established.
-        assert_eq!(stat(&*memo[to_a], "ct_established"), 10);
+        // Toward A: steps 3, 6, 7, 9, 11, 12 established; 14-16 new, dropped.
+        assert_eq!(stat(&*memo[to_a], "ct_established"), 6);
+        assert_eq!(stat(&*memo[to_a], "ct_new"), 3);
+        assert_eq!(stat(&*memo[to_a], "policy_dropped"), 3);
+        assert_eq!(stat(&*memo[to_b], "ct_established"), 4);
     }
 
     #[test]

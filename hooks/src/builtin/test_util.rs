@@ -101,7 +101,22 @@ pub fn build_cx(point: HookPoint) -> BuildContext {
 }
 
 pub fn build(kind: &dyn HookKind, point: HookPoint, toml_text: &str) -> Arc<dyn Hook> {
-    match kind.build(&args(toml_text), &build_cx(point)) {
+    build_named(kind, point, "t", toml_text)
+}
+
+/// [`build`] with an instance name of its own (instances of one name share
+/// their counters).
+pub fn build_named(
+    kind: &dyn HookKind,
+    point: HookPoint,
+    name: &str,
+    toml_text: &str,
+) -> Arc<dyn Hook> {
+    let cx = BuildContext {
+        name: name.into(),
+        ..build_cx(point)
+    };
+    match kind.build(&args(toml_text), &cx) {
         Ok(h) => h,
         Err(e) => panic!("build: {e}"),
     }

@@ -617,16 +617,8 @@ impl ConnTable {
     /// RST removed it), or the packet is one whose lookup is never steady
     /// (TCP SYN, FIN or RST; ICMP errors; a `New` packet that cannot create
     /// an entry).
-    #[inline]
     pub fn confirm(&mut self, s: &FlowSummary, state: CtState, now_ns: u64) -> bool {
-        match (classify(s), state) {
-            (Class::Untracked, CtState::Untracked) => true,
-            (Class::Flow(l), CtState::New | CtState::Established) => {
-                let home = self.slots.home(&l.key);
-                self.confirm_flow(s, &l, home, state, now_ns)
-            }
-            _ => false,
-        }
+        self.confirm_burst(std::slice::from_ref(s), &[state], now_ns) == 1
     }
 
     /// [`confirm`](Self::confirm) for a run of packets, `states[k]` being

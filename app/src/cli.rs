@@ -37,7 +37,8 @@ pub struct AppArgs {
     pub stage_cycles: bool,
 
     /// Router mode: slots per worker of the flow memo, which remembers per
-    /// flow what flow-pure hook chains (classify, a stateless filter)
+    /// flow what flow-pure hook chains (classify, filter; a stateful filter
+    /// confirms each connection state first)
     /// answered, so that runs of remembered flows skip them
     /// (power of two up to 1048576; 64 bytes each; 0: off).
     #[arg(long, value_name = "SLOTS", default_value_t = crate::router::flow_memo::DEFAULT_SLOTS,

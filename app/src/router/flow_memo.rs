@@ -49,6 +49,14 @@ pub const MAX_SLOTS: usize = 1 << 20;
 /// answered when the lane sent it ([`FlowMemo::answered`]).
 const WINDOW: u32 = 8 * 1024;
 const BYPASS_BURSTS: u32 = 16 * 1024;
+/// While bypassed, one burst in this many is a **shadow**: looked up (its
+/// answers unused: it meets its hooks) and recorded, and the shadows'
+/// hit rate is kept over windows as above; a window of shadows that would
+/// have been answered 3 packets in 4 ends the bypass. Without shadows a
+/// bypassed memo learnt nothing, so traffic of more flows than one window
+/// sees (100,000 flows in turn) came back to a memo as empty as it left
+/// it, however large. A shadow costs what a burst recorded costs.
+const SHADOW_EVERY: u32 = 4;
 
 /// The shortest run of remembered packets a burst is split for (unless
 /// the run is the whole burst): a split costs the rest of the burst a
@@ -246,6 +254,8 @@ pub struct FlowMemo {
     looked: u32,
     answered: u32,
     bypass: u32,
+    /// This burst is a shadow (see [`SHADOW_EVERY`]).
+    shadow: bool,
 }
 
 /// Whether `slots` is a size `--flow-memo` takes: 0 (off) or a power of
@@ -273,17 +283,24 @@ impl FlowMemo {
             looked: 0,
             answered: 0,
             bypass: 0,
+            shadow: false,
         }
     }
 
-    /// Whether to look this burst up: the memo has slots and is not
-    /// bypassed. Forgets the last burst's keys.
+    /// Whether to look this burst up (and record it if its hooks accept
+    /// it): the memo has slots and is not bypassed, or the burst is a
+    /// shadow ([`SHADOW_EVERY`]; its lookup answers nothing). Forgets the
+    /// last burst's keys.
     #[inline(always)]
     pub fn active(&mut self) -> bool {
         self.burst.keyed = 0;
+        self.shadow = false;
         if self.bypass > 0 {
             self.bypass -= 1;
-            return false;
+            if !self.bypass.is_multiple_of(SHADOW_EVERY) {
+                return false;
+            }
+            self.shadow = true;
         }
         !self.slots.is_empty()
     }
@@ -303,7 +320,7 @@ impl FlowMemo {
     /// egress (other rows and places are left as they were). The keys stay
     /// for [`FlowMemo::record`]. `first`: the burst as received, not a part
     /// of it split off after another lookup (its packets count towards the
-    /// hit-rate window once).
+    /// hit-rate window once). A shadow's lookup is `None`.
     #[inline(always)]
     pub fn lookup(
         &mut self,
@@ -319,6 +336,18 @@ impl FlowMemo {
             [1, 0] => self.answer::<1, 0>(generation),
             _ => self.answer::<MEMO_HOOKS, MEMO_HOOKS>(generation),
         };
+        if self.shadow {
+            // What the memo would have answered, had it been looking.
+            self.looked += self.burst.keyed as u32;
+            self.answered += run.map_or(0, |r| r.len as u32);
+            if self.looked >= WINDOW {
+                if self.answered >= self.looked / 4 * 3 {
+                    self.bypass = 0;
+                }
+                (self.looked, self.answered) = (0, 0);
+            }
+            return None;
+        }
         if first {
             self.looked += self.burst.keyed as u32;
         }
@@ -631,6 +660,13 @@ mod tests {
         }
     }
 
+    /// The key of flow `i` (below 65,536): UDP from source port `i`.
+    fn key(i: usize) -> FlowKey {
+        let sport = (i as u16).to_be_bytes();
+        let f = frame(17, 0, 0, &[sport[0], sport[1], 0, 53, 0, 8, 0, 0]);
+        FlowKey::of_frame(0, &f).unwrap()
+    }
+
     #[test]
     fn a_recorded_burst_is_answered_with_its_port_and_tokens() {
         let mut m = FlowMemo::new(1024);
@@ -835,7 +871,14 @@ mod tests {
             assert_eq!(whole(&mut m, 1, 1, [2, 2]), None);
         }
         for i in 0..BYPASS_BURSTS {
-            assert!(!m.active(), "bypassed burst {i}");
+            // One burst in SHADOW_EVERY is a shadow: looked up, never
+            // answered (these never would be).
+            let shadow = (BYPASS_BURSTS - 1 - i).is_multiple_of(SHADOW_EVERY);
+            assert_eq!(m.active(), shadow, "bypassed burst {i}");
+            if shadow {
+                keys(&mut m, 0, 1);
+                assert_eq!(whole(&mut m, 1, 1, [2, 2]), None);
+            }
         }
         assert!(m.active());
         // A memo that answers 4 packets in 5 is kept; one that answers 2
@@ -874,6 +917,65 @@ mod tests {
             assert!(m.active(), "part {i}");
             keys(&mut m, 500, 1);
             assert_eq!(m.lookup(1, 1, [2, 2], false), None);
+        }
+    }
+
+    /// Bypass a fresh memo: a window of packets from flows seen once.
+    fn bypassed(slots: usize) -> FlowMemo {
+        let mut m = FlowMemo::new(slots);
+        for i in 0..WINDOW {
+            assert!(m.active());
+            keys(&mut m, (i % 1000) as u16, 1);
+            assert_eq!(whole(&mut m, 1, 1, [2, 2]), None);
+        }
+        assert!(!m.active());
+        m
+    }
+
+    #[test]
+    fn a_bypassed_memo_learns_from_its_shadows_and_comes_back_when_they_would_hit() {
+        // 2,080 flows in turn, 32 to a burst: more than a window's worth
+        // of packets between two visits of one flow, so only what a
+        // bypassed memo records (its shadows) can make it answer.
+        // 65 bursts a pass: shadows, one burst in 4, see every flow.
+        const FLOWS: usize = 2080;
+        let mut m = bypassed(64 * 1024);
+        let mut next = 0usize;
+        let mut burst = |m: &mut FlowMemo| {
+            for (j, k) in m.keys_mut().iter_mut().enumerate() {
+                *k = key((next + j) % FLOWS);
+            }
+            next += MAX_BURST;
+        };
+        let mut shadows = 0;
+        let mut back = None;
+        for b in 0..BYPASS_BURSTS {
+            if !m.active() {
+                burst(&mut m); // the burst meets its hooks, unrecorded
+                continue;
+            }
+            burst(&mut m);
+            if m.lookup(MAX_BURST, 1, [2, 2], true).is_some() {
+                back = Some(b);
+                break;
+            }
+            // A shadow answers nothing; its hooks accept it: recorded.
+            shadows += 1;
+            m.record(MAX_BURST, 1, 0);
+        }
+        let back = back.expect("the bypass ended early");
+        // Every flow had to be recorded (FLOWS / 32 shadows, one pass of
+        // the flows in SHADOW_EVERY), and a window of shadows to hit.
+        let least = FLOWS / MAX_BURST + WINDOW as usize / MAX_BURST;
+        assert!(shadows >= least, "{shadows} shadows, {least} at least");
+        assert!(back < BYPASS_BURSTS / 2, "back after {back} bursts");
+        // Back: the next bursts are answered whole.
+        for _ in 0..FLOWS / MAX_BURST {
+            assert!(m.active());
+            burst(&mut m);
+            let run = m.lookup(MAX_BURST, 1, [2, 2], true).expect("answered");
+            assert_eq!(run.len, MAX_BURST);
+            m.answered(run.len);
         }
     }
 

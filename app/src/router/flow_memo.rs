@@ -13,7 +13,10 @@
 //! its tokens in one call (`Chain::replay`). Like Open vSwitch's
 //! exact-match cache in front of its classifier, one level up: one lookup
 //! per packet instead of one per hook. As there, a flow may live in either
-//! of two slots, so that two flows that hash to one slot both stay.
+//! of two slots, so that two flows that hash to one slot both stay; when
+//! both are taken, the flow in the first moves to its own other slot if
+//! that is free (one step of cuckoo hashing), so that a memo a few times
+//! larger than the flows holds nearly all of them.
 //!
 //! A burst the memo answers only in part is split, in order, so that a
 //! new flow does not send its whole burst through the chains: the packets
@@ -217,6 +220,34 @@ struct Slot {
     out_port: u16,
     /// Token of each hook: [ingress, egress][hook of the chain].
     tokens: [[u32; MEMO_HOOKS]; 2],
+}
+
+/// The slot to record `key` in: where it is; else its first slot if
+/// free under `generation`, else its second if free; else the first,
+/// if the flow there can move to its own other slot (moved there: one
+/// step of cuckoo hashing); else the second, whoever is there.
+fn place(slots: &mut [Slot], mask: usize, key: &FlowKey, generation: u64) -> usize {
+    let [first, second] = key.slots(mask);
+    let free = |s: &Slot| s.generation != generation;
+    if slots[first].key == *key {
+        return first;
+    }
+    if slots[second].key == *key {
+        return second;
+    }
+    if free(&slots[first]) {
+        return first;
+    }
+    if free(&slots[second]) {
+        return second;
+    }
+    let there = slots[first].key.slots(mask);
+    let other = there[usize::from(there[0] == first)];
+    if other != first && free(&slots[other]) {
+        slots[other] = slots[first];
+        return first;
+    }
+    second
 }
 
 /// Copy the tokens of `slot` to packet `i`'s places: the rows of the
@@ -443,19 +474,7 @@ impl FlowMemo {
             if b.tokens.iter().flatten().any(|row| row[i] == NO_TOKEN) {
                 continue;
             }
-            // Where the flow is, else its first slot if free under this
-            // generation, else its second (whoever is there: so a flow in
-            // its own first slot is only pushed out by a flow whose second
-            // slot that is).
-            let [first, second] = key.slots(self.mask);
-            let at = |j: usize| &self.slots[j];
-            let j = if at(first).key == *key {
-                first
-            } else if at(second).key == *key || at(first).generation == generation {
-                second
-            } else {
-                first
-            };
+            let j = place(&mut self.slots, self.mask, key, generation);
             let slot = &mut self.slots[j];
             slot.key = *key;
             slot.generation = generation;
@@ -977,6 +996,49 @@ mod tests {
             assert_eq!(run.len, MAX_BURST);
             m.answered(run.len);
         }
+    }
+
+    #[test]
+    fn a_memo_four_times_its_flows_holds_nearly_all_of_them() {
+        // One step of cuckoo hashing on record. With two slots per flow
+        // and none moved, case (6)'s 100,000 flows in 262,144 slots were
+        // answered 92 % (measured; with the step, 97 %). Here, 10,000 flows
+        // in 32,768 slots, deterministic: with the step 65 of 157 bursts
+        // miss on the second pass and 9,981 flows are held at the end;
+        // without it 136 and 9,920.
+        const FLOWS: usize = 10_000;
+        let mut m = FlowMemo::new(32 * 1024);
+        for round in 0..2 {
+            let mut missed = 0;
+            for f in (0..FLOWS).step_by(MAX_BURST) {
+                let n = MAX_BURST.min(FLOWS - f);
+                for (j, k) in m.keys_mut()[..n].iter_mut().enumerate() {
+                    *k = key(f + j);
+                }
+                // Not counted for the bypass (`first` false): the first
+                // round misses every burst.
+                match m.lookup(n, 1, [2, 2], false) {
+                    Some(run) if run.start == 0 && run.len == n => m.answered(n),
+                    _ => {
+                        missed += 1;
+                        m.record(n, 1, 0);
+                    }
+                }
+            }
+            let bursts = FLOWS.div_ceil(MAX_BURST);
+            if round == 1 {
+                assert!(missed * 2 < bursts, "{missed} of {bursts} bursts missed");
+            }
+        }
+        let held = (0..FLOWS)
+            .filter(|&f| {
+                let k = key(f);
+                k.slots(m.mask)
+                    .iter()
+                    .any(|&j| m.slots[j].key == k && m.slots[j].generation == 1)
+            })
+            .count();
+        assert!(held * 1000 >= FLOWS * 996, "{held} of {FLOWS} flows held");
     }
 
     #[test]

@@ -132,18 +132,28 @@ impl Chain {
 
     /// Before the pipeline's flow memo answers the packets of `flows` for
     /// this (flow-pure) chain: [`Hook::confirm`] of each hook that
-    /// confirms, with its row of `tokens`. Returns how many leading
+    /// confirms, with its row of `tokens`; with `leases`, the first such
+    /// hook gets them ([`Hook::confirm_leased`]). Returns how many leading
     /// packets every such hook confirmed. One dynamic call per such hook.
     pub fn confirm(
         &self,
         cx: &HookContext,
         flows: &[crate::FlowSummary],
         tokens: &ChainTokens,
+        mut leases: Option<&mut [crate::Lease]>,
     ) -> usize {
         let mut n = flows.len().min(MAX_BURST);
         for (e, row) in self.entries.iter().zip(tokens) {
             if n > 0 && e.hook.confirms() {
-                n = n.min(e.hook.confirm(cx, &flows[..n], &row[..n]));
+                let k = match leases.take() {
+                    Some(l) => {
+                        let m = n.min(l.len());
+                        e.hook
+                            .confirm_leased(cx, &flows[..n], &row[..n], &mut l[..m])
+                    }
+                    None => e.hook.confirm(cx, &flows[..n], &row[..n]),
+                };
+                n = n.min(k);
             }
         }
         n

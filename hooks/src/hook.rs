@@ -126,6 +126,24 @@ pub trait Hook: Send + Sync {
         flows.len()
     }
 
+    /// [`Hook::confirm`] with each packet's [`Lease`](crate::Lease) (what
+    /// this hook gave the memo for the flow the last time it confirmed it;
+    /// [`Lease::NONE`](crate::Lease::NONE) at first). A hook may confirm a
+    /// packet whose lease still holds without looking at the flow's state,
+    /// and gives a new lease for each packet it confirmed otherwise. The
+    /// pipeline keeps at most one hook's leases per flow, and calls this
+    /// for that hook only. Default: [`Hook::confirm`], leases unused.
+    fn confirm_leased(
+        &self,
+        cx: &HookContext,
+        flows: &[crate::FlowSummary],
+        tokens: &[u32],
+        leases: &mut [crate::Lease],
+    ) -> usize {
+        let _ = leases;
+        self.confirm(cx, flows, tokens)
+    }
+
     /// Counters of the hook's own (e.g. a connection table's size and
     /// refusals), by name, for the statistics. Read from the control
     /// lcore, so they are atomics or summed per-worker values.

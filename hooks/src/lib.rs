@@ -15,6 +15,7 @@ pub mod flow;
 pub mod hook;
 pub mod hook_counters;
 pub mod hook_set;
+pub mod lease;
 pub mod meta;
 pub mod packet;
 pub mod registry;
@@ -30,6 +31,7 @@ pub use flow::{FlowSummary, Fragment};
 pub use hook::{Hook, HookContext, HookPoint, OwnedPacket};
 pub use hook_counters::{HookCounters, HookStats};
 pub use hook_set::HookSet;
+pub use lease::{Lease, LEASE_NS};
 pub use meta::{PacketMeta, PacketType};
 pub use packet::{HookBurst, HookPacket, Tally, MAX_BURST, NO_TOKEN};
 pub use registry::{

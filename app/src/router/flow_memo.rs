@@ -32,10 +32,16 @@
 //! hooks; so are packets a hook says moved its state (`NO_TOKEN`), and a
 //! remembered run is cut at the first packet a confirming hook does not
 //! confirm.
+//!
+//! A slot also keeps the lease (`hooks::lease`) the egress chain's
+//! confirming hook gave with the flow's last full confirm: while it holds
+//! (at most a second, and only while the hook's connection-table slot is
+//! unwritten), the hook confirms the flow's packets without reading their
+//! connection entry. A flow recorded again starts without one.
 
 #[cfg(doc)]
 use hooks::FlowSummary;
-use hooks::{ChainTokens, MAX_BURST, MEMO_HOOKS, NO_TOKEN};
+use hooks::{ChainTokens, Lease, MAX_BURST, MEMO_HOOKS, NO_TOKEN};
 
 /// Slots per worker unless `--flow-memo` says otherwise.
 pub const DEFAULT_SLOTS: usize = 4096;
@@ -211,22 +217,35 @@ fn first_of(hash: u64, mask: usize) -> usize {
     (hash ^ hash >> 29) as usize & mask
 }
 
-/// One remembered flow. Generation 0: empty.
+/// One remembered flow, one cache line. Generation 0: empty.
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug, Default)]
 struct Slot {
     key: FlowKey,
-    generation: u64,
+    /// The hook set's generation, its low 32 bits (a worker would need
+    /// 2^32 reloads to meet a slot of the same low bits).
+    generation: u32,
     out_port: u16,
     /// Token of each hook: [ingress, egress][hook of the chain].
     tokens: [[u32; MEMO_HOOKS]; 2],
+    /// The egress chain's confirming hook's lease on the flow
+    /// ([`Lease::NONE`] when recorded; renewed by confirms).
+    lease: Lease,
+}
+
+const _: () = assert!(std::mem::size_of::<Slot>() == 64);
+
+/// A hook set's generation as a slot keeps it.
+#[inline(always)]
+fn low(generation: u64) -> u32 {
+    generation as u32
 }
 
 /// The slot to record `key` in: where it is; else its first slot if
 /// free under `generation`, else its second if free; else the first,
 /// if the flow there can move to its own other slot (moved there: one
 /// step of cuckoo hashing); else the second, whoever is there.
-fn place(slots: &mut [Slot], mask: usize, key: &FlowKey, generation: u64) -> usize {
+fn place(slots: &mut [Slot], mask: usize, key: &FlowKey, generation: u32) -> usize {
     let [first, second] = key.slots(mask);
     let free = |s: &Slot| s.generation != generation;
     if slots[first].key == *key {
@@ -250,20 +269,23 @@ fn place(slots: &mut [Slot], mask: usize, key: &FlowKey, generation: u64) -> usi
     second
 }
 
-/// Copy the tokens of `slot` to packet `i`'s places: the rows of the
-/// first `I` hooks at ingress and `E` at egress.
+/// Copy the tokens of `slot` (slot `at`) to packet `i`'s places: the rows
+/// of the first `I` hooks at ingress and `E` at egress; and its lease.
 #[inline(always)]
 fn copy_tokens<const I: usize, const E: usize>(
-    tokens: &mut [ChainTokens; 2],
+    b: &mut MemoBurst,
     i: usize,
     slot: &Slot,
+    at: usize,
 ) {
-    for (hook, row) in tokens[0].iter_mut().enumerate().take(I) {
+    for (hook, row) in b.tokens[0].iter_mut().enumerate().take(I) {
         row[i] = slot.tokens[0][hook];
     }
-    for (hook, row) in tokens[1].iter_mut().enumerate().take(E) {
+    for (hook, row) in b.tokens[1].iter_mut().enumerate().take(E) {
         row[i] = slot.tokens[1][hook];
     }
+    b.leases[i] = slot.lease;
+    b.at[i] = at as u32;
 }
 
 /// The memo's per-burst state: each packet's key, and the tokens of each
@@ -275,6 +297,10 @@ pub struct MemoBurst {
     keyed: usize,
     /// [ingress, egress]: each hook's token by packet.
     pub tokens: [ChainTokens; 2],
+    /// Each answered packet's lease, from its slot, for the egress chain's
+    /// confirm (which renews it), and the slot it came from.
+    pub leases: [Lease; MAX_BURST],
+    at: [u32; MAX_BURST],
 }
 
 /// Per worker: the slots, the burst state, and the bypass.
@@ -310,6 +336,8 @@ impl FlowMemo {
                 keys: [FlowKey::default(); MAX_BURST],
                 keyed: 0,
                 tokens: [[[0; MAX_BURST]; MEMO_HOOKS]; 2],
+                leases: [Lease::NONE; MAX_BURST],
+                at: [0; MAX_BURST],
             }),
             looked: 0,
             answered: 0,
@@ -400,6 +428,7 @@ impl FlowMemo {
 
     #[inline(always)]
     fn answer<const I: usize, const E: usize>(&mut self, generation: u64) -> Option<Run> {
+        let generation = low(generation);
         let b = &mut *self.burst;
         let n = b.keyed;
         // The common case first, as tight as it goes: every flow of the
@@ -408,14 +437,15 @@ impl FlowMemo {
         let mut i = 0;
         while i < n {
             let key = &b.keys[i];
-            let slot = &self.slots[key.first_slot(self.mask)];
+            let at = key.first_slot(self.mask);
+            let slot = &self.slots[at];
             if slot.generation != generation || slot.key != *key {
                 break;
             }
             if *out_port.get_or_insert(slot.out_port) != slot.out_port {
                 break;
             }
-            copy_tokens::<I, E>(&mut b.tokens, i, slot);
+            copy_tokens::<I, E>(b, i, slot, at);
             i += 1;
         }
         let mut run = Run {
@@ -427,13 +457,14 @@ impl FlowMemo {
             return (n > 0).then_some(run);
         }
         // Else run by run, from where that stopped, second slots too.
-        for (i, key) in b.keys[..n].iter().enumerate().skip(i) {
+        for i in i..n {
+            let key = b.keys[i];
             let [first, second] = key.slots(self.mask);
-            let (slot, found) = match &self.slots[first] {
-                s if s.key == *key => (s, true),
+            let (slot, found, at) = match &self.slots[first] {
+                s if s.key == key => (s, true, first),
                 _ => {
                     let s = &self.slots[second];
-                    (s, s.key == *key)
+                    (s, s.key == key, second)
                 }
             };
             let hit = found && slot.generation == generation;
@@ -451,7 +482,7 @@ impl FlowMemo {
                 run.len = 0;
                 continue;
             }
-            copy_tokens::<I, E>(&mut b.tokens, i, slot);
+            copy_tokens::<I, E>(b, i, slot, at);
         }
         let whole = run.start == 0 && run.len == n;
         (whole || run.len >= MIN_RUN).then_some(run)
@@ -463,6 +494,7 @@ impl FlowMemo {
     /// a point without a chain: zeros). Does nothing if the burst was not
     /// keyed whole.
     pub fn record(&mut self, n: usize, generation: u64, out_port: u16) {
+        let generation = low(generation);
         let b = &*self.burst;
         if n == 0 || b.keyed != n {
             return;
@@ -479,6 +511,7 @@ impl FlowMemo {
             slot.key = *key;
             slot.generation = generation;
             slot.out_port = out_port;
+            slot.lease = Lease::NONE;
             for (point, tokens) in b.tokens.iter().enumerate() {
                 for (hook, row) in tokens.iter().enumerate() {
                     slot.tokens[point][hook] = row[i];
@@ -495,6 +528,20 @@ impl FlowMemo {
             .zip(&self.burst.keys[..n.min(self.burst.keyed)])
         {
             *s = k.summary();
+        }
+    }
+
+    /// Keep the leases a confirm renewed for the answered packets `..n` in
+    /// their slots (a slot is written only when its lease changed: about
+    /// once a second per flow).
+    pub fn renew(&mut self, n: usize) {
+        let b = &*self.burst;
+        for (lease, &at) in b.leases[..n.min(b.keyed)].iter().zip(&b.at) {
+            if let Some(slot) = self.slots.get_mut(at as usize) {
+                if slot.lease != *lease {
+                    slot.lease = *lease;
+                }
+            }
         }
     }
 
@@ -838,6 +885,43 @@ mod tests {
         assert!(m.lookup(1, 2, [1, 0], true).is_some());
         assert_eq!(m.slots[0].key, flows[1]);
         assert_eq!(m.slots[1].key, flows[2], "left as it was");
+    }
+
+    #[test]
+    fn leases_ride_with_their_flows_until_the_flow_is_recorded_again() {
+        let mut m = FlowMemo::new(1024);
+        let lease = |i: usize, v: u32| Lease {
+            slot: i as u32,
+            version: v,
+            until_ns: 1000 + i as u64,
+        };
+        let look = |m: &mut FlowMemo| {
+            keys(m, 0, 4);
+            assert_eq!(whole(m, 4, 1, [2, 2]), Some(0));
+            m.burst.leases[..4].to_vec()
+        };
+        keys(&mut m, 0, 4);
+        assert_eq!(whole(&mut m, 4, 1, [2, 2]), None);
+        m.record(4, 1, 0);
+        // Recorded without leases.
+        assert_eq!(look(&mut m), [Lease::NONE; 4]);
+        // A confirm renewed them: kept.
+        for i in 0..4 {
+            m.burst.leases[i] = lease(i, 7);
+        }
+        m.renew(4);
+        let kept: Vec<Lease> = (0..4).map(|i| lease(i, 7)).collect();
+        assert_eq!(look(&mut m), kept);
+        // Only the confirmed prefix is kept.
+        for i in 0..4 {
+            m.burst.leases[i] = lease(i, 8);
+        }
+        m.renew(2);
+        let want = [lease(0, 8), lease(1, 8), lease(2, 7), lease(3, 7)];
+        assert_eq!(look(&mut m), want);
+        // Recorded again (its hooks saw it): the lease is gone.
+        m.record(4, 1, 0);
+        assert_eq!(look(&mut m), [Lease::NONE; 4]);
     }
 
     #[test]

@@ -198,8 +198,15 @@ impl Pipeline {
                 port: chain_port,
                 now_ns: hook_points::now_ns(self.ns_per_tick),
             };
-            k = k.min(chain.confirm(&cx, &flows[..k], &memo.burst.tokens[row]));
+            // The egress chain keeps leases (a stateful filter's are on
+            // its connection table, which the memo's out_port and
+            // generation tie to the slot); an ingress chain confirms each
+            // packet.
+            let b = &mut *memo.burst;
+            let leases = (point == HookPoint::Egress).then_some(&mut b.leases[..k]);
+            k = k.min(chain.confirm(&cx, &flows[..k], &b.tokens[row], leases));
         }
+        memo.renew(k);
         if k < len {
             memo.evict(k);
         }

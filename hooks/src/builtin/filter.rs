@@ -32,6 +32,7 @@
 
 use crate::conntrack::{ConnTable, CtCommit, CtConfig, CtHint, CtState};
 use crate::flow::FlowSummary;
+use crate::lease::Lease;
 use crate::rules::{flow_cache, parse_match, CachedClassifier, ClassifierBuilder, Key, MatchRule};
 use crate::rules::{CT_ESTABLISHED, CT_NEW as KEY_CT_NEW, CT_RELATED};
 use crate::worker_counters::{CounterStore, WorkerCounters};
@@ -344,6 +345,18 @@ impl Hook for Filter {
     }
 
     fn confirm(&self, cx: &HookContext, flows: &[FlowSummary], tokens: &[u32]) -> usize {
+        self.confirm_leased(cx, flows, tokens, &mut [])
+    }
+
+    /// Stateful: a lease is on the flow's connection-table slot (see
+    /// [`crate::lease`]).
+    fn confirm_leased(
+        &self,
+        cx: &HookContext,
+        flows: &[FlowSummary],
+        tokens: &[u32],
+        leases: &mut [Lease],
+    ) -> usize {
         let Some(table) = self
             .conntrack
             .as_ref()
@@ -362,7 +375,8 @@ impl Hook for Filter {
                 _ => CtState::Related,
             };
         }
-        crate::lock(table).confirm_burst(&flows[..n], &states[..n], cx.now_ns)
+        let m = n.min(leases.len());
+        crate::lock(table).confirm_leased(&flows[..n], &states[..n], &mut leases[..m], cx.now_ns)
     }
 
     fn replay(&self, cx: &HookContext, tokens: &[u32]) {
@@ -783,86 +797,115 @@ mod tests {
     /// remembered "established: accept" does not outlive its connection.
     #[test]
     fn a_stateful_filter_answered_from_a_memo_ends_as_one_that_saw_every_packet() {
-        use std::collections::HashMap;
-        let (k1, k2) = (kind(), kind());
-        // [toward A (new inbound refused), toward B], per table.
-        let seen = [
-            build_named(&k1, HookPoint::Egress, "to_a", STATEFUL_IN),
-            build_named(&k1, HookPoint::Egress, "to_b", STATEFUL_OUT),
-        ];
-        let memo = [
-            build_named(&k2, HookPoint::Egress, "to_a", STATEFUL_IN),
-            build_named(&k2, HookPoint::Egress, "to_b", STATEFUL_OUT),
-        ];
-        let (to_a, to_b) = (0, 1);
-        let ms = 1_000_000;
-        let steps: Vec<(usize, Vec<u8>, u64)> = vec![
-            (to_b, udp(A, B, 5000, 53), 0),      // new: inserted, not remembered
-            (to_b, udp(A, B, 5000, 53), ms),     // new, refreshed: remembered
-            (to_b, udp(A, B, 5000, 53), 2 * ms), // answered
-            (to_a, udp(B, A, 53, 5000), 3 * ms), // the first reply: not remembered
-            (to_b, udp(A, B, 5000, 53), 4 * ms), // not New any more: refused, seen
-            (to_b, udp(A, B, 5000, 53), 5 * ms), // answered (established)
-            (to_a, udp(B, A, 53, 5000), 6 * ms), // remembered
-            (to_a, udp(B, A, 53, 5000), 7 * ms), // answered
-            (to_b, tcp(A, B, 40000, 80, SYN), 8 * ms),
-            (to_a, tcp(B, A, 80, 40000, SYN | ACK), 9 * ms),
-            (to_b, tcp(A, B, 40000, 80, ACK), 10 * ms),
-            (to_a, tcp(B, A, 80, 40000, ACK), 11 * ms), // remembered
-            (to_a, tcp(B, A, 80, 40000, ACK), 12 * ms), // answered
-            (to_b, tcp(A, B, 40000, 80, ACK | RST), 13 * ms), // removes the entry
-            (to_a, tcp(B, A, 80, 40000, ACK), 14 * ms), // refused, seen: dropped
-            (to_a, tcp(B, A, 80, 40000, ACK), 15 * ms), // dropped again
-            (to_a, udp(B, A, 53, 5000), 400_000 * ms),  // expired: dropped
-        ];
-        let mut remembered: HashMap<(usize, Vec<u8>), u32> = HashMap::new();
-        let (mut answered, mut refused) = (0, 0);
-        let mut verdicts = Vec::new();
-        for (step, (f, frame, now)) in steps.iter().enumerate() {
-            let v = run(
-                &*seen[*f],
-                HookPoint::Egress,
-                &mut [Pkt::new(frame.clone())],
-                *now,
-            )[0];
-            let key = (*f, frame.clone());
-            let pkt = Pkt::new(frame.clone());
-            let m = match remembered.get(&key) {
-                Some(&t) if confirm_one(&*memo[*f], HookPoint::Egress, &pkt, t, *now) => {
-                    replay(&*memo[*f], HookPoint::Egress, &[t]);
-                    answered += 1;
-                    Verdict::Accept
-                }
-                other => {
-                    refused += usize::from(other.is_some());
-                    let (v, t) = run_at(&*memo[*f], HookPoint::Egress, &mut [pkt], *now);
-                    remembered.remove(&key);
-                    if v[0] == Verdict::Accept && t[0] != crate::NO_TOKEN {
-                        remembered.insert(key, t[0]);
+        // Without leases (each remembered packet confirmed in full), and
+        // with them (the memo keeps the filter's lease per flow).
+        for leased in [false, true] {
+            use std::collections::HashMap;
+            let (k1, k2) = (kind(), kind());
+            // [toward A (new inbound refused), toward B], per table.
+            let seen = [
+                build_named(&k1, HookPoint::Egress, "to_a", STATEFUL_IN),
+                build_named(&k1, HookPoint::Egress, "to_b", STATEFUL_OUT),
+            ];
+            let memo = [
+                build_named(&k2, HookPoint::Egress, "to_a", STATEFUL_IN),
+                build_named(&k2, HookPoint::Egress, "to_b", STATEFUL_OUT),
+            ];
+            let (to_a, to_b) = (0, 1);
+            let ms = 1_000_000;
+            let steps: Vec<(usize, Vec<u8>, u64)> = vec![
+                (to_b, udp(A, B, 5000, 53), 0),      // new: inserted, not remembered
+                (to_b, udp(A, B, 5000, 53), ms),     // new, refreshed: remembered
+                (to_b, udp(A, B, 5000, 53), 2 * ms), // answered
+                (to_a, udp(B, A, 53, 5000), 3 * ms), // the first reply: not remembered
+                (to_b, udp(A, B, 5000, 53), 4 * ms), // not New any more: refused, seen
+                (to_b, udp(A, B, 5000, 53), 5 * ms), // answered (established)
+                (to_a, udp(B, A, 53, 5000), 6 * ms), // remembered
+                (to_a, udp(B, A, 53, 5000), 7 * ms), // answered
+                (to_a, udp(B, A, 53, 5000), 7 * ms + ms / 2), // answered (leased: on its lease)
+                (to_b, tcp(A, B, 40000, 80, SYN), 8 * ms),
+                (to_a, tcp(B, A, 80, 40000, SYN | ACK), 9 * ms),
+                (to_b, tcp(A, B, 40000, 80, ACK), 10 * ms),
+                (to_a, tcp(B, A, 80, 40000, ACK), 11 * ms), // remembered
+                (to_a, tcp(B, A, 80, 40000, ACK), 12 * ms), // answered
+                (to_a, tcp(B, A, 80, 40000, ACK), 12 * ms + ms / 2), // answered (on its lease)
+                (to_b, tcp(A, B, 40000, 80, ACK | RST), 13 * ms), // removes the entry
+                (to_a, tcp(B, A, 80, 40000, ACK), 14 * ms), // refused, seen: dropped
+                (to_a, tcp(B, A, 80, 40000, ACK), 15 * ms), // dropped again
+                (to_a, udp(B, A, 53, 5000), 400_000 * ms),  // expired: dropped
+            ];
+            let mut remembered: HashMap<(usize, Vec<u8>), (u32, Lease)> = HashMap::new();
+            let (mut answered, mut refused) = (0, 0);
+            let mut leases_held = 0;
+            let mut verdicts = Vec::new();
+            for (step, (f, frame, now)) in steps.iter().enumerate() {
+                let v = run(
+                    &*seen[*f],
+                    HookPoint::Egress,
+                    &mut [Pkt::new(frame.clone())],
+                    *now,
+                )[0];
+                let key = (*f, frame.clone());
+                let pkt = Pkt::new(frame.clone());
+                let confirmed = remembered.get_mut(&key).map(|(t, lease)| {
+                    let before = *lease;
+                    let yes = match leased {
+                        false => confirm_one(&*memo[*f], HookPoint::Egress, &pkt, *t, *now),
+                        true => {
+                            confirm_leased(&*memo[*f], HookPoint::Egress, &pkt, *t, lease, *now)
+                        }
+                    };
+                    // Confirmed on the lease it had: not renewed.
+                    leases_held += usize::from(yes && before != Lease::NONE && *lease == before);
+                    (yes, *t)
+                });
+                let m = match confirmed {
+                    Some((true, t)) => {
+                        replay(&*memo[*f], HookPoint::Egress, &[t]);
+                        answered += 1;
+                        Verdict::Accept
                     }
-                    v[0]
-                }
-            };
-            assert_eq!(m, v, "step {step}");
-            verdicts.push(v);
-        }
-        assert_eq!((answered, refused), (4, 3), "{remembered:?}");
-        let dropped: Vec<usize> = (0..verdicts.len())
-            .filter(|&i| verdicts[i] != Verdict::Accept)
-            .collect();
-        assert_eq!(dropped, [14, 15, 16]);
-        for i in 0..2 {
+                    other => {
+                        refused += usize::from(other.is_some());
+                        let (v, t) = run_at(&*memo[*f], HookPoint::Egress, &mut [pkt], *now);
+                        remembered.remove(&key);
+                        if v[0] == Verdict::Accept && t[0] != crate::NO_TOKEN {
+                            remembered.insert(key, (t[0], Lease::NONE));
+                        }
+                        v[0]
+                    }
+                };
+                assert_eq!(m, v, "step {step}");
+                verdicts.push(v);
+            }
             assert_eq!(
-                stats_but_cache(&*seen[i]),
-                stats_but_cache(&*memo[i]),
-                "filter {i}"
+                (answered, refused),
+                (6, 3),
+                "leased {leased}: {remembered:?}"
             );
+            // With leases, the second answered packet of a flow in a row
+            // is confirmed on the lease the first one's confirm gave; the
+            // RST (step 15) and the first reply (step 3) end the leases
+            // given before them.
+            assert_eq!(leases_held, if leased { 2 } else { 0 });
+            let dropped: Vec<usize> = (0..verdicts.len())
+                .filter(|&i| verdicts[i] != Verdict::Accept)
+                .collect();
+            assert_eq!(dropped, [16, 17, 18]);
+            for i in 0..2 {
+                assert_eq!(
+                    stats_but_cache(&*seen[i]),
+                    stats_but_cache(&*memo[i]),
+                    "filter {i}"
+                );
+            }
+            // Toward A: steps 3, 6, 7, 8, 10, 12, 13, 14 established; 16-18
+            // new, dropped.
+            assert_eq!(stat(&*memo[to_a], "ct_established"), 8);
+            assert_eq!(stat(&*memo[to_a], "ct_new"), 3);
+            assert_eq!(stat(&*memo[to_a], "policy_dropped"), 3);
+            assert_eq!(stat(&*memo[to_b], "ct_established"), 4);
         }
-        // Toward A: steps 3, 6, 7, 9, 11, 12 established; 14-16 new, dropped.
-        assert_eq!(stat(&*memo[to_a], "ct_established"), 6);
-        assert_eq!(stat(&*memo[to_a], "ct_new"), 3);
-        assert_eq!(stat(&*memo[to_a], "policy_dropped"), 3);
-        assert_eq!(stat(&*memo[to_b], "ct_established"), 4);
     }
 
     #[test]

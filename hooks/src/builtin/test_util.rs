@@ -185,6 +185,22 @@ pub fn confirm_one(hook: &dyn Hook, point: HookPoint, pkt: &Pkt, token: u32, now
     hook.confirm(&test_cx(point, now_ns), &[flow], &[token]) == 1
 }
 
+/// [`Hook::confirm_leased`] of one packet (worker 0) at `now_ns` with its
+/// `lease` (renewed in place): whether the hook confirmed it.
+pub fn confirm_leased(
+    hook: &dyn Hook,
+    point: HookPoint,
+    pkt: &Pkt,
+    token: u32,
+    lease: &mut crate::Lease,
+    now_ns: u64,
+) -> bool {
+    let flow = crate::FlowSummary::parse(&pkt.data[usize::from(pkt.meta.l3_offset)..])
+        .expect("a remembered packet parses");
+    let leases = std::slice::from_mut(lease);
+    hook.confirm_leased(&test_cx(point, now_ns), &[flow], &[token], leases) == 1
+}
+
 /// `hook`'s own counter `name`.
 pub fn stat(hook: &dyn Hook, name: &str) -> u64 {
     hook.stats()

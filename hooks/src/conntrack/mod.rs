@@ -104,6 +104,7 @@ mod table;
 mod tests;
 
 use crate::flow::{proto, tcp_flag, FlowSummary, Fragment};
+use crate::lease::{Lease, LEASE_NS};
 use crate::MAX_BURST;
 use table::{Key, NoRoom, Probe, Slots, FIN_A, FIN_B, ORIG_B, REPLIED};
 
@@ -447,7 +448,7 @@ impl ConnTable {
             steady: false,
         };
         let (mut flags, eproto) = {
-            let e = self.slots.get_mut(i);
+            let e = self.slots.get(i);
             (e.flags, e.proto())
         };
         let reply = l.from_b != (flags & ORIG_B != 0);
@@ -482,9 +483,14 @@ impl ConnTable {
             return (CtState::New, hint);
         }
         let expires_ns = now_ns.saturating_add(self.timeout(eproto, flags));
-        let e = self.slots.get_mut(i);
-        e.flags = flags;
-        e.expires_ns = expires_ns;
+        if self.slots.get(i).flags != flags {
+            // The state moved (a first reply, a FIN): a new version.
+            let e = self.slots.get_mut(i);
+            e.flags = flags;
+            e.expires_ns = expires_ns;
+        } else {
+            self.slots.set_expiry(i, expires_ns);
+        }
         (CtState::Established, hint)
     }
 
@@ -590,19 +596,22 @@ impl ConnTable {
     /// a port reuse.
     #[inline(always)]
     fn refresh(&mut self, i: usize, orig: u8, now_ns: u64) -> bool {
-        let e = self.slots.get_mut(i);
-        let closing = e.flags & (FIN_A | FIN_B) == FIN_A | FIN_B;
-        if e.proto() == proto::TCP && closing {
+        let (flags, p) = {
+            let e = self.slots.get(i);
+            (e.flags, e.proto())
+        };
+        let closing = flags & (FIN_A | FIN_B) == FIN_A | FIN_B;
+        if p == proto::TCP && closing {
             // Port reuse: a new connection in the old one's slot.
-            e.flags = (e.flags & !(ORIG_B | REPLIED | FIN_A | FIN_B)) | orig;
+            let e = self.slots.get_mut(i);
+            e.flags = (flags & !(ORIG_B | REPLIED | FIN_A | FIN_B)) | orig;
             e.expires_ns = now_ns.saturating_add(self.cfg.tcp_transient_ns);
             self.stats.inserted += 1;
             return true;
         }
-        if e.flags & ORIG_B == orig {
-            let (p, f) = (e.proto(), e.flags);
-            let t = self.timeout(p, f);
-            self.slots.get_mut(i).expires_ns = now_ns.saturating_add(t);
+        if flags & ORIG_B == orig {
+            let t = self.timeout(p, flags);
+            self.slots.set_expiry(i, now_ns.saturating_add(t));
         }
         false
     }
@@ -632,11 +641,43 @@ impl ConnTable {
         states: &[CtState],
         now_ns: u64,
     ) -> usize {
+        self.confirm_leased(sums, states, &mut [], now_ns)
+    }
+
+    /// [`confirm_burst`](Self::confirm_burst) with `leases[k]` packet
+    /// `k`'s lease (see [`crate::lease`]; packets past `leases` have
+    /// none). A packet whose lease holds (by its time, and its slot's
+    /// version is the one leased: the slot was not written since) is
+    /// confirmed without reading its entry or restarting its timer. Any
+    /// other packet confirmed gets a new lease: its entry's slot and
+    /// version, until the sooner of [`LEASE_NS`] from now and the entry's
+    /// expiry. A lease is given only by a confirm that restarted the
+    /// timer, so the entry outlives it.
+    pub fn confirm_leased(
+        &mut self,
+        sums: &[FlowSummary],
+        states: &[CtState],
+        leases: &mut [Lease],
+        now_ns: u64,
+    ) -> usize {
         let n = sums.len().min(states.len()).min(MAX_BURST);
+        let mut held = [false; MAX_BURST];
+        let k = n.min(leases.len());
+        for ((h, l), st) in held.iter_mut().zip(&leases[..k]).zip(&states[..k]) {
+            // Leases are given only for these states; a claim of another
+            // never holds.
+            let tracked = matches!(st, CtState::New | CtState::Established);
+            *h = tracked
+                && l.current(now_ns)
+                && self.slots.version(l.slot as usize) == Some(l.version);
+        }
         let mut homes = [0usize; MAX_BURST];
         let mut classes = [Class::Untracked; MAX_BURST];
         let mut acc = 0u8;
         for k in 0..n {
+            if held[k] {
+                continue;
+            }
             let c = classify(&sums[k]);
             if let Class::Flow(l) = c {
                 homes[k] = self.slots.home(&l.key);
@@ -646,10 +687,21 @@ impl ConnTable {
         }
         std::hint::black_box(acc);
         for k in 0..n {
+            if held[k] {
+                continue;
+            }
             let ok = match (&classes[k], states[k]) {
                 (Class::Untracked, CtState::Untracked) => true,
                 (Class::Flow(l), st @ (CtState::New | CtState::Established)) => {
-                    self.confirm_flow(&sums[k], l, homes[k], st, now_ns)
+                    match self.confirm_flow(&sums[k], l, homes[k], st, now_ns) {
+                        Some(i) => {
+                            if let Some(lease) = leases.get_mut(k) {
+                                *lease = self.lease(i, now_ns);
+                            }
+                            true
+                        }
+                        None => false,
+                    }
                 }
                 _ => false,
             };
@@ -660,6 +712,17 @@ impl ConnTable {
         n
     }
 
+    /// A lease on slot `i` as it is now.
+    fn lease(&self, i: usize, now_ns: u64) -> Lease {
+        Lease {
+            slot: i as u32,
+            version: self.slots.version(i).unwrap_or(0),
+            until_ns: now_ns
+                .saturating_add(LEASE_NS)
+                .min(self.slots.expires_ns(i)),
+        }
+    }
+
     #[inline(always)]
     fn confirm_flow(
         &mut self,
@@ -668,16 +731,16 @@ impl ConnTable {
         home: usize,
         state: CtState,
         now_ns: u64,
-    ) -> bool {
+    ) -> Option<usize> {
         let control = tcp_flag::SYN | tcp_flag::FIN | tcp_flag::RST;
         if s.proto == proto::TCP && s.tcp_flags & control != 0 {
-            return false;
+            return None;
         }
         let i = match self.slots.probe_from(&l.key, home, now_ns) {
             Probe::Found(i) => i,
-            Probe::Vacant(_) | Probe::Exhausted => return false,
+            Probe::Vacant(_) | Probe::Exhausted => return None,
         };
-        let e = self.slots.get_mut(i);
+        let e = self.slots.get(i);
         let (flags, eproto) = (e.flags, e.proto());
         let reply = l.from_b != (flags & ORIG_B != 0);
         let replied = flags & REPLIED != 0;
@@ -691,9 +754,9 @@ impl ConnTable {
         };
         if same {
             let expires_ns = now_ns.saturating_add(self.timeout(eproto, flags));
-            self.slots.get_mut(i).expires_ns = expires_ns;
+            self.slots.set_expiry(i, expires_ns);
         }
-        same
+        same.then_some(i)
     }
 
     /// Count and (at most once a second) log a commit refused for lack of

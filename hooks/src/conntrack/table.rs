@@ -143,9 +143,14 @@ pub(crate) enum NoRoom {
 }
 
 /// The slot array: a power of two of slots, allocated once.
-#[cfg_attr(test, derive(Clone, PartialEq, Eq))]
+#[cfg_attr(test, derive(Clone))]
 pub(crate) struct Slots {
     slots: Box<[Entry]>,
+    /// Per slot, a version that every write to the slot changes (a lease
+    /// taken on a slot holds while its version does, see
+    /// [`Slots::version`]). 4 bytes a slot, apart from the entries so that
+    /// the versions of a table of 262,144 slots (1 MiB) stay in L2.
+    versions: Box<[u32]>,
     mask: usize,
     bits: u32,
     /// Slots holding an entry, live or expired and not yet reclaimed.
@@ -155,6 +160,23 @@ pub(crate) struct Slots {
     /// Expired entries reclaimed so far.
     reclaimed: u64,
 }
+
+/// Tables compare by what they hold; versions are how they got there.
+#[cfg(test)]
+impl PartialEq for Slots {
+    fn eq(&self, o: &Slots) -> bool {
+        (
+            self.slots.as_ref(),
+            self.mask,
+            self.len,
+            self.cursor,
+            self.reclaimed,
+        ) == (o.slots.as_ref(), o.mask, o.len, o.cursor, o.reclaimed)
+    }
+}
+
+#[cfg(test)]
+impl Eq for Slots {}
 
 impl std::fmt::Debug for Slots {
     /// Sizes only: the array can hold millions of slots.
@@ -174,6 +196,7 @@ impl Slots {
         let n = n.max(2).next_power_of_two();
         Slots {
             slots: vec![Entry::default(); n].into_boxed_slice(),
+            versions: vec![0; n].into_boxed_slice(),
             mask: n - 1,
             bits: n.trailing_zeros(),
             len: 0,
@@ -197,10 +220,56 @@ impl Slots {
         self.len
     }
 
-    /// The entry in slot `i` (from [`Probe::Found`]).
+    /// The entry in slot `i` (from [`Probe::Found`]), to read.
+    #[inline(always)]
+    pub fn get(&self, i: usize) -> &Entry {
+        &self.slots[i & self.mask]
+    }
+
+    /// The entry in slot `i` (from [`Probe::Found`]), to change: the
+    /// slot's version changes.
     #[inline(always)]
     pub fn get_mut(&mut self, i: usize) -> &mut Entry {
-        &mut self.slots[i & self.mask]
+        let i = i & self.mask;
+        self.versions[i] = self.versions[i].wrapping_add(1);
+        &mut self.slots[i]
+    }
+
+    /// Restart the timer of the entry in slot `i`: it expires at
+    /// `expires_ns`, which must not be earlier than now (the entry's flags
+    /// are unchanged, so its timeout is, and time only goes forward). The
+    /// slot's version stays: a lease on the slot holds until the earlier
+    /// expiry, so a later one keeps it true (and the two directions of a
+    /// connection do not end each other's leases by refreshing).
+    #[inline(always)]
+    pub fn set_expiry(&mut self, i: usize, expires_ns: u64) {
+        let e = &mut self.slots[i & self.mask];
+        debug_assert!(expires_ns >= e.expires_ns || !e.used());
+        e.expires_ns = expires_ns;
+    }
+
+    /// Write `e` to slot `i`: the slot's version changes.
+    #[inline(always)]
+    fn set(&mut self, i: usize, e: Entry) {
+        *self.get_mut(i) = e;
+    }
+
+    /// Slot `i`'s version: it changes with every write to the slot but a
+    /// timer restarted ([`Slots::set_expiry`]): an entry inserted, moved in
+    /// or out by a shift, removed, its flags written. A reader that saw
+    /// version `v` and sees `v` again knows the slot holds the entry it
+    /// held then, with the same flags, expiring no earlier. It wraps after 2^32 writes
+    /// to one slot, which take more than the 1 s a lease lasts at any
+    /// packet rate. `None` past the table.
+    #[inline(always)]
+    pub fn version(&self, i: usize) -> Option<u32> {
+        self.versions.get(i).copied()
+    }
+
+    /// The expiry time of the entry in slot `i` (0 if none).
+    #[inline(always)]
+    pub fn expires_ns(&self, i: usize) -> u64 {
+        self.slots.get(i).map_or(0, |e| e.expires_ns)
     }
 
     /// `key`'s home slot.
@@ -327,16 +396,19 @@ impl Slots {
             let prev = end.wrapping_sub(1) & self.mask;
             let mut e = self.slots[prev];
             e.dist += 1;
-            self.slots[end] = e;
+            self.set(end, e);
             end = prev;
         }
-        self.slots[slot] = Entry {
-            a: key.a,
-            b: key.b,
-            flags: flags | USED,
-            dist,
-            expires_ns,
-        };
+        self.set(
+            slot,
+            Entry {
+                a: key.a,
+                b: key.b,
+                flags: flags | USED,
+                dist,
+                expires_ns,
+            },
+        );
         self.len += 1;
         Ok(slot)
     }
@@ -360,13 +432,16 @@ impl Slots {
             let next = (i + 1) & self.mask;
             let e = self.slots[next];
             if !e.used() || e.dist == 0 {
-                self.slots[i] = Entry::default();
+                self.set(i, Entry::default());
                 break;
             }
-            self.slots[i] = Entry {
-                dist: e.dist - 1,
-                ..e
-            };
+            self.set(
+                i,
+                Entry {
+                    dist: e.dist - 1,
+                    ..e
+                },
+            );
             i = next;
         }
         self.len -= 1;

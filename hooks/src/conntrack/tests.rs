@@ -904,3 +904,83 @@ fn confirm_burst_stops_at_the_first_packet_that_fails() {
     // Expired: gone.
     assert_eq!(t.confirm_burst(&[sa], &[New], 13 * S + 31 * S), 0);
 }
+
+/// Leases (`confirm_leased`): whatever the table went through since a
+/// lease was given (replies, RSTs, new entries shifting clusters, removals,
+/// expiry, reuse of the slot by another connection), a packet confirmed on
+/// its lease is one a full confirm of the table as it is would confirm
+/// too, and the other way round. The memo's world is simulated: a flow
+/// whose packet is confirmed keeps its lease; one that is not meets the
+/// table (lookup, commit if accepted) and, if remembered, starts again
+/// without a lease. Default timeouts (leases end by time) and short ones
+/// (leases end with their entry's expiry).
+#[test]
+fn a_packet_confirmed_on_its_lease_is_one_a_full_confirm_confirms() {
+    for (seed, short) in [
+        (0x1ea5_e000_0000_0001u64, false),
+        (0x1ea5_e000_0000_0002, true),
+    ] {
+        let mut rng = Rng(seed);
+        let mut t = if short {
+            short_timeouts(256)
+        } else {
+            table(256)
+        };
+        let mut now = S;
+        let (mut held, mut renewed, mut refused) = (0u32, 0u32, 0u32);
+        // The memo: each remembered flow's state and lease.
+        let mut memo: Vec<(FlowSummary, CtState, Lease)> = Vec::new();
+        for round in 0..60_000 {
+            let pkt = random_packet(&mut rng);
+            let s = FlowSummary::parse(&pkt).expect("parses");
+            now += match rng.next() % 256 {
+                0 => 200 * S,
+                r => r * S / 65536,
+            };
+            if let Some(m) = memo.iter().position(|(f, _, _)| *f == s) {
+                let (_, claim, lease) = memo[m];
+                let full = t.clone().confirm(&s, claim, now);
+                let mut l = [lease];
+                let yes = t.confirm_leased(&[s], &[claim], &mut l, now) == 1;
+                assert_eq!(
+                    yes, full,
+                    "round {round}: on its lease {yes}, in full {full}: {claim:?} {lease:?} {s:?}"
+                );
+                if yes {
+                    if l[0] == lease {
+                        // Untracked packets are confirmed without a lease.
+                        held += u32::from(lease != Lease::NONE);
+                    } else {
+                        renewed += 1;
+                        assert!(l[0].until_ns <= now + LEASE_NS && l[0].current(now));
+                    }
+                    memo[m].2 = l[0];
+                    continue;
+                }
+                refused += 1;
+                memo.swap_remove(m);
+            }
+            // Through the filter: look up, commit an accepted New.
+            let mut out = [(Untracked, CtHint::NONE)];
+            t.lookup_burst(&[s], |_| &pkt[..], now, &mut out);
+            let (state, hint) = out[0];
+            let accept = !rng.next().is_multiple_of(4);
+            let refreshed =
+                accept && state == New && t.commit_hinted(&s, now, hint) == CtCommit::Refreshed;
+            let remembered = match state {
+                Untracked => true,
+                Established => hint.steady(),
+                New => refreshed,
+                Related => false,
+            };
+            if accept && remembered {
+                memo.push((s, state, Lease::NONE));
+            }
+            t.slots.check();
+        }
+        assert!(
+            held > 100 && renewed > 300 && refused > 1_000,
+            "short {short}: held {held}, renewed {renewed}, refused {refused}"
+        );
+    }
+}

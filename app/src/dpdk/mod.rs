@@ -36,3 +36,18 @@ pub fn tsc_hz() -> u64 {
     // SAFETY: a plain getter of a value EAL set during init.
     unsafe { sys::rte_get_tsc_hz() }
 }
+
+/// Start loading the cache line at `p` into every cache level
+/// (`rte_prefetch0`: `prefetcht0`). A hint: it never faults, whatever `p`
+/// is, and changes nothing a program can observe but timing.
+#[inline(always)]
+pub fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `prefetcht0` is a hint that never faults and writes nothing,
+    // for any address (valid, dangling or null).
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}

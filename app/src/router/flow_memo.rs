@@ -456,7 +456,13 @@ impl FlowMemo {
         if i == n {
             return (n > 0).then_some(run);
         }
-        // Else run by run, from where that stopped, second slots too.
+        // Else run by run, from where that stopped, second slots too
+        // (their lines asked for first, all at once: in a memo larger
+        // than the caches, each flow in its second slot was a miss the
+        // loop waited for).
+        for key in &b.keys[i..n] {
+            crate::dpdk::prefetch(&self.slots[key.slots(self.mask)[1]]);
+        }
         for i in i..n {
             let key = b.keys[i];
             let [first, second] = key.slots(self.mask);

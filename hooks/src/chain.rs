@@ -146,11 +146,7 @@ impl Chain {
         for (e, row) in self.entries.iter().zip(tokens) {
             if n > 0 && e.hook.confirms() {
                 let k = match leases.take() {
-                    Some(l) => {
-                        let m = n.min(l.len());
-                        e.hook
-                            .confirm_leased(cx, &flows[..n], &row[..n], &mut l[..m])
-                    }
+                    Some(l) => e.hook.confirm_leased(cx, &flows[..n], &row[..n], l),
                     None => e.hook.confirm(cx, &flows[..n], &row[..n]),
                 };
                 n = n.min(k);

@@ -128,7 +128,8 @@ pub trait Hook: Send + Sync {
 
     /// [`Hook::confirm`] with each packet's [`Lease`](crate::Lease) (what
     /// this hook gave the memo for the flow the last time it confirmed it;
-    /// [`Lease::NONE`](crate::Lease::NONE) at first). A hook may confirm a
+    /// [`Lease::NONE`](crate::Lease::NONE) at first; `leases[k]` is packet
+    /// `k`'s, and packets past its end have none). A hook may confirm a
     /// packet whose lease still holds without looking at the flow's state,
     /// and gives a new lease for each packet it confirmed otherwise. The
     /// pipeline keeps at most one hook's leases per flow, and calls this

@@ -19,7 +19,7 @@
 //! to decide.
 
 use super::fib::{HopKind, NEIGH_BY_DST};
-use super::flow_memo::FlowKey;
+use super::flow_memo::{FlowKey, SlotWarmer};
 use super::stages::{csum_flag, Pipeline, Scratch, Verdict};
 use super::txbuf::TxBuffer;
 use crate::dpdk::{Mbuf, BURST_SIZE};
@@ -254,10 +254,12 @@ impl Pipeline {
         mbufs: &[Mbuf],
         f: &mut FastScratch,
         keys: &mut [FlowKey; MAX_BURST],
+        warmer: SlotWarmer,
     ) -> bool {
         self.lane_checks_and(port_mac, mbufs, f, |i, frame| {
             match (keys.get_mut(i), FlowKey::of_frame(port, frame)) {
                 (Some(slot), Some(key)) => {
+                    warmer.warm(&key);
                     *slot = key;
                     true
                 }

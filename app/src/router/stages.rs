@@ -284,8 +284,8 @@ impl Pipeline {
             memo = chain.flow_pure() && hooks.egress_flow_pure() && out.scratch.memo.active();
             let s = &mut *out.scratch;
             let plain = if memo {
-                let keys = s.memo.keys_mut();
-                self.lane_checks_keyed(port, mac, burst.as_slice(), &mut s.fast, keys)
+                let (keys, warmer) = s.memo.keys_and_warmer();
+                self.lane_checks_keyed(port, mac, burst.as_slice(), &mut s.fast, keys, warmer)
             } else {
                 self.lane_checks(mac, burst.as_slice(), &mut s.fast)
             };

@@ -142,14 +142,20 @@ pub(crate) enum NoRoom {
     Probe,
 }
 
+/// Slots that share a version ([`Slots::version`]): a 64-byte line of
+/// versions covers 256 slots.
+pub(crate) const VERSION_GROUP: usize = 16;
+
 /// The slot array: a power of two of slots, allocated once.
 #[cfg_attr(test, derive(Clone))]
 pub(crate) struct Slots {
     slots: Box<[Entry]>,
-    /// Per slot, a version that every write to the slot changes (a lease
-    /// taken on a slot holds while its version does, see
-    /// [`Slots::version`]). 4 bytes a slot, apart from the entries so that
-    /// the versions of a table of 262,144 slots (1 MiB) stay in L2.
+    /// Per group of [`VERSION_GROUP`] slots, a version that every write to
+    /// a slot of the group changes (a lease taken on a slot holds while its
+    /// version does, see [`Slots::version`]). Apart from the entries, and
+    /// shared by a group, so that the versions of a table of 262,144 slots
+    /// take 64 KiB and stay cached: one version a slot took 1 MiB, and
+    /// each leased packet's version was a miss.
     versions: Box<[u32]>,
     mask: usize,
     bits: u32,
@@ -196,7 +202,7 @@ impl Slots {
         let n = n.max(2).next_power_of_two();
         Slots {
             slots: vec![Entry::default(); n].into_boxed_slice(),
-            versions: vec![0; n].into_boxed_slice(),
+            versions: vec![0; n.div_ceil(VERSION_GROUP)].into_boxed_slice(),
             mask: n - 1,
             bits: n.trailing_zeros(),
             len: 0,
@@ -231,7 +237,8 @@ impl Slots {
     #[inline(always)]
     pub fn get_mut(&mut self, i: usize) -> &mut Entry {
         let i = i & self.mask;
-        self.versions[i] = self.versions[i].wrapping_add(1);
+        let v = &mut self.versions[i / VERSION_GROUP];
+        *v = v.wrapping_add(1);
         &mut self.slots[i]
     }
 
@@ -258,12 +265,18 @@ impl Slots {
     /// timer restarted ([`Slots::set_expiry`]): an entry inserted, moved in
     /// or out by a shift, removed, its flags written. A reader that saw
     /// version `v` and sees `v` again knows the slot holds the entry it
-    /// held then, with the same flags, expiring no earlier. It wraps after 2^32 writes
-    /// to one slot, which take more than the 1 s a lease lasts at any
-    /// packet rate. `None` past the table.
+    /// held then, with the same flags, expiring no earlier. Writes to the
+    /// other slots of its group ([`VERSION_GROUP`]) change it too: a lease
+    /// ends early, and the next packet takes a full confirm. It wraps after
+    /// 2^32 writes to one group, which take more than the 1 s a lease lasts
+    /// at any packet rate. `None` past the table.
     #[inline(always)]
     pub fn version(&self, i: usize) -> Option<u32> {
-        self.versions.get(i).copied()
+        if i < self.slots.len() {
+            self.versions.get(i / VERSION_GROUP).copied()
+        } else {
+            None
+        }
     }
 
     /// The expiry time of the entry in slot `i` (0 if none).
@@ -570,6 +583,23 @@ mod tests {
         assert_eq!(reclaimed, 8);
         assert_eq!(t.len(), 8);
         assert_eq!(t.count_live(116), 8);
+    }
+
+    #[test]
+    fn a_write_changes_its_groups_version_and_no_other() {
+        let mut t = Slots::new(4 * VERSION_GROUP);
+        let before: Vec<_> = (0..t.slot_count()).map(|i| t.version(i)).collect();
+        let written = VERSION_GROUP + 3;
+        t.get_mut(written);
+        for (i, v) in before.iter().enumerate() {
+            let same_group = i / VERSION_GROUP == written / VERSION_GROUP;
+            assert_eq!(t.version(i) != *v, same_group, "slot {i}");
+        }
+        // A timer restart is not a write.
+        let now = t.version(written);
+        t.set_expiry(written, 5);
+        assert_eq!(t.version(written), now);
+        assert_eq!(t.version(t.slot_count()), None);
     }
 
     #[test]

@@ -245,29 +245,79 @@ fn low(generation: u64) -> u32 {
 /// free under `generation`, else its second if free; else the first,
 /// if the flow there can move to its own other slot (moved there: one
 /// step of cuckoo hashing); else the second, whoever is there.
-fn place(slots: &mut [Slot], mask: usize, key: &FlowKey, generation: u32) -> usize {
+/// A flow placed in its second slot marks its first in `seconds`
+/// ([`SecondHints`]).
+fn place(
+    slots: &mut [Slot],
+    seconds: &mut SecondHints,
+    mask: usize,
+    key: &FlowKey,
+    generation: u32,
+) -> usize {
     let [first, second] = key.slots(mask);
     let free = |s: &Slot| s.generation != generation;
     if slots[first].key == *key {
         return first;
     }
-    if slots[second].key == *key {
-        return second;
-    }
-    if free(&slots[first]) {
+    if slots[second].key != *key && free(&slots[first]) {
         return first;
     }
-    if free(&slots[second]) {
+    if slots[second].key == *key || free(&slots[second]) {
+        seconds.mark(first);
         return second;
     }
     let there = slots[first].key.slots(mask);
-    let other = there[usize::from(there[0] == first)];
+    // The flow in `first` is in its first slot: moved, it is in its second.
+    let home = there[0] == first;
+    let other = there[usize::from(home)];
     if other != first && free(&slots[other]) {
         slots[other] = slots[first];
+        if home {
+            seconds.mark(first);
+        }
         return first;
     }
+    seconds.mark(first);
     second
 }
+
+/// One bit per slot: set, some flow whose first slot it is was placed in
+/// its second slot (or was found there), so a lookup of a flow of that
+/// first slot asks for its second slot ahead too ([`SlotWarmer`]). Bits
+/// are set when flows are placed or found and all cleared now and then
+/// ([`CLEAR_HINTS_WINDOWS`]); a stale bit costs a line asked for in vain,
+/// a missing one a wait on the second slot. 32 KiB for 262,144 slots:
+/// they stay in L1/L2, where asking for every second slot blindly took
+/// memory bandwidth the first slots and the packets needed.
+struct SecondHints(Box<[u64]>);
+
+impl SecondHints {
+    fn new(slots: usize) -> SecondHints {
+        SecondHints(vec![0; slots.div_ceil(64)].into_boxed_slice())
+    }
+
+    #[inline(always)]
+    fn mark(&mut self, slot: usize) {
+        if let Some(w) = self.0.get_mut(slot / 64) {
+            *w |= 1 << (slot % 64);
+        }
+    }
+
+    #[inline(always)]
+    fn marked(&self, slot: usize) -> bool {
+        self.0
+            .get(slot / 64)
+            .is_some_and(|w| w >> (slot % 64) & 1 == 1)
+    }
+
+    fn clear(&mut self) {
+        self.0.fill(0);
+    }
+}
+
+/// Hit-rate windows ([`WINDOW`] packets looked up) between two clearings
+/// of the [`SecondHints`]: about 2 million packets.
+const CLEAR_HINTS_WINDOWS: u32 = 256;
 
 /// Copy the tokens of `slot` (slot `at`) to packet `i`'s places: the rows
 /// of the first `I` hooks at ingress and `E` at egress; and its lease.
@@ -307,23 +357,30 @@ pub struct MemoBurst {
 /// larger than the caches each is a miss, and asked for while the rest of
 /// the burst's keys are read, they arrive together instead of one by one.
 /// Off for memos of at most [`WARM_ABOVE`] slots, which stay cached.
-pub struct SlotWarmer {
+pub struct SlotWarmer<'a> {
     base: *const Slot,
     mask: usize,
     on: bool,
+    seconds: &'a SecondHints,
 }
 
 /// Memos of more slots than this (1 MiB; half an L2 of today's server
 /// cores) have their first slots asked for ahead ([`SlotWarmer`]).
 const WARM_ABOVE: usize = 16384;
 
-impl SlotWarmer {
+impl SlotWarmer<'_> {
+    /// Ask for `key`'s first slot, and its second if a flow of that first
+    /// slot was placed there ([`SecondHints`]).
     #[inline(always)]
     pub fn warm(&self, key: &FlowKey) {
         if self.on {
-            // A hint only: `prefetch` never faults, and the address is in
-            // the slots.
-            crate::dpdk::prefetch(self.base.wrapping_add(key.first_slot(self.mask)));
+            let [first, second] = key.slots(self.mask);
+            // Hints only: `prefetch` never faults, and the addresses are
+            // in the slots.
+            crate::dpdk::prefetch(self.base.wrapping_add(first));
+            if self.seconds.marked(first) {
+                crate::dpdk::prefetch(self.base.wrapping_add(second));
+            }
         }
     }
 }
@@ -331,6 +388,9 @@ impl SlotWarmer {
 /// Per worker: the slots, the burst state, and the bypass.
 pub struct FlowMemo {
     slots: Box<[Slot]>,
+    seconds: SecondHints,
+    /// Hit-rate windows since the hints were cleared.
+    windows: u32,
     mask: usize,
     pub burst: Box<MemoBurst>,
     looked: u32,
@@ -356,6 +416,8 @@ impl FlowMemo {
         };
         FlowMemo {
             slots: vec![Slot::default(); slots].into_boxed_slice(),
+            seconds: SecondHints::new(slots),
+            windows: 0,
             mask: slots.saturating_sub(1),
             burst: Box::new(MemoBurst {
                 keys: [FlowKey::default(); MAX_BURST],
@@ -397,13 +459,14 @@ impl FlowMemo {
     }
 
     /// [`FlowMemo::keys_mut`], and a [`SlotWarmer`] to ask for each key's
-    /// first slot as soon as the key is known.
+    /// slot as soon as the key is known.
     #[inline(always)]
-    pub fn keys_and_warmer(&mut self) -> (&mut [FlowKey; MAX_BURST], SlotWarmer) {
+    pub fn keys_and_warmer(&mut self) -> (&mut [FlowKey; MAX_BURST], SlotWarmer<'_>) {
         let warmer = SlotWarmer {
             base: self.slots.as_ptr(),
             mask: self.mask,
             on: self.slots.len() > WARM_ABOVE,
+            seconds: &self.seconds,
         };
         (&mut self.burst.keys, warmer)
     }
@@ -452,6 +515,11 @@ impl FlowMemo {
                 self.bypass = BYPASS_BURSTS;
             }
             (self.looked, self.answered) = (0, 0);
+            self.windows += 1;
+            if self.windows >= CLEAR_HINTS_WINDOWS {
+                self.windows = 0;
+                self.seconds.clear();
+            }
         }
         run
     }
@@ -494,12 +562,8 @@ impl FlowMemo {
             return (n > 0).then_some(run);
         }
         // Else run by run, from where that stopped, second slots too
-        // (their lines asked for first, all at once: in a memo larger
-        // than the caches, each flow in its second slot was a miss the
-        // loop waited for).
-        for key in &b.keys[i..n] {
-            crate::dpdk::prefetch(&self.slots[key.slots(self.mask)[1]]);
-        }
+        // (asked for with the first ones where the hints say: see
+        // `SlotWarmer`; a flow found in its second slot sets its hint).
         for i in i..n {
             let key = b.keys[i];
             let [first, second] = key.slots(self.mask);
@@ -507,7 +571,11 @@ impl FlowMemo {
                 s if s.key == key => (s, true, first),
                 _ => {
                     let s = &self.slots[second];
-                    (s, s.key == key, second)
+                    let found = s.key == key;
+                    if found {
+                        self.seconds.mark(first);
+                    }
+                    (s, found, second)
                 }
             };
             let hit = found && slot.generation == generation;
@@ -549,7 +617,13 @@ impl FlowMemo {
             if b.tokens.iter().flatten().any(|row| row[i] == NO_TOKEN) {
                 continue;
             }
-            let j = place(&mut self.slots, self.mask, key, generation);
+            let j = place(
+                &mut self.slots,
+                &mut self.seconds,
+                self.mask,
+                key,
+                generation,
+            );
             let slot = &mut self.slots[j];
             slot.key = *key;
             slot.generation = generation;
@@ -885,6 +959,52 @@ mod tests {
                 out_port: 3
             })
         );
+    }
+
+    #[test]
+    fn a_flow_in_its_second_slot_marks_its_first_until_the_hints_are_cleared() {
+        let mut m = FlowMemo::new(64);
+        let key = |sport: u16| {
+            let [a, b] = sport.to_be_bytes();
+            FlowKey::of_frame(0, &frame(17, 0, 0, &[a, b, 0, 53, 0, 8, 0, 0])).unwrap()
+        };
+        let all: Vec<FlowKey> = (0..2000).map(key).collect();
+        let first = all[0].slots(m.mask)[0];
+        // Two more flows of the same first slot, with second slots of
+        // their own; and a flow of another first slot.
+        let same: Vec<FlowKey> = all[1..]
+            .iter()
+            .copied()
+            .filter(|k| k.slots(m.mask)[0] == first)
+            .take(2)
+            .collect();
+        let other = *all
+            .iter()
+            .find(|k| k.slots(m.mask)[0] != first && k.slots(m.mask)[1] != first)
+            .unwrap();
+        let record = |m: &mut FlowMemo, k: FlowKey| {
+            m.keys_mut()[0] = k;
+            let hit = m.lookup(1, 1, [1, 0], true).is_some();
+            m.record(1, 1, 0);
+            hit
+        };
+        record(&mut m, all[0]);
+        record(&mut m, other);
+        assert!(!m.seconds.marked(first), "first slots taken: no mark");
+        record(&mut m, same[0]);
+        assert!(m.seconds.marked(first), "placed in its second slot");
+        let marked = |m: &FlowMemo| (0..64).filter(|&s| m.seconds.marked(s)).count();
+        assert_eq!(marked(&m), 1);
+        // The hints are cleared after CLEAR_HINTS_WINDOWS windows; a
+        // lookup that finds the flow in its second slot marks it again.
+        for _ in 0..CLEAR_HINTS_WINDOWS as usize * WINDOW as usize / MAX_BURST {
+            m.keys_mut().fill(other);
+            m.lookup(MAX_BURST, 1, [1, 0], true);
+        }
+        assert_eq!(marked(&m), 0);
+        m.keys_mut()[0] = same[0];
+        assert!(m.lookup(1, 1, [1, 0], true).is_some(), "still remembered");
+        assert!(m.seconds.marked(first));
     }
 
     #[test]

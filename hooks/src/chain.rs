@@ -138,16 +138,25 @@ impl Chain {
     pub fn confirm(
         &self,
         cx: &HookContext,
-        flows: &[crate::FlowSummary],
+        flows: crate::Flows<'_>,
         tokens: &ChainTokens,
         mut leases: Option<&mut [crate::Lease]>,
     ) -> usize {
         let mut n = flows.len().min(MAX_BURST);
+        // Made for the hooks without leases, once, if any asks.
+        let mut all = None;
         for (e, row) in self.entries.iter().zip(tokens) {
             if n > 0 && e.hook.confirms() {
                 let k = match leases.take() {
-                    Some(l) => e.hook.confirm_leased(cx, &flows[..n], &row[..n], l),
-                    None => e.hook.confirm(cx, &flows[..n], &row[..n]),
+                    Some(l) => e.hook.confirm_leased(cx, flows, &row[..n], l),
+                    None => {
+                        let all = all.get_or_insert_with(|| {
+                            let mut all = [crate::FlowSummary::default(); MAX_BURST];
+                            flows.fill(&mut all);
+                            all
+                        });
+                        e.hook.confirm(cx, &all[..n], &row[..n])
+                    }
                 };
                 n = n.min(k);
             }

@@ -130,19 +130,23 @@ pub trait Hook: Send + Sync {
     /// this hook gave the memo for the flow the last time it confirmed it;
     /// [`Lease::NONE`](crate::Lease::NONE) at first; `leases[k]` is packet
     /// `k`'s, and packets past its end have none). A hook may confirm a
-    /// packet whose lease still holds without looking at the flow's state,
-    /// and gives a new lease for each packet it confirmed otherwise. The
-    /// pipeline keeps at most one hook's leases per flow, and calls this
-    /// for that hook only. Default: [`Hook::confirm`], leases unused.
+    /// packet whose lease still holds without looking at the flow's state
+    /// (nor at its summary: [`Flows`](crate::Flows) may make each summary
+    /// when asked), and gives a new lease for each packet it confirmed
+    /// otherwise. The pipeline keeps at most one hook's leases per flow,
+    /// and calls this for that hook only. Default: [`Hook::confirm`],
+    /// leases unused.
     fn confirm_leased(
         &self,
         cx: &HookContext,
-        flows: &[crate::FlowSummary],
+        flows: crate::Flows<'_>,
         tokens: &[u32],
         leases: &mut [crate::Lease],
     ) -> usize {
         let _ = leases;
-        self.confirm(cx, flows, tokens)
+        let mut all = [crate::FlowSummary::default(); crate::MAX_BURST];
+        let n = flows.fill(&mut all);
+        self.confirm(cx, &all[..n], tokens)
     }
 
     /// Counters of the hook's own (e.g. a connection table's size and

@@ -637,15 +637,13 @@ impl FlowMemo {
         }
     }
 
-    /// The flow summaries of the burst's first `n` packets, from their
-    /// keys (for [`hooks::Chain::confirm`]).
-    pub fn summaries(&self, n: usize, out: &mut [hooks::FlowSummary; MAX_BURST]) {
-        for (s, k) in out
-            .iter_mut()
-            .zip(&self.burst.keys[..n.min(self.burst.keyed)])
-        {
-            *s = k.summary();
-        }
+    /// For [`hooks::Chain::confirm`] of the answered run: the burst's keys
+    /// (a packet's flow summary is its key's, made when a hook asks), each
+    /// point's tokens, and the leases to renew.
+    #[inline(always)]
+    pub fn confirm_parts(&mut self) -> (&[FlowKey], &[ChainTokens; 2], &mut [Lease; MAX_BURST]) {
+        let b = &mut *self.burst;
+        (&b.keys[..b.keyed], &b.tokens, &mut b.leases)
     }
 
     /// Keep the leases a confirm renewed for the answered packets `..n` in

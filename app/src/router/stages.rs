@@ -7,7 +7,7 @@
 use super::budget::{over_budget_reason, PuntBudgets};
 use super::fastlane::{FastScratch, Lane, LaneEntry};
 use super::fib::{Fib, HopKind, NEIGH_BY_DST};
-use super::flow_memo::{FlowMemo, Run};
+use super::flow_memo::{FlowKey, FlowMemo, Run};
 use super::hook_points;
 use super::punt::Punt;
 use super::txbuf::TxBuffer;
@@ -20,7 +20,7 @@ use crate::stage::ip::{
 use crate::stage::l2::eth_type_trans;
 use crate::stage::plain::mac_word;
 use hooks::wire::ethernet::{ethertype, HEADER_LEN, MIN_FRAME_LEN};
-use hooks::{DropReason, HookContext, HookPoint, HookSet, PacketMeta, PacketType, MAX_BURST};
+use hooks::{DropReason, Flows, HookContext, HookPoint, HookSet, PacketMeta, PacketType};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
@@ -181,17 +181,11 @@ impl Pipeline {
             (HookPoint::Ingress, port, 0),
             (HookPoint::Egress, out_port, 1),
         ];
-        let mut flows = [hooks::FlowSummary::default(); MAX_BURST];
-        let mut summed = false;
         let mut k = len;
         for (point, chain_port, row) in points {
             let Some(chain) = hooks.chain(point, chain_port).filter(|c| c.confirms()) else {
                 continue;
             };
-            if !summed {
-                memo.summaries(len, &mut flows);
-                summed = true;
-            }
             let cx = HookContext {
                 worker: self.worker,
                 point,
@@ -202,9 +196,14 @@ impl Pipeline {
             // its connection table, which the memo's out_port and
             // generation tie to the slot); an ingress chain confirms each
             // packet.
-            let b = &mut *memo.burst;
-            let leases = (point == HookPoint::Egress).then_some(&mut b.leases[..k]);
-            k = k.min(chain.confirm(&cx, &flows[..k], &b.tokens[row], leases));
+            let (keys, tokens, leases) = memo.confirm_parts();
+            let make = |i: usize| keys.get(i).map_or_else(Default::default, FlowKey::summary);
+            let flows = Flows::Made {
+                len: k.min(keys.len()),
+                make: &make,
+            };
+            let leases = (point == HookPoint::Egress).then_some(&mut leases[..k]);
+            k = k.min(chain.confirm(&cx, flows, &tokens[row], leases));
         }
         memo.renew(k);
         if k < len {

@@ -37,8 +37,8 @@ use crate::rules::{flow_cache, parse_match, CachedClassifier, ClassifierBuilder,
 use crate::rules::{CT_ESTABLISHED, CT_NEW as KEY_CT_NEW, CT_RELATED};
 use crate::worker_counters::{CounterStore, WorkerCounters};
 use crate::{
-    BuildContext, DropReason, Hook, HookArgs, HookBuildError, HookBurst, HookContext, HookKind,
-    HookPoint, Verdict, MAX_BURST,
+    BuildContext, DropReason, Flows, Hook, HookArgs, HookBuildError, HookBurst, HookContext,
+    HookKind, HookPoint, Verdict, MAX_BURST,
 };
 use std::sync::{Arc, Mutex};
 
@@ -345,7 +345,7 @@ impl Hook for Filter {
     }
 
     fn confirm(&self, cx: &HookContext, flows: &[FlowSummary], tokens: &[u32]) -> usize {
-        self.confirm_leased(cx, flows, tokens, &mut [])
+        self.confirm_leased(cx, Flows::Given(flows), tokens, &mut [])
     }
 
     /// Stateful: a lease is on the flow's connection-table slot (see
@@ -353,7 +353,7 @@ impl Hook for Filter {
     fn confirm_leased(
         &self,
         cx: &HookContext,
-        flows: &[FlowSummary],
+        flows: Flows<'_>,
         tokens: &[u32],
         leases: &mut [Lease],
     ) -> usize {
@@ -376,7 +376,7 @@ impl Hook for Filter {
             };
         }
         let m = n.min(leases.len());
-        crate::lock(table).confirm_leased(&flows[..n], &states[..n], &mut leases[..m], cx.now_ns)
+        crate::lock(table).confirm_leased(flows, &states[..n], &mut leases[..m], cx.now_ns)
     }
 
     fn replay(&self, cx: &HookContext, tokens: &[u32]) {

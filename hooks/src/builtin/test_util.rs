@@ -198,7 +198,12 @@ pub fn confirm_leased(
     let flow = crate::FlowSummary::parse(&pkt.data[usize::from(pkt.meta.l3_offset)..])
         .expect("a remembered packet parses");
     let leases = std::slice::from_mut(lease);
-    hook.confirm_leased(&test_cx(point, now_ns), &[flow], &[token], leases) == 1
+    hook.confirm_leased(
+        &test_cx(point, now_ns),
+        crate::Flows::Given(&[flow]),
+        &[token],
+        leases,
+    ) == 1
 }
 
 /// `hook`'s own counter `name`.

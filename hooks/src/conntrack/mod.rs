@@ -105,7 +105,7 @@ mod tests;
 
 use crate::flow::{proto, tcp_flag, FlowSummary, Fragment};
 use crate::lease::{Lease, LEASE_NS};
-use crate::MAX_BURST;
+use crate::{Flows, MAX_BURST};
 use table::{Key, NoRoom, Probe, Slots, FIN_A, FIN_B, ORIG_B, REPLIED};
 
 const SEC: u64 = 1_000_000_000;
@@ -641,7 +641,7 @@ impl ConnTable {
         states: &[CtState],
         now_ns: u64,
     ) -> usize {
-        self.confirm_leased(sums, states, &mut [], now_ns)
+        self.confirm_leased(Flows::Given(sums), states, &mut [], now_ns)
     }
 
     /// [`confirm_burst`](Self::confirm_burst) with `leases[k]` packet
@@ -652,15 +652,16 @@ impl ConnTable {
     /// other packet confirmed gets a new lease: its entry's slot and
     /// version, until the sooner of [`LEASE_NS`] from now and the entry's
     /// expiry. A lease is given only by a confirm that restarted the
-    /// timer, so the entry outlives it.
+    /// timer, so the entry outlives it. `flows` are asked only for the
+    /// packets whose leases do not hold.
     pub fn confirm_leased(
         &mut self,
-        sums: &[FlowSummary],
+        flows: Flows<'_>,
         states: &[CtState],
         leases: &mut [Lease],
         now_ns: u64,
     ) -> usize {
-        let n = sums.len().min(states.len()).min(MAX_BURST);
+        let n = flows.len().min(states.len()).min(MAX_BURST);
         let mut held = [false; MAX_BURST];
         let k = n.min(leases.len());
         for ((h, l), st) in held.iter_mut().zip(&leases[..k]).zip(&states[..k]) {
@@ -673,11 +674,13 @@ impl ConnTable {
         }
         let mut homes = [0usize; MAX_BURST];
         let mut classes = [Class::Untracked; MAX_BURST];
+        let mut sums = [FlowSummary::default(); MAX_BURST];
         let mut acc = 0u8;
         for k in 0..n {
             if held[k] {
                 continue;
             }
+            sums[k] = flows.get(k);
             let c = classify(&sums[k]);
             if let Class::Flow(l) = c {
                 homes[k] = self.slots.home(&l.key);

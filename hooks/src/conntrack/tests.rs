@@ -941,7 +941,7 @@ fn a_packet_confirmed_on_its_lease_is_one_a_full_confirm_confirms() {
                 let (_, claim, lease) = memo[m];
                 let full = t.clone().confirm(&s, claim, now);
                 let mut l = [lease];
-                let yes = t.confirm_leased(&[s], &[claim], &mut l, now) == 1;
+                let yes = t.confirm_leased(crate::Flows::Given(&[s]), &[claim], &mut l, now) == 1;
                 assert_eq!(
                     yes, full,
                     "round {round}: on its lease {yes}, in full {full}: {claim:?} {lease:?} {s:?}"

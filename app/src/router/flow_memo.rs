@@ -242,9 +242,10 @@ fn low(generation: u64) -> u32 {
 }
 
 /// The slot to record `key` in: where it is; else its first slot if
-/// free under `generation`, else its second if free; else the first,
-/// if the flow there can move to its own other slot (moved there: one
-/// step of cuckoo hashing); else the second, whoever is there.
+/// free under `generation`, else its second if free; else the first, if
+/// the flows from there on can each move to their other slot, the last
+/// into a free one, in at most [`MAX_KICKS`] moves (cuckoo hashing); else
+/// the second, whoever is there.
 /// A flow placed in its second slot marks its first in `seconds`
 /// ([`SecondHints`]).
 fn place(
@@ -266,20 +267,38 @@ fn place(
         seconds.mark(first);
         return second;
     }
-    let there = slots[first].key.slots(mask);
-    // The flow in `first` is in its first slot: moved, it is in its second.
-    let home = there[0] == first;
-    let other = there[usize::from(home)];
-    if other != first && free(&slots[other]) {
-        slots[other] = slots[first];
-        if home {
-            seconds.mark(first);
+    // Both taken: a cuckoo path from `first`: its flow moves to its other
+    // slot, the flow there to its own other, and so on, for at most
+    // MAX_KICKS moves ending in a free slot.
+    let mut path = [first; MAX_KICKS + 1];
+    let mut len = 0;
+    while len < MAX_KICKS {
+        let at = path[len];
+        let there = slots[at].key.slots(mask);
+        let other = there[usize::from(there[0] == at)];
+        if path[..=len].contains(&other) {
+            break;
         }
-        return first;
+        len += 1;
+        path[len] = other;
+        if free(&slots[other]) {
+            for j in (1..=len).rev() {
+                slots[path[j]] = slots[path[j - 1]];
+                let [its_first, its_second] = slots[path[j]].key.slots(mask);
+                if its_second == path[j] {
+                    seconds.mark(its_first);
+                }
+            }
+            return first;
+        }
     }
     seconds.mark(first);
     second
 }
+
+/// Most flows one record moves along a cuckoo path to make room for a new
+/// one ([`place`]).
+const MAX_KICKS: usize = 4;
 
 /// One bit per slot: set, some flow whose first slot it is was placed in
 /// its second slot (or was found there), so a lookup of a flow of that
@@ -1243,12 +1262,12 @@ mod tests {
 
     #[test]
     fn a_memo_four_times_its_flows_holds_nearly_all_of_them() {
-        // One step of cuckoo hashing on record. With two slots per flow
-        // and none moved, case (6)'s 100,000 flows in 262,144 slots were
-        // answered 92 % (measured; with the step, 97 %). Here, 10,000 flows
-        // in 32,768 slots, deterministic: with the step 65 of 157 bursts
-        // miss on the second pass and 9,981 flows are held at the end;
-        // without it 136 and 9,920.
+        // Cuckoo paths on record. With two slots per flow and none moved,
+        // case (6)'s 100,000 flows in 262,144 slots were answered 92 %
+        // (measured; one move, 97 %). Here, 10,000 flows in 32,768 slots,
+        // deterministic: with paths of up to MAX_KICKS = 4 moves 9 of 313
+        // bursts miss on the second pass and 9,999 flows are held at the
+        // end; with one move 65 and 9,981; with none 136 and 9,920.
         const FLOWS: usize = 10_000;
         let mut m = FlowMemo::new(32 * 1024);
         for round in 0..2 {
@@ -1268,7 +1287,7 @@ mod tests {
             }
             let bursts = FLOWS.div_ceil(MAX_BURST);
             if round == 1 {
-                assert!(missed * 2 < bursts, "{missed} of {bursts} bursts missed");
+                assert!(missed * 16 < bursts, "{missed} of {bursts} bursts missed");
             }
         }
         let held = (0..FLOWS)
@@ -1279,7 +1298,10 @@ mod tests {
                     .any(|&j| m.slots[j].key == k && m.slots[j].generation == 1)
             })
             .count();
-        assert!(held * 1000 >= FLOWS * 996, "{held} of {FLOWS} flows held");
+        assert!(
+            held * 10_000 >= FLOWS * 9_995,
+            "{held} of {FLOWS} flows held"
+        );
     }
 
     #[test]

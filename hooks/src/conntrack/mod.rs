@@ -307,6 +307,18 @@ fn echo_ports(icmp_type: u8, id: u16) -> Option<(u16, u16)> {
     }
 }
 
+/// The bits of the first `n` packets of a burst (`n` at most 64).
+#[inline(always)]
+fn all_of(n: usize) -> u64 {
+    if n >= 64 {
+        u64::MAX
+    } else {
+        (1 << n) - 1
+    }
+}
+
+const _: () = assert!(MAX_BURST <= 64);
+
 #[inline(always)]
 fn classify(s: &FlowSummary) -> Class {
     if s.fragment == Fragment::NonFirst {
@@ -662,22 +674,45 @@ impl ConnTable {
         now_ns: u64,
     ) -> usize {
         let n = flows.len().min(states.len()).min(MAX_BURST);
-        let mut held = [false; MAX_BURST];
         let k = n.min(leases.len());
-        for ((h, l), st) in held.iter_mut().zip(&leases[..k]).zip(&states[..k]) {
+        // Bit k: packet k's lease holds. Without branches: a burst's leases
+        // nearly all hold, and a branch per test would only mispredict.
+        let mut held = 0u64;
+        for (i, (l, st)) in leases[..k].iter().zip(&states[..k]).enumerate() {
             // Leases are given only for these states; a claim of another
             // never holds.
             let tracked = matches!(st, CtState::New | CtState::Established);
-            *h = tracked
-                && l.current(now_ns)
-                && self.slots.version(l.slot as usize) == Some(l.version);
+            let h = tracked
+                & l.current(now_ns)
+                & (self.slots.version(l.slot as usize) == Some(l.version));
+            held |= u64::from(h) << i;
         }
+        if held == all_of(n) {
+            return n;
+        }
+        self.confirm_unheld(flows, states, leases, now_ns, n, held)
+    }
+
+    /// [`confirm_leased`](Self::confirm_leased) of the packets of the
+    /// first `n` whose bits in `held` are clear: a full confirm each, and a
+    /// new lease. Out of line: a burst whose leases all hold needs none.
+    #[inline(never)]
+    fn confirm_unheld(
+        &mut self,
+        flows: Flows<'_>,
+        states: &[CtState],
+        leases: &mut [Lease],
+        now_ns: u64,
+        n: usize,
+        held: u64,
+    ) -> usize {
+        let is_held = |k: usize| held >> k & 1 == 1;
         let mut homes = [0usize; MAX_BURST];
         let mut classes = [Class::Untracked; MAX_BURST];
         let mut sums = [FlowSummary::default(); MAX_BURST];
         let mut acc = 0u8;
         for k in 0..n {
-            if held[k] {
+            if is_held(k) {
                 continue;
             }
             sums[k] = flows.get(k);
@@ -690,7 +725,7 @@ impl ConnTable {
         }
         std::hint::black_box(acc);
         for k in 0..n {
-            if held[k] {
+            if is_held(k) {
                 continue;
             }
             let ok = match (&classes[k], states[k]) {

@@ -29,7 +29,8 @@
 //! * **One probe sequence.** The slots are a power-of-two array allocated in
 //!   [`ConnTable::new`] (twice the capacity rounded up to a power of two, so
 //!   the load stays at or below one half); a key's home slot comes from a
-//!   multiplicative hash (two multiplies), and collisions probe linearly in
+//!   hash keyed at random per table (vector multiply-shift, strongly
+//!   universal: four multiplies), and collisions probe linearly in
 //!   Robin Hood order, so a miss stops early too. A probe reads at most
 //!   32 slots, which are 32-byte entries, two per cache line; an insertion
 //!   that would push an entry further from home is refused like a full
@@ -95,9 +96,14 @@
 //! * **Fragments.** Non-first fragments are `Untracked`: reassembly is out
 //!   of scope, so the filter decides on them without state (and must never
 //!   match port rules on them).
-//! * The hash is not keyed: someone who can choose many tuples can crowd one
-//!   probe sequence, which costs at most 32 slot reads per packet and gets
-//!   the crowded-out flows refused (default policy), nothing worse.
+//! * **Crowding.** The hash key is random per table and never leaves it, so
+//!   someone who can choose many tuples cannot pick two that share a home
+//!   slot more often than any two flows do (the family is strongly
+//!   universal); crowding a probe sequence would cost at most 32 slot reads
+//!   per packet and get the crowded-out flows refused (default policy),
+//!   nothing worse. The key is drawn when the table is made (one per worker, when
+//!   the first stateful filter starts) and kept with its entries across
+//!   reloads; probe timing could in principle hint at which flows collide.
 
 mod table;
 #[cfg(test)]

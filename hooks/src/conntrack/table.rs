@@ -62,12 +62,51 @@ impl Key {
         (self.a >> 48) as u8
     }
 
-    /// Multiplicative hash: two multiplies, the slot index is taken from
-    /// the high bits (`bits` of them) of the product.
+    /// The home slot under `hash`, `bits` bits: vector multiply-shift
+    /// (Dietzfelbinger; Thorup, "High speed hashing for integers and
+    /// strings"): `(m_a * a + m_b * b + c) mod 2^128`, its top `bits`
+    /// bits. With the two 64-bit halves of the key and 128-bit random
+    /// `m_a`, `m_b`, `c`, the family is strongly universal for up to 65
+    /// bits: any two keys share a home with chance 2^-bits, whichever keys
+    /// they are. Four multiplies (each 128 x 64 bits: two).
     #[inline(always)]
-    fn home(&self, bits: u32) -> usize {
-        let v = self.a.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ self.b;
-        (v.wrapping_mul(0xd6e8_feb8_6659_fd93) >> (64 - bits)) as usize
+    fn home(&self, bits: u32, hash: &HashKey) -> usize {
+        let v = hash
+            .m_a
+            .wrapping_mul(u128::from(self.a))
+            .wrapping_add(hash.m_b.wrapping_mul(u128::from(self.b)))
+            .wrapping_add(hash.c);
+        (v >> (128 - bits)) as usize
+    }
+}
+
+/// The random key of one table's hash ([`Key::home`]). Drawn per table
+/// from the operating system's randomness (through std's `RandomState`),
+/// so that which flows share a home slot, and so crowd one probe
+/// sequence, cannot be worked out from the code or from another table:
+/// someone who can choose the tuples of many flows (a scan, a spoofed
+/// flood the rules accept) spreads them as randomly chosen flows would be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HashKey {
+    m_a: u128,
+    m_b: u128,
+    c: u128,
+}
+
+impl HashKey {
+    /// A fresh key: 384 bits of SipHash output under a `RandomState`
+    /// (whose keys std draws from the OS, a new pair per state).
+    pub fn random() -> HashKey {
+        use std::hash::{BuildHasher, RandomState};
+        let state = RandomState::new();
+        let word = |i: u64| {
+            u128::from(state.hash_one(2 * i)) << 64 | u128::from(state.hash_one(2 * i + 1))
+        };
+        HashKey {
+            m_a: word(0),
+            m_b: word(1),
+            c: word(2),
+        }
     }
 }
 
@@ -159,6 +198,8 @@ pub(crate) struct Slots {
     versions: Box<[u32]>,
     mask: usize,
     bits: u32,
+    /// This table's hash key.
+    hash: HashKey,
     /// Slots holding an entry, live or expired and not yet reclaimed.
     len: usize,
     /// Next slot [`Slots::sweep`] looks at.
@@ -197,14 +238,21 @@ impl std::fmt::Debug for Slots {
 }
 
 impl Slots {
-    /// `n` slots, rounded up to a power of two (at least 2).
+    /// `n` slots, rounded up to a power of two (at least 2), hashed under
+    /// a fresh random key.
     pub fn new(n: usize) -> Slots {
+        Slots::with_key(n, HashKey::random())
+    }
+
+    /// [`Slots::new`] hashed under `hash`.
+    pub fn with_key(n: usize, hash: HashKey) -> Slots {
         let n = n.max(2).next_power_of_two();
         Slots {
             slots: vec![Entry::default(); n].into_boxed_slice(),
             versions: vec![0; n.div_ceil(VERSION_GROUP)].into_boxed_slice(),
             mask: n - 1,
             bits: n.trailing_zeros(),
+            hash,
             len: 0,
             cursor: 0,
             reclaimed: 0,
@@ -288,7 +336,7 @@ impl Slots {
     /// `key`'s home slot.
     #[inline(always)]
     pub fn home(&self, key: &Key) -> usize {
-        key.home(self.bits)
+        key.home(self.bits, &self.hash)
     }
 
     /// Read slot `home` (from [`Slots::home`]) so that its cache line (and
@@ -317,7 +365,7 @@ impl Slots {
     /// key's own included: an expired entry is never `Found`.
     #[inline]
     pub fn probe(&mut self, key: &Key, now_ns: u64) -> Probe {
-        self.probe_from(key, key.home(self.bits), now_ns)
+        self.probe_from(key, key.home(self.bits, &self.hash), now_ns)
     }
 
     /// [`Slots::probe`] with `key`'s home slot (from [`Slots::home`])
@@ -354,7 +402,7 @@ impl Slots {
     /// Look `key` up without changing anything; expired entries are skipped.
     #[inline]
     pub fn find(&self, key: &Key, now_ns: u64) -> Option<&Entry> {
-        let mut i = key.home(self.bits);
+        let mut i = key.home(self.bits, &self.hash);
         for dist in 0..MAX_PROBE {
             let e = &self.slots[i];
             if !e.used() || e.dist < dist {
@@ -500,7 +548,7 @@ impl Slots {
                 continue;
             }
             n += 1;
-            let home = e.key().home(self.bits);
+            let home = e.key().home(self.bits, &self.hash);
             assert_eq!(
                 (home + usize::from(e.dist)) & self.mask,
                 i,
@@ -600,6 +648,62 @@ mod tests {
         t.set_expiry(written, 5);
         assert_eq!(t.version(written), now);
         assert_eq!(t.version(t.slot_count()), None);
+    }
+
+    /// Insert each of `keys` that the table takes; how many it refuses.
+    fn refused(t: &mut Slots, keys: &[Key]) -> usize {
+        keys.iter()
+            .filter(|k| match t.probe(k, 0) {
+                Probe::Vacant(v) => t.insert_at(v, k, 0, 100, 0).is_err(),
+                Probe::Exhausted => true,
+                Probe::Found(_) => panic!("{k:?} twice"),
+            })
+            .count()
+    }
+
+    /// Two fixed keys, so that the test below is the same every run (a
+    /// random pair spreads the chosen flows as well but for a chance the
+    /// family allows: flows in arithmetic progression, as these are, can
+    /// bunch under a multiplier near a fraction of small denominator).
+    const KNOWN: HashKey = HashKey {
+        m_a: 0x6401_5439_0970_8707_a3a4_d732_9b44_c659,
+        m_b: 0x211c_6104_66b4_6c6e_ad4d_6850_461b_53db,
+        c: 0x73a9_238f_3388_4a2a_1de5_c986_f55a_e819,
+    };
+    const OTHER: HashKey = HashKey {
+        m_a: 0x938f_5f88_678b_00cb_d595_9af0_44ba_63ce,
+        m_b: 0xe44b_ae16_d539_a035_0fcf_7d94_5357_5cf9,
+        c: 0xb988_43ff_e53a_719d_8c57_9fc4_0d82_8ee1,
+    };
+
+    #[test]
+    fn flows_chosen_to_share_a_home_under_one_key_spread_under_another() {
+        // What someone who knew a table's hash key could do: choose flows
+        // whose home slots are all one. The table takes MAX_PROBE of them
+        // and refuses the rest while nearly empty.
+        let mut crowded = Slots::with_key(1024, KNOWN);
+        let target = crowded.home(&key(0));
+        let chosen: Vec<Key> = (1..1 << 24)
+            .map(key)
+            .filter(|k| crowded.home(k) == target)
+            .take(48)
+            .collect();
+        assert_eq!(chosen.len(), 48);
+        assert_eq!(refused(&mut crowded, &chosen), 48 - usize::from(MAX_PROBE));
+        crowded.check();
+        // Under another key they are flows like any others.
+        let mut other = Slots::with_key(1024, OTHER);
+        assert_eq!(refused(&mut other, &chosen), 0);
+        other.check();
+        assert!(other.max_dist() < 4, "{}", other.max_dist());
+    }
+
+    #[test]
+    fn every_table_draws_its_own_key() {
+        let keys: Vec<HashKey> = (0..4).map(|_| Slots::new(8).hash).collect();
+        for (i, k) in keys.iter().enumerate() {
+            assert!(!keys[..i].contains(k), "{k:?} twice");
+        }
     }
 
     #[test]

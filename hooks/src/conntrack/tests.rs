@@ -684,10 +684,11 @@ fn bursts_and_hints_change_nothing() {
     let mut rng = Rng(0x5eed_1234_abcd_ef01);
     // One by one; by burst with each lookup's hint; by burst with hints
     // shifted by one packet (wrong); by burst without hints.
+    // Clones of one empty table: one hash key, so the same slots.
     let mut one = short_timeouts(64);
-    let mut hinted = short_timeouts(64);
-    let mut shifted = short_timeouts(64);
-    let mut unhinted = short_timeouts(64);
+    let mut hinted = one.clone();
+    let mut shifted = one.clone();
+    let mut unhinted = one.clone();
     let mut now = 0;
     let mut news = 0;
     for round in 0..3000 {
@@ -978,8 +979,10 @@ fn a_packet_confirmed_on_its_lease_is_one_a_full_confirm_confirms() {
             }
             t.slots.check();
         }
+        // The table's hash key is random, so these vary from run to run
+        // (short timeouts: held 87-105 in 20 runs).
         assert!(
-            held > 100 && renewed > 300 && refused > 1_000,
+            held > 50 && renewed > 300 && refused > 1_000,
             "short {short}: held {held}, renewed {renewed}, refused {refused}"
         );
     }

@@ -29,12 +29,13 @@
 //! * **One probe sequence.** The slots are a power-of-two array allocated in
 //!   [`ConnTable::new`] (twice the capacity rounded up to a power of two, so
 //!   the load stays at or below one half); a key's home slot comes from a
-//!   hash keyed at random per table (vector multiply-shift, strongly
-//!   universal: four multiplies), and collisions probe linearly in
-//!   Robin Hood order, so a miss stops early too. A probe reads at most
-//!   32 slots, which are 32-byte entries, two per cache line; an insertion
-//!   that would push an entry further from home is refused like a full
-//!   table. Deletion shifts the rest of the cluster back (no tombstones).
+//!   hash keyed at random per table (vector multiply-shift, then a fixed
+//!   finaliser; strongly universal: six multiplies), and collisions probe
+//!   linearly in Robin Hood order, so a miss stops early too. A probe reads
+//!   at most 32 slots, which are 32-byte entries, two per cache line; an
+//!   insertion that would push an entry further from home is refused like
+//!   a full table. Deletion shifts the rest of the cluster back (no
+//!   tombstones).
 //! * **Lazy expiry.** An entry carries its expiry time; nothing runs on a
 //!   timer. An expired entry met while probing (by a lookup, a commit or a
 //!   sweep) is removed there, and its slot is free for the next insertion.
@@ -99,9 +100,10 @@
 //! * **Crowding.** The hash key is random per table and never leaves it, so
 //!   someone who can choose many tuples cannot pick two that share a home
 //!   slot more often than any two flows do (the family is strongly
-//!   universal); crowding a probe sequence would cost at most 32 slot reads
-//!   per packet and get the crowded-out flows refused (default policy),
-//!   nothing worse. The key is drawn when the table is made (one per worker, when
+//!   universal), and a scan's flows in order spread as random ones do;
+//!   crowding a probe sequence would cost at most 32 slot reads per packet
+//!   and get the crowded-out flows refused (default policy), nothing
+//!   worse. The key is drawn when the table is made (one per worker, when
 //!   the first stateful filter starts) and kept with its entries across
 //!   reloads; probe timing could in principle hint at which flows collide.
 

@@ -100,7 +100,8 @@
 //! * **Crowding.** The hash key is random per table and never leaves it, so
 //!   someone who can choose many tuples cannot pick two that share a home
 //!   slot more often than any two flows do (the family is strongly
-//!   universal), and a scan's flows in order spread as random ones do;
+//!   universal), and a scan's flows in order spread as random ones do
+//!   (measured: a finaliser after the universal step sees to it);
 //!   crowding a probe sequence would cost at most 32 slot reads per packet
 //!   and get the crowded-out flows refused (default policy), nothing
 //!   worse. The key is drawn when the table is made (one per worker, when

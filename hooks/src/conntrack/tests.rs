@@ -785,13 +785,19 @@ fn a_stale_hint_is_only_a_probe() {
         slot: stale,
         ..hint
     };
-    assert_eq!(t.clone().commit_hinted(&s, 2, stale), CtCommit::Tracked);
+    let mut after_stale = t.clone();
+    assert_eq!(after_stale.commit_hinted(&s, 2, stale), CtCommit::Tracked);
+    // Nothing else: the table is as after a commit without a hint.
+    let mut after_probe = t.clone();
+    assert!(after_probe.commit(&s, 2));
+    assert_eq!(after_stale.slots, after_probe.slots);
     assert_eq!(t.commit_hinted(&s, 2, hint), expected);
     assert_eq!(t.len(), 4);
     // Refreshed at 2: alive until 2 + 30 s.
     assert_eq!(t.count_live(30 * S + 1), 1);
-    // The entry expires; the hinted slot holds it still, dead: the commit
-    // makes a new one (reclaiming the dead entries to make room).
+    // The entry expires (the hinted slot holds it still, dead, unless it
+    // was shifted): the commit makes a new one (reclaiming the dead
+    // entries to make room).
     let later = 40 * S;
     assert_eq!(t.commit_hinted(&s, later, out[0].1), CtCommit::Tracked);
     assert_eq!(t.count_live(later), 1);

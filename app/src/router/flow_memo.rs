@@ -470,15 +470,15 @@ impl FlowMemo {
         !self.slots.is_empty()
     }
 
-    /// Where the burst's keys go ([`FlowKey::of_frame`]), packet by
-    /// packet, before [`FlowMemo::lookup`].
-    #[inline(always)]
+    /// The burst's keys, for tests to write without asking for slots.
+    #[cfg(test)]
     pub fn keys_mut(&mut self) -> &mut [FlowKey; MAX_BURST] {
         &mut self.burst.keys
     }
 
-    /// [`FlowMemo::keys_mut`], and a [`SlotWarmer`] to ask for each key's
-    /// slot as soon as the key is known.
+    /// Where the burst's keys go ([`FlowKey::of_frame`]), packet by
+    /// packet, before [`FlowMemo::lookup`], and a [`SlotWarmer`] to ask
+    /// for each key's slot as soon as the key is known.
     #[inline(always)]
     pub fn keys_and_warmer(&mut self) -> (&mut [FlowKey; MAX_BURST], SlotWarmer<'_>) {
         let warmer = SlotWarmer {

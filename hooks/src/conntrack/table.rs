@@ -79,12 +79,19 @@ impl Key {
     /// speaks of pairs only). Six multiplies in all.
     #[inline(always)]
     fn home(&self, bits: u32, hash: &HashKey) -> usize {
+        (fmix64(self.universal(hash)) >> (64 - bits)) as usize
+    }
+
+    /// The multiply-shift step of [`Key::home`]: the top 64 bits of
+    /// `(m_a * a + m_b * b + c) mod 2^128`.
+    #[inline(always)]
+    fn universal(&self, hash: &HashKey) -> u64 {
         let v = hash
             .m_a
             .wrapping_mul(u128::from(self.a))
             .wrapping_add(hash.m_b.wrapping_mul(u128::from(self.b)))
             .wrapping_add(hash.c);
-        (fmix64((v >> 64) as u64) >> (64 - bits)) as usize
+        (v >> 64) as u64
     }
 }
 
@@ -737,12 +744,8 @@ mod tests {
         let mut taken = vec![false; 1 << bits];
         let mut longest = 0;
         for k in &scan {
-            let v = BUNCHING
-                .m_a
-                .wrapping_mul(u128::from(k.a))
-                .wrapping_add(BUNCHING.m_b.wrapping_mul(u128::from(k.b)))
-                .wrapping_add(BUNCHING.c);
-            let (mut i, mut d) = ((v >> (128 - bits)) as usize, 0);
+            let home = (k.universal(&BUNCHING) >> (64 - bits)) as usize;
+            let (mut i, mut d) = (home, 0);
             while taken[i] {
                 (i, d) = ((i + 1) & ((1 << bits) - 1), d + 1);
             }

@@ -43,7 +43,12 @@ const FUNCTIONS: &[&str] = &[
 ];
 
 const TYPES: &[&str] = &["rte_.*", "RTE_.*"];
-const VARS: &[&str] = &["RTE_.*", "RING_F_.*", "rte_eth_fp_ops"];
+const VARS: &[&str] = &[
+    "RTE_.*",
+    "RING_F_.*",
+    "rte_eth_fp_ops",
+    "rte_mempool_ops_table",
+];
 
 fn main() {
     println!("cargo:rerun-if-changed=src/wrapper.h");

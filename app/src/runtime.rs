@@ -92,7 +92,12 @@ pub fn run_with_registry(
         .map(|_| Arc::new(AtomicBool::new(false)));
     install_signal_handler(stop.clone(), reload.clone());
 
+    check_vdev_drivers(argv)?;
     let (eal, rest) = Eal::init(argv).map_err(RunError::Eal)?;
+    if let Err(e) = crate::dpdk::pmdinfo::check_mbuf_pool_ops() {
+        drop(eal);
+        return Err(RunError::Usage(e));
+    }
     // What EAL left over must be exactly the app options we parsed: anything
     // else is an argument EAL did not take, e.g. an app option before `--`.
     let left = AppArgs::try_parse_from(&rest).ok();
@@ -116,6 +121,19 @@ pub fn run_with_registry(
     };
     drop(eal);
     result
+}
+
+/// Every `--vdev` among the EAL arguments has a driver in this build: a
+/// missing one is named before EAL starts (EAL itself only says that it
+/// could not probe devices).
+fn check_vdev_drivers(argv: &[String]) -> Result<(), RunError> {
+    use crate::dpdk::pmdinfo;
+    let (eal_args, _) = crate::cli::split_args(argv.to_vec());
+    let vdevs = pmdinfo::vdevs_in_eal_args(&eal_args);
+    if vdevs.is_empty() {
+        return Ok(());
+    }
+    pmdinfo::check_vdev_drivers(&pmdinfo::catalogue(), &vdevs).map_err(RunError::Usage)
 }
 
 /// SIGINT, SIGTERM and SIGHUP stop fastpath cleanly, and a second one while

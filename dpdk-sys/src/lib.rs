@@ -19,3 +19,7 @@ include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
 
 /// The DPDK version pkg-config reported at build time, e.g. `22.11.11`.
 pub const DPDK_VERSION: &str = env!("FASTPATH_DPDK_VERSION");
+
+/// Whether DPDK is linked statically into this binary (built with
+/// `FASTPATH_DPDK_PREFIX`): then no driver is loaded as a plugin.
+pub const STATIC: bool = cfg!(dpdk_static);

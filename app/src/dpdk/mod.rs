@@ -9,6 +9,7 @@ pub mod lcore;
 pub mod lpm;
 pub mod mbuf;
 pub mod mempool;
+pub mod pmdinfo;
 pub mod port;
 pub mod ring;
 

@@ -66,13 +66,35 @@ fn odd_port_count_without_rules() {
 
 #[test]
 fn eal_failure() {
-    let r = run_args(
-        "ealfail",
-        &["net_nosuchdriver0".into()],
-        &["--duration", "1"],
-    );
+    // EAL refuses --socket-mem together with --no-huge (which eal_args gives).
+    let mut cmd = fastpath();
+    cmd.args(eal_args("ealfail", &null_pair())).args([
+        "--socket-mem",
+        "64",
+        "--",
+        "--duration",
+        "1",
+    ]);
+    let r = run(cmd, Duration::from_secs(60));
     assert_clean_failure(&r, 1, "EAL initialisation failed");
     assert!(r.stderr.contains("EAL options before `--`"), "{}", r.stderr);
+}
+
+#[test]
+fn vdev_without_a_driver_is_named_before_eal_starts() {
+    let r = run_args(
+        "nodriver",
+        &["net_nosuchdriver0".into(), "net_null1".into()],
+        &["--duration", "1"],
+    );
+    assert_clean_failure(
+        &r,
+        2,
+        "--vdev net_nosuchdriver0: no poll-mode driver of that name is in this build",
+    );
+    // It names the drivers there are, and EAL never started.
+    assert!(r.stderr.contains("net_null"), "{}", r.stderr);
+    assert!(!r.stderr.contains("EAL: Detected"), "{}", r.stderr);
 }
 
 #[test]

@@ -16,6 +16,7 @@
 #![allow(unnecessary_transmutes)]
 
 include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
+include!(concat!(env!("OUT_DIR"), "/static_pmds.rs"));
 
 /// The DPDK version pkg-config reported at build time, e.g. `22.11.11`.
 pub const DPDK_VERSION: &str = env!("FASTPATH_DPDK_VERSION");

@@ -1,9 +1,9 @@
 //! Which poll-mode drivers and mempool ops this build of fastpath can use.
 //!
 //! DPDK's build embeds a `PMD_INFO_STRING= {json}` record in every driver
-//! (the strings `dpdk-pmdinfo.py` reads). A static build carries them in the
-//! fastpath binary itself; a shared build finds them in the plugin directory
-//! EAL loads at start (`RTE_EAL_PMD_PATH`). Reading them tells, before EAL
+//! (the strings `dpdk-pmdinfo.py` reads). A static build took them from the
+//! archives it linked (`dpdk_sys::STATIC_PMD_INFO`); a shared build finds them
+//! in the plugin directory EAL loads at start (`RTE_EAL_PMD_PATH`). Reading them tells, before EAL
 //! starts, whether a `--vdev` or a PCI device has a driver at all, so that a
 //! static link that dropped a driver says so instead of failing obscurely.
 //!
@@ -36,15 +36,19 @@ pub const STATIC_BUILD: bool = sys::STATIC;
 /// The marker DPDK's `pmdinfogen` puts in front of each driver's record.
 const MARKER: &[u8] = b"PMD_INFO_STRING= ";
 
-/// Every driver this process can use: those linked into this binary, and in
-/// a shared build those in DPDK's plugin directory. Empty when nothing could
-/// be read (then nothing is known, rather than nothing is there).
+/// Every driver this process can use: in a static build those linked into
+/// the binary, in a shared build those in DPDK's plugin directory. Empty when
+/// nothing could be read (then nothing is known, rather than nothing is there).
 pub fn catalogue() -> Vec<PmdInfo> {
     let mut out = Vec::new();
-    if let Ok(exe) = std::env::current_exe() {
-        out.extend(read_file(&exe));
-    }
-    if !STATIC_BUILD {
+    if STATIC_BUILD {
+        let exe = std::env::current_exe().unwrap_or_default();
+        out.extend(
+            sys::STATIC_PMD_INFO
+                .iter()
+                .filter_map(|r| parse_record(r.as_bytes(), &exe)),
+        );
+    } else {
         for file in plugin_files(&plugin_dir()) {
             out.extend(read_file(&file));
         }

@@ -15,7 +15,10 @@ use std::path::PathBuf;
         --vdev net_pcap0,rx_pcap=in.pcap --vdev net_pcap1,tx_pcap=out.pcap -- --forward 0:1 --duration 2\n\
         The first lcore (-l) is the main lcore (control and statistics); every other lcore \
         polls queues. `fastpath -- --help` or `dpdk-testpmd --help` for the full EAL list (`fastpath -h` \
-        before `--` shows DPDK's own EAL usage)."
+        before `--` shows DPDK's own EAL usage).\n\
+        `fastpath doctor [EAL options] [-- --config FILE]` checks the host first (hugepages, IOMMU \
+        and vfio, devices and their drivers, lcores) and says how to fix what would stop or slow a \
+        start; see docs/doctor.md."
 )]
 pub struct AppArgs {
     /// Run as an IPv4 router with the ports, addresses, routes, neighbours and

@@ -7,6 +7,7 @@ pub mod builtin_hooks;
 pub mod cli;
 pub mod config;
 pub mod counters;
+pub mod doctor;
 pub mod dpdk;
 pub mod forward;
 pub mod hook_config;

@@ -1,4 +1,4 @@
-//! `fastpath [EAL options] -- [options]`
+//! `fastpath [EAL options] -- [options]`, or `fastpath doctor ...` to check the host first.
 
 use clap::Parser;
 use fastpath::cli::{split_args, AppArgs};
@@ -6,6 +6,10 @@ use fastpath::runtime::{run, RunError};
 
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
+    // `fastpath doctor ...`: a preflight check; it never starts EAL.
+    if argv.get(1).map(String::as_str) == Some("doctor") {
+        std::process::exit(fastpath::doctor::main(&argv[2..]));
+    }
     let (eal_args, app_args) = split_args(argv.clone());
     // `fastpath --help` (no `--`): the app's help, not DPDK's EAL usage.
     if eal_args.len() == 2 && matches!(eal_args[1].as_str(), "--help" | "--version" | "-V") {

@@ -1,52 +1,33 @@
 //! The drivers this fastpath can use: PMDs (with the PCI ids they claim and
 //! the kernel modules they work with) and mempool ops, as doctor sees them.
 
-/// One poll-mode driver.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Pmd {
-    pub name: String,
-    /// The kernel modules it works with, as DPDK writes them: `* igb_uio | vfio-pci`.
-    pub kmod: Option<String>,
-    /// (vendor, device) PCI ids it claims.
-    pub pci_ids: Vec<(u16, u16)>,
-}
+use crate::dpdk::pmdinfo;
+pub use crate::dpdk::pmdinfo::PmdInfo;
 
 /// The PMDs and mempool ops available to this binary.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Catalogue {
-    pub pmds: Vec<Pmd>,
+    pub pmds: Vec<PmdInfo>,
     pub mempool_ops: Vec<String>,
 }
 
 impl Catalogue {
     /// The catalogue of this binary and DPDK's plugin directory.
     pub fn load() -> Catalogue {
-        // TEMPORARY until fastpath::dpdk::pmdinfo lands: nothing known.
-        Catalogue::default()
+        Catalogue {
+            pmds: pmdinfo::catalogue(),
+            mempool_ops: pmdinfo::mempool_ops_available(),
+        }
     }
 
-    /// The PMD a vdev of this name would be created by: the longest PMD name
-    /// that starts the vdev name (`net_null0` → `net_null`); `eth_X` is EAL's
-    /// old alias of `net_X`.
-    pub fn for_vdev(&self, vdev: &str) -> Option<&Pmd> {
-        let alias = vdev.strip_prefix("eth_").map(|rest| format!("net_{rest}"));
-        let names = std::iter::once(vdev.to_string()).chain(alias);
-        names
-            .filter_map(|n| {
-                self.pmds
-                    .iter()
-                    .filter(|p| n.starts_with(p.name.as_str()))
-                    .max_by_key(|p| p.name.len())
-            })
-            .max_by_key(|p| p.name.len())
+    /// The PMD a vdev of this name is created by (`net_null0` → `net_null`).
+    pub fn for_vdev(&self, vdev: &str) -> Option<&PmdInfo> {
+        pmdinfo::driver_for_vdev(&self.pmds, vdev)
     }
 
     /// The PMDs claiming a PCI vendor:device.
-    pub fn for_pci(&self, vendor: u16, device: u16) -> Vec<&Pmd> {
-        self.pmds
-            .iter()
-            .filter(|p| p.pci_ids.contains(&(vendor, device)))
-            .collect()
+    pub fn for_pci(&self, vendor: u16, device: u16) -> Vec<&PmdInfo> {
+        pmdinfo::drivers_for_pci(&self.pmds, vendor, device)
     }
 
     /// Names of the PMDs that claim no PCI id (the virtual devices), sorted.
@@ -63,15 +44,13 @@ impl Catalogue {
     }
 }
 
-impl Pmd {
-    /// Whether `driver` (a kernel module, `vfio-pci` or `vfio_pci`) is one this PMD works with.
-    pub fn works_with(&self, driver: &str) -> bool {
-        let norm = |s: &str| s.replace('-', "_");
-        self.kmod.as_deref().is_some_and(|k| {
-            k.split(|c: char| c == '|' || c == '&' || c.is_whitespace())
-                .any(|m| !m.is_empty() && norm(m) == norm(driver))
-        })
-    }
+/// Whether `driver` (a kernel module, `vfio-pci` or `vfio_pci`) is one `pmd` works with.
+pub fn works_with(pmd: &PmdInfo, driver: &str) -> bool {
+    let norm = |s: &str| s.replace('-', "_");
+    pmd.kmod.as_deref().is_some_and(|k| {
+        k.split(|c: char| c == '|' || c == '&' || c.is_whitespace())
+            .any(|m| !m.is_empty() && norm(m) == norm(driver))
+    })
 }
 
 #[cfg(test)]
@@ -80,10 +59,11 @@ pub mod tests {
 
     /// A small catalogue for the checks' tests.
     pub fn sample() -> Catalogue {
-        let pmd = |name: &str, kmod: Option<&str>, ids: &[(u16, u16)]| Pmd {
+        let pmd = |name: &str, kmod: Option<&str>, ids: &[(u16, u16)]| PmdInfo {
             name: name.into(),
             kmod: kmod.map(str::to_string),
             pci_ids: ids.to_vec(),
+            source: "test".into(),
         };
         Catalogue {
             pmds: vec![
@@ -118,8 +98,8 @@ pub mod tests {
         let c = sample();
         assert_eq!(c.for_pci(0x8086, 0x10fb)[0].name, "net_ixgbe");
         assert!(c.for_pci(0x8086, 0x1234).is_empty());
-        assert!(c.pmds[2].works_with("vfio-pci"));
-        assert!(!c.pmds[2].works_with("ixgbe"));
-        assert!(c.pmds[3].works_with("mlx5_core"));
+        assert!(works_with(&c.pmds[2], "vfio-pci"));
+        assert!(!works_with(&c.pmds[2], "ixgbe"));
+        assert!(works_with(&c.pmds[3], "mlx5_core"));
     }
 }

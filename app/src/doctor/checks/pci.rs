@@ -1,7 +1,7 @@
 //! PCI devices: does each requested one exist, which driver has it, where is it
 //! (the facts `dpdk-devbind.py --status` shows).
 
-use crate::doctor::catalogue::Catalogue;
+use crate::doctor::catalogue::{works_with, Catalogue};
 use crate::doctor::finding::Finding;
 use crate::doctor::host::{Host, PciDevice};
 use crate::doctor::inputs::{Inputs, WantedPci};
@@ -69,7 +69,7 @@ fn binding(d: &PciDevice, w: &WantedPci, catalogue: &Catalogue) -> Finding {
             ),
             format!("modprobe vfio-pci && {bind}"),
         ),
-        Some(k) if pmds.iter().any(|p| p.works_with(k)) => Finding::ok(
+        Some(k) if pmds.iter().any(|p| works_with(p, k)) => Finding::ok(
             T,
             format!("{head}: bound to {k}, which its PMD works beside (bifurcated driver)"),
         ),

@@ -1,11 +1,12 @@
 //! The command line itself: EAL options that EAL would refuse, and the config file.
 
+use crate::doctor::cpulist;
 use crate::doctor::finding::Finding;
 use crate::doctor::inputs::Inputs;
 
 pub fn check(inputs: &Inputs) -> Vec<Finding> {
     let eal = &inputs.eal;
-    let mut out = Vec::new();
+    let mut out = vec![Finding::ok("eal", summary(inputs))];
     for e in &eal.errors {
         out.push(Finding::fail(
             "eal",
@@ -65,6 +66,32 @@ pub fn check(inputs: &Inputs) -> Vec<Finding> {
     out
 }
 
+/// What the EAL arguments ask for, in one line.
+fn summary(inputs: &Inputs) -> String {
+    let eal = &inputs.eal;
+    let ids: Vec<u32> = eal.lcores.iter().map(|l| l.id).collect();
+    let lcores = match eal.main() {
+        Some(main) => format!("lcores {} (main {main})", cpulist::format(&ids)),
+        None => "every CPU as an lcore (no -l)".to_string(),
+    };
+    let memory = match (eal.memory_mb, &eal.socket_mem_mb) {
+        (Some(m), _) => format!(", -m {m}"),
+        (None, Some(s)) => format!(", --socket-mem {s:?}"),
+        _ => String::new(),
+    };
+    let huge = if eal.no_huge { ", --no-huge" } else { "" };
+    let prefix = eal
+        .file_prefix
+        .as_deref()
+        .map(|p| format!(", --file-prefix {p}"))
+        .unwrap_or_default();
+    format!(
+        "EAL arguments: {lcores}, {} PCI device(s), {} vdev(s){memory}{huge}{prefix}",
+        inputs.pci.len(),
+        eal.vdevs.len()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,12 +113,25 @@ mod tests {
         assert!(f
             .iter()
             .any(|f| f.what.contains("--socket-mem with --no-huge")));
-        assert!(check(&inputs(&["-l", "0-1", "--no-huge", "-m", "512"])).is_empty());
+        let f = check(&inputs(&[
+            "-l",
+            "0-1",
+            "--no-huge",
+            "-m",
+            "512",
+            "--file-prefix",
+            "t",
+        ]));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(
+            f[0].what,
+            "EAL arguments: lcores 0-1 (main 0), 0 PCI device(s), 0 vdev(s), -m 512, --no-huge, --file-prefix t"
+        );
     }
 
     #[test]
     fn removed_unknown_and_bad_values() {
-        let f = check(&inputs(&["-w", "01:00.0", "--frob", "-l", "z"]));
+        let f = &check(&inputs(&["-w", "01:00.0", "--frob", "-l", "z"]))[1..];
         let sev: Vec<Severity> = f.iter().map(|f| f.severity).collect();
         assert_eq!(
             sev,
@@ -109,7 +149,7 @@ mod tests {
             eal,
             Some(std::path::Path::new("/nonexistent/doctor-r.toml")),
         );
-        let f = check(&i);
+        let f = &check(&i)[1..];
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].topic, "config");
         assert!(f[0].what.contains("cannot read the config file"), "{f:?}");

@@ -36,7 +36,11 @@ fn iommu(host: &Host, needed: bool) -> Finding {
         format!("the kernel command line has {}", asked.join(" "))
     };
     if groups > 0 {
-        return Finding::ok(T, format!("IOMMU on: {groups} IOMMU groups; {on_cmdline}"));
+        let s = if groups == 1 { "" } else { "s" };
+        return Finding::ok(
+            T,
+            format!("IOMMU on: {groups} IOMMU group{s}; {on_cmdline}"),
+        );
     }
     let noiommu = host.read("/sys/module/vfio/parameters/enable_unsafe_noiommu_mode");
     if matches!(noiommu.as_deref(), Some("Y" | "1")) {
@@ -127,7 +131,7 @@ mod tests {
         let f = run(d.path(), &["-a", "01:00.0"]);
         assert_eq!(
             f[0].what,
-            "IOMMU on: 1 IOMMU groups; the kernel command line has intel_iommu=on iommu=pt"
+            "IOMMU on: 1 IOMMU group; the kernel command line has intel_iommu=on iommu=pt"
         );
     }
 }

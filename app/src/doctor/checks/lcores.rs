@@ -338,7 +338,10 @@ mod tests {
         );
         put(d.path(), "proc/cmdline", "isolcpus=managed_irq,domain,1\n");
         let f = run(d.path(), &["-l", "0-1"]);
-        assert_eq!(find(&f, "worker lcore 1 on isolated CPU 1").severity, Severity::Ok);
+        assert_eq!(
+            find(&f, "worker lcore 1 on isolated CPU 1").severity,
+            Severity::Ok
+        );
     }
 
     #[test]

@@ -21,6 +21,8 @@ use clap::Parser;
 use finding::{Finding, Severity};
 use host::Host;
 use inputs::Inputs;
+use serde::Serialize;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The environment variable that moves the root tree doctor reads.
@@ -44,8 +46,18 @@ struct DoctorArgs {
     /// Read /sys and /proc under DIR instead of / (tests).
     #[arg(long, value_name = "DIR", hide = true)]
     root: Option<PathBuf>,
-    #[command(flatten)]
+    #[command(
+        flatten,
+        next_help_heading = "fastpath's options (accepted; doctor reads --config)"
+    )]
     app: AppArgs,
+}
+
+/// `--json` output: whether any check failed, then every finding in order.
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    fail: bool,
+    findings: &'a [Finding],
 }
 
 /// Runs doctor on `args` (what follows `fastpath doctor`); returns the exit status.
@@ -76,12 +88,17 @@ pub fn main(args: &[String]) -> i32 {
         opts.app.config.as_deref(),
         &Catalogue::load(),
     );
-    if opts.json {
-        let doc = serde_json::json!({ "findings": findings, "fail": finding::worst(&findings) == Severity::Fail });
-        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+    let text = if opts.json {
+        let report = JsonReport {
+            fail: finding::worst(&findings) == Severity::Fail,
+            findings: &findings,
+        };
+        serde_json::to_string_pretty(&report).unwrap_or_default() + "\n"
     } else {
-        print!("{}", finding::to_text(&findings));
-    }
+        finding::to_text(&findings)
+    };
+    // A closed pipe (`| head`) is not an error worth a panic.
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
     exit_status(&findings)
 }
 

@@ -73,8 +73,18 @@ impl Host {
             numa_node: numa
                 .and_then(|n| n.parse::<i64>().ok())
                 .and_then(|n| u32::try_from(n).ok()),
-            interfaces: self.list(&format!("{dir}/net")),
+            interfaces: self.interfaces(&dir),
         })
+    }
+
+    /// Network interfaces of a PCI device: `net/` of the device, or of its
+    /// virtio device (`virtio0/net/`).
+    fn interfaces(&self, dir: &str) -> Vec<String> {
+        let mut names = self.list(&format!("{dir}/net"));
+        for sub in self.list(dir).iter().filter(|n| n.starts_with("virtio")) {
+            names.extend(self.list(&format!("{dir}/{sub}/net")));
+        }
+        names
     }
 
     /// Whether a kernel module is loaded (or built in): `/sys/module/NAME`.
@@ -149,5 +159,12 @@ mod tests {
         let pools = host.huge_pools();
         assert_eq!((pools[0].reserved, pools[0].free_mb()), (512, 1000));
         assert!(host.pci_device("0000:01:00.0").is_none());
+        put(
+            "sys/bus/pci/devices/0000:00:03.0/virtio0/net/eth0/ifindex",
+            "2\n",
+        );
+        let dev = host.pci_device("0000:00:03.0").unwrap();
+        assert_eq!(dev.interfaces, ["eth0"]);
+        assert_eq!((dev.vendor, dev.driver, dev.numa_node), (None, None, None));
     }
 }

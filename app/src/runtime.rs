@@ -129,7 +129,7 @@ pub fn run_with_registry(
 fn check_vdev_drivers(argv: &[String]) -> Result<(), RunError> {
     use crate::dpdk::pmdinfo;
     let (eal_args, _) = crate::cli::split_args(argv.to_vec());
-    let vdevs = pmdinfo::vdevs_in_eal_args(&eal_args);
+    let vdevs = crate::doctor::eal_args::parse(&eal_args[1..]).vdevs;
     if vdevs.is_empty() {
         return Ok(());
     }

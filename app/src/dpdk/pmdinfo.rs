@@ -139,23 +139,6 @@ pub fn mbuf_pool_ops() -> String {
     unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
 }
 
-/// The `--vdev` names among EAL arguments (`--vdev NAME,...` or `--vdev=NAME,...`).
-pub fn vdevs_in_eal_args<S: AsRef<str>>(eal_args: &[S]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut it = eal_args.iter().map(|a| a.as_ref());
-    while let Some(a) = it.next() {
-        let value = match a.strip_prefix("--vdev") {
-            Some("") => it.next(),
-            Some(v) => v.strip_prefix('='),
-            None => None,
-        };
-        if let Some(v) = value {
-            out.push(v.split(',').next().unwrap_or(v).to_string());
-        }
-    }
-    out
-}
-
 /// Before EAL starts: every `--vdev` has a driver in this build. Says which
 /// does not, and what the build has. Nothing is checked when the catalogue
 /// could not be read (nothing is known then).
@@ -345,20 +328,6 @@ mod tests {
         let c = cat();
         assert_eq!(drivers_for_pci(&c, 0x8086, 0x1508)[0].name, "net_ixgbe");
         assert!(drivers_for_pci(&c, 0x8086, 0x1572).is_empty());
-    }
-
-    #[test]
-    fn vdevs_are_found_in_eal_args() {
-        let args = [
-            "fp",
-            "-l",
-            "0-1",
-            "--vdev",
-            "net_pcap0,rx_pcap=a.pcap",
-            "--vdev=net_null1",
-            "--vdevx",
-        ];
-        assert_eq!(vdevs_in_eal_args(&args), ["net_pcap0", "net_null1"]);
     }
 
     #[test]

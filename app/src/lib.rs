@@ -10,6 +10,7 @@ pub mod counters;
 pub mod doctor;
 pub mod dpdk;
 pub mod forward;
+pub mod health;
 pub mod hook_config;
 pub mod neigh;
 pub mod pcap;

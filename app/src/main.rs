@@ -1,4 +1,4 @@
-//! `fastpath [EAL options] -- [options]`, or `fastpath doctor ...` to check the host first.
+//! `fastpath [EAL options] -- [options]`; `fastpath doctor ...` checks the host first, `fastpath health` asks a running one.
 
 use clap::Parser;
 use fastpath::cli::{split_args, AppArgs};
@@ -9,6 +9,10 @@ fn main() {
     // `fastpath doctor ...`: a preflight check; it never starts EAL.
     if argv.get(1).map(String::as_str) == Some("doctor") {
         std::process::exit(fastpath::doctor::main(&argv[2..]));
+    }
+    // `fastpath health ...`: ask a running fastpath through DPDK telemetry.
+    if argv.get(1).map(String::as_str) == Some("health") {
+        std::process::exit(fastpath::health::main(&argv[1..]));
     }
     let (eal_args, app_args) = split_args(argv.clone());
     // `fastpath --help` (no `--`): the app's help, not DPDK's EAL usage.

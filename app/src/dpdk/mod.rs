@@ -12,6 +12,7 @@ pub mod mempool;
 pub mod pmdinfo;
 pub mod port;
 pub mod ring;
+pub mod telemetry_client;
 
 pub use acl::{AclBuilder, AclClassifier};
 pub use burst::{Drain, MbufBurst, BURST_SIZE};

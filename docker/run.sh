@@ -16,7 +16,7 @@
 #
 # Options:
 #   --image IMAGE    image to run (default: $FASTPATH_IMAGE or fastpath:latest)
-#   --name NAME      container name (default: fastpath-PREFIX)
+#   --name NAME      container name (default: fastpath, or fastpath-PREFIX)
 #   --data DIR       mount host DIR at /data (pcaps, configs, statistics)
 #   --config FILE    mount FILE read-only at /etc/fastpath/router.toml
 #   -d, --detach     run in the background (docker stop NAME stops it cleanly)
@@ -129,7 +129,8 @@ fi
 
 # shellcheck disable=SC2206 # split on spaces on purpose
 engine=("$DOCKER" ${DOCKER_OPTS:-})
-run=(run --rm --network host --name "${name:-fastpath-$prefix}" -e "FASTPATH_FILE_PREFIX=$prefix")
+[ -n "$name" ] || { name=fastpath; [ "$prefix" = fastpath ] || name=fastpath-$prefix; }
+run=(run --rm --network host --name "$name" -e "FASTPATH_FILE_PREFIX=$prefix")
 [ "$detach" -eq 1 ] && run+=(--detach)
 [ -t 0 ] && [ -t 1 ] && [ "$detach" -eq 0 ] && run+=(-it)
 

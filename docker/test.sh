@@ -139,10 +139,17 @@ t=$(date +%s.%N)
 say "image $IMAGE"
 BIN=target/release/fastpath
 [ -x "$BIN" ] || cargo build --release -p fastpath
+# The previous build of $IMAGE, removed once the new one has its name (vfs
+# keeps every layer as a full copy).
+old_id=$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
 "$BIN" health --help >/dev/null || die "$BIN has no health subcommand: rebuild it"
 buildah "${STORAGE[@]}" bud --format docker --isolation chroot --pull=never --quiet \
     --build-arg FASTPATH_BIN="$BIN" -t "$IMAGE" -f docker/Dockerfile . >/dev/null ||
     die "image build failed"
+new_id=$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$IMAGE")
+if [ -n "$old_id" ] && [ "$old_id" != "$new_id" ]; then
+    "${PODMAN[@]}" rmi "$old_id" >/dev/null 2>&1 || true
+fi
 size=$("${PODMAN[@]}" image inspect --format '{{.Size}}' "$IMAGE")
 size_mb=$((size / 1000000))
 health_cfg=$("${PODMAN[@]}" image inspect --format '{{json .HealthCheck}}' "$IMAGE")

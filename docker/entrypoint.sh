@@ -7,8 +7,7 @@
 #   FASTPATH_SKIP_DOCTOR=1                    start without asking doctor
 #
 # `health`, `doctor`, `--help` and `--version` as the first argument run that
-# command alone. A binary without the `doctor` subcommand starts directly,
-# with a message saying so.
+# command alone.
 set -euo pipefail
 
 FASTPATH=${FASTPATH:-/usr/local/bin/fastpath}
@@ -19,19 +18,9 @@ case "${1:-}" in
         ;;
 esac
 
-# Does this binary have `fastpath doctor`? A binary without it would read
-# `doctor --help` as EAL arguments and print EAL's usage, which names the
-# subcommand nowhere but maybe inside the binary's path; doctor's own help
-# has it as a word ("Usage: fastpath doctor ...").
-has_doctor() {
-    local help
-    help=$(timeout 10 "$FASTPATH" doctor --help 2>&1) || return 1
-    grep -qE '(^|[[:space:]])doctor([[:space:]]|$)' <<<"$help"
-}
-
 if [ "${FASTPATH_SKIP_DOCTOR:-0}" = 1 ]; then
     echo "fastpath-entrypoint: FASTPATH_SKIP_DOCTOR=1: starting without fastpath doctor" >&2
-elif has_doctor; then
+else
     rc=0
     "$FASTPATH" doctor "$@" || rc=$?
     if [ "$rc" -ne 0 ]; then
@@ -39,8 +28,6 @@ elif has_doctor; then
             "fix it, or set FASTPATH_SKIP_DOCTOR=1 to start anyway" >&2
         exit "$rc"
     fi
-else
-    echo "fastpath-entrypoint: this fastpath has no doctor subcommand; starting without its checks" >&2
 fi
 
 exec "$FASTPATH" "$@"

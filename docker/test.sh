@@ -12,7 +12,7 @@
 #     /work/shared/CONTAINERS.md says, and debian:bookworm-slim from the same
 #     root file system less docs, man pages, locales and apt caches (skipped
 #     when both images exist)
-#  4. builds the image from target/release/fastpath (cargo builds it if missing)
+#  4. builds the image from target/release/fastpath (cargo brings it up to date first)
 #  5. reserves hugepages if there are none (and gives them back at the end),
 #     forwards a pcap through the image with docker/run.sh and DOCKER=podman
 #     on hugepages, and compares the frames out with the frames in, byte for byte
@@ -138,7 +138,9 @@ fi
 t=$(date +%s.%N)
 say "image $IMAGE"
 BIN=target/release/fastpath
-[ -x "$BIN" ] || cargo build --release -p fastpath
+# Built (or found current) every time: a stale binary would test old code.
+command -v cargo >/dev/null || export PATH="$HOME/.cargo/bin:$PATH"
+cargo build --release -q -p fastpath
 # The previous build of $IMAGE, removed once the new one has its name (vfs
 # keeps every layer as a full copy).
 old_id=$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
@@ -205,6 +207,7 @@ docker/run.sh --image "$IMAGE" --name fastpath-dtest-fwd --data "$data" -- \
     -- --forward 0:1 --duration 2 --stats-json /data/stats.json >"$WORK/fwd.log" 2>&1 ||
     { cat "$WORK/fwd.log" >&2; die "fastpath in the image failed (log above)"; }
 grep -q 'hugepages: ' "$WORK/fwd.log" || die "run.sh did not check hugepages"
+grep -q 'nothing blocks a start' "$WORK/fwd.log" || die "the entrypoint did not run fastpath doctor"
 compare=$($PY - "$data/in.pcap" "$data/out.pcap" <<'EOF'
 import struct, sys
 def frames(path):

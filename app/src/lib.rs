@@ -3,11 +3,16 @@
 //! `dpdk` is the safe layer over DPDK (the only place with `unsafe`); the rest
 //! builds the pipeline, its counters and the control plane on top of it.
 
+// `unsafe` only in the DPDK layer, each block with its `// SAFETY:` reason.
+#![deny(unsafe_code)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 pub mod builtin_hooks;
 pub mod cli;
 pub mod config;
 pub mod counters;
 pub mod doctor;
+#[allow(unsafe_code)]
 pub mod dpdk;
 pub mod forward;
 pub mod health;

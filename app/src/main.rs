@@ -1,5 +1,7 @@
 //! `fastpath [EAL options] -- [options]`; `fastpath doctor ...` checks the host first, `fastpath health` asks a running one.
 
+#![forbid(unsafe_code)]
+
 use clap::Parser;
 use fastpath::cli::{split_args, AppArgs};
 use fastpath::runtime::{run, RunError};

@@ -33,7 +33,7 @@ pub struct Options {
     pub reference_modes: Vec<String>,
 }
 
-/// net_pcap's MAC for port 0 (02:70:63:61:70:<port id>, "pcap"): router-mode
+/// net_pcap's MAC for port 0 (`02:70:63:61:70:<port id>`, "pcap"): router-mode
 /// frames are addressed to it.
 pub const PCAP0_MAC: [u8; 6] = [0x02, 0x70, 0x63, 0x61, 0x70, 0x00];
 

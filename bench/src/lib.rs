@@ -2,6 +2,8 @@
 //! from fastpath's and testpmd's periodic statistics, and the side-by-side
 //! comparison that rewrites `bench/RESULTS.md`.
 
+#![forbid(unsafe_code)]
+
 pub mod compare;
 pub mod dut_process;
 pub mod frame;

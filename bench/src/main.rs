@@ -1,5 +1,7 @@
 //! `fastpath-bench`: build test traffic and run side-by-side benchmarks.
 
+#![forbid(unsafe_code)]
+
 use clap::{Parser, Subcommand};
 use fastpath_bench::compare;
 use fastpath_bench::frame::FlowSpec;

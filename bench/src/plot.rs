@@ -1,7 +1,7 @@
 //! Plots (SVG) of a run: offered vs forwarded rate, latency percentiles.
 //!
 //! Hand-written SVG 1.1, no dependencies: every plot is one self-contained
-//! document of a fixed width ([`W`]), white background, sans-serif text. All
+//! document of a fixed width (`W`), white background, sans-serif text. All
 //! text from the report (device name, tool, bar labels) is XML-escaped, and
 //! every coordinate goes through one formatter that never writes NaN or
 //! infinity, so empty reports, a single trial, zero rates and all-equal values

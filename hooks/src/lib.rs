@@ -7,6 +7,8 @@
 //! ([`snapshot`]), the [`Registry`] of hook kinds by name, and per-hook
 //! counters. Everything here works on plain memory and is unit-tested.
 
+#![forbid(unsafe_code)]
+
 pub mod builtin;
 pub mod chain;
 pub mod conntrack;

@@ -11,7 +11,7 @@
 //! and leaves the burst as the stages' l2 and ip would have (metadata,
 //! verdicts, TTL) for the chain, then finishes a burst the chain left whole.
 //! A burst the flow memo answered for both chains (`flow_memo`) enters
-//! after its checks as [`LaneEntry::Remembered`] and is routed as with no
+//! after its checks as `LaneEntry::Remembered` and is routed as with no
 //! hooks, if it still leaves by the remembered port.
 //! Any other burst is left untouched for the staged pipeline, so the lane
 //! never reorders packets and never decides anything the stages would

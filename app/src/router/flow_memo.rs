@@ -375,7 +375,7 @@ pub struct MemoBurst {
 /// Asks for flows' first slots ahead of [`FlowMemo::lookup`]: in a memo
 /// larger than the caches each is a miss, and asked for while the rest of
 /// the burst's keys are read, they arrive together instead of one by one.
-/// Off for memos of at most [`WARM_ABOVE`] slots, which stay cached.
+/// Off for memos of at most `WARM_ABOVE` slots, which stay cached.
 pub struct SlotWarmer<'a> {
     base: *const Slot,
     mask: usize,
@@ -389,7 +389,7 @@ const WARM_ABOVE: usize = 16384;
 
 impl SlotWarmer<'_> {
     /// Ask for `key`'s first slot, and its second if a flow of that first
-    /// slot was placed there ([`SecondHints`]).
+    /// slot was placed there (`SecondHints`).
     #[inline(always)]
     pub fn warm(&self, key: &FlowKey) {
         if self.on {
@@ -454,7 +454,7 @@ impl FlowMemo {
 
     /// Whether to look this burst up (and record it if its hooks accept
     /// it): the memo has slots and is not bypassed, or the burst is a
-    /// shadow ([`SHADOW_EVERY`]; its lookup answers nothing). Forgets the
+    /// shadow (`SHADOW_EVERY`; its lookup answers nothing). Forgets the
     /// last burst's keys.
     #[inline(always)]
     pub fn active(&mut self) -> bool {

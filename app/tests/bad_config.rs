@@ -141,6 +141,21 @@ fn one_dpdk_port_under_two_names() {
     );
 }
 
+#[test]
+fn a_pci_port_dpdk_did_not_probe_says_what_is_wrong_with_the_device() {
+    // No host has a device at ff:1f.7 (bus 0xff, device 0x1f, function 7).
+    let toml = TWO_PORTS.replace("device = \"net_null1\"", "device = \"0000:ff:1f.7\"");
+    let (r, path) = run_config("cfgpci", &nulls(), &toml);
+    assert_config_error(
+        &r,
+        &format!("{path}:5:"),
+        &[
+            "DPDK has no port \"0000:ff:1f.7\"",
+            "no PCI device 0000:ff:1f.7 on this host",
+        ],
+    );
+}
+
 /// `TWO_PORTS` plus `hooks`; returns the text and the 1-based line of the
 /// first line containing `needle`.
 fn with_hooks(hooks: &str, needle: &str) -> (String, usize) {

@@ -36,6 +36,16 @@ const RING_SIZE: u32 = 1024;
 /// Neighbours the table holds.
 const NEIGH_CAPACITY: usize = 4096;
 
+/// For a PCI device DPDK made no port of: what doctor sees wrong with it
+/// (bound to a kernel driver, no driver in this build claims it, ...).
+#[cold]
+fn pci_hint(device: &str) -> String {
+    use crate::doctor::{catalogue::Catalogue, checks::pci, host::Host};
+    pci::why_no_port(&Host::new("/"), device, &Catalogue::load())
+        .map(|h| format!("; {h}"))
+        .unwrap_or_default()
+}
+
 /// The DPDK port id of each configured port, in config order. Two entries
 /// naming the same DPDK port (by name and by id) are refused.
 fn resolve_ports(cfg: &RouterConfig) -> Result<Vec<u16>, RunError> {
@@ -51,9 +61,10 @@ fn resolve_ports(cfg: &RouterConfig) -> Result<Vec<u16>, RunError> {
                     p.line,
                     format!(
                         "[[port]] field `device`: DPDK has no port {:?}; {} \
-                         (add the device to the EAL options, e.g. --vdev or -a)",
+                         (add the device to the EAL options, e.g. --vdev or -a){}",
                         p.device.to_string(),
-                        describe_ports()
+                        describe_ports(),
+                        pci_hint(&p.device.to_string())
                     ),
                 )
                 .to_string(),

@@ -5,7 +5,7 @@ mod drivers;
 mod hugepages;
 mod iommu;
 mod lcores;
-mod pci;
+pub mod pci;
 
 use super::catalogue::Catalogue;
 use super::finding::Finding;

@@ -43,6 +43,28 @@ pub fn check(host: &Host, inputs: &Inputs, catalogue: &Catalogue) -> Vec<Finding
     out
 }
 
+/// Why DPDK made no port of the PCI device `addr` (a start-up error's hint):
+/// doctor's finding on it, with its fix. None when nothing about it is wrong
+/// that doctor can see, or `addr` is no PCI address.
+pub fn why_no_port(host: &Host, addr: &str, catalogue: &Catalogue) -> Option<String> {
+    let addr = crate::doctor::inputs::pci_address(addr)?;
+    let wanted = WantedPci {
+        addr: addr.clone(),
+        from: "the config".into(),
+    };
+    let finding = match host.pci_device(&addr) {
+        None => return Some(format!("no PCI device {addr} on this host (lspci -D)")),
+        Some(d) => binding(&d, &wanted, catalogue),
+    };
+    if finding.severity == crate::doctor::finding::Severity::Ok {
+        return None;
+    }
+    Some(match &finding.fix {
+        Some(fix) => format!("{}; fix: {fix}", finding.what),
+        None => finding.what,
+    })
+}
+
 /// `8086:10fb`, or `?:?` when unreadable.
 pub fn ids(d: &PciDevice) -> String {
     let h = |v: Option<u16>| v.map_or("?".to_string(), |v| format!("{v:04x}"));

@@ -2,13 +2,63 @@
 //! alternating two rule files that agree on what they accept (and one of
 //! which adds and removes a whole ingress chain). No packet both files
 //! accept is dropped, the hook counters carry over and cover every packet,
-//! the counters balance and every mbuf is back.
+//! the counters balance and every mbuf is back. Each SIGHUP is sent once
+//! fastpath has answered the one before (its reload line, with the next hook
+//! generation) and traffic has flowed since, by its `--stats-period` rates:
+//! every signal is answered and nothing waits on a guessed sleep.
 
 mod common;
 use common::frames::udp;
+use common::watch::{rates, Stream, Watched};
 use common::*;
-use std::io::{BufRead, BufReader};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+/// Seconds between `--stats-period` lines.
+const PERIOD: f64 = 0.05;
+/// What a wait for fastpath may take at most.
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// Waits for the answer to a SIGHUP: a reload line of hook generation
+/// `after + 1` (or, for the first, any); returns that generation.
+fn wait_reloaded(child: &mut Watched, after: Option<u64>) -> u64 {
+    let answer = child.wait_for("the answer to SIGHUP on stderr", LIMIT, |s, l| {
+        if s != Stream::Stderr {
+            None
+        } else if l.contains("SIGHUP: hooks reloaded") {
+            Some(Ok(l.to_string()))
+        } else if l.contains("the running hooks stay") {
+            Some(Err(l.to_string()))
+        } else {
+            None
+        }
+    });
+    let line = answer.unwrap_or_else(|l| panic!("the reload failed: {l}\n{}", child.stderr));
+    let generation: u64 = line
+        .rsplit_once("generation ")
+        .and_then(|(_, g)| g.trim_end_matches(')').parse().ok())
+        .unwrap_or_else(|| panic!("no generation in {line:?}"));
+    if let Some(before) = after {
+        assert_eq!(
+            generation,
+            before + 1,
+            "one new generation per SIGHUP: {line}"
+        );
+    }
+    generation
+}
+
+/// Waits until port 0 receives and, if `forwarding`, port 1 sends, on a
+/// `--stats-period` line begun after this call (the second one read: the
+/// first may have been under way).
+fn wait_traffic(child: &mut Watched, forwarding: bool) {
+    child.next_rates(LIMIT);
+    child.wait_for("traffic on a rates line", LIMIT, |s, l| {
+        let r = (s == Stream::Stdout).then(|| rates(l)).flatten()?;
+        let rx = r.iter().find(|p| p.port == 0)?.rx_pps;
+        let tx = r.iter().find(|p| p.port == 1)?.tx_pps;
+        (rx > 0.0 && (tx > 0.0) == forwarding).then_some(())
+    });
+}
 
 /// A pcap replayed forever into net_pcap0, routed to net_null0 by the
 /// config file `cfg` (rewritten by the test), statistics to `json`.
@@ -47,7 +97,8 @@ impl Replay {
         ))
         .args(["--", "--config"])
         .arg(&self.cfg)
-        .args(["--mbufs", "16383", "--stats-json"])
+        .args(["--mbufs", "16383", "--stats-period", &PERIOD.to_string()])
+        .arg("--stats-json")
         .arg(&self.json)
         .args(extra);
         cmd
@@ -108,57 +159,30 @@ fn sighup_under_full_speed_traffic_never_drops_what_both_rule_sets_accept() {
         .collect();
     let run = Replay::new("hooks-reload", &frames, BASE);
     let (cfg, json) = (&run.cfg, &run.json);
-    let mut child = spawn(run.command(&[]));
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let start = Instant::now();
-    let mut seen = String::new();
-    loop {
-        let mut line = String::new();
-        let n = stderr.read_line(&mut line).unwrap();
-        seen.push_str(&line);
-        if line.contains("routing") {
-            break;
-        }
-        assert!(
-            n > 0 && start.elapsed() < Duration::from_secs(30),
-            "fastpath never started routing:\n{seen}"
-        );
-    }
-    let log = std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = std::io::Read::read_to_string(&mut stderr, &mut rest);
-        rest
-    });
-    let pid = child.id().to_string();
-    let signal = |sig: &str| {
-        let ok = std::process::Command::new("kill")
-            .args([sig, &pid])
-            .status()
-            .expect("run kill")
-            .success();
-        assert!(ok, "kill {sig} failed");
-    };
+    let mut child = Watched::spawn(run.command(&[]));
+    child.wait_stderr("routing", LIMIT);
+    wait_traffic(&mut child, true);
     const RELOADS: usize = 20;
+    let mut generation = None;
     for i in 0..RELOADS {
-        std::thread::sleep(Duration::from_millis(100));
         let text = if i % 2 == 0 {
             format!("{BASE}{EXTRA}")
         } else {
             BASE.to_string()
         };
         std::fs::write(cfg, text).unwrap();
-        signal("-HUP");
+        child.signal("-HUP");
+        generation = Some(wait_reloaded(&mut child, generation));
+        // Traffic flows between reloads: each set of hooks sees some.
+        wait_traffic(&mut child, true);
     }
-    std::thread::sleep(Duration::from_millis(300));
-    signal("-INT");
-    let r = wait(child, Duration::from_secs(30));
-    let log = log.join().unwrap();
+    child.wait_received(0, 200_000.0, PERIOD, LIMIT);
+    child.signal("-INT");
+    let r = child.finish(LIMIT);
+    let log = &r.stderr;
     assert!(r.status.success(), "fastpath failed: {:?}\n{log}", r.status);
     let reloaded = log.matches("SIGHUP: hooks reloaded").count();
-    assert!(
-        reloaded >= RELOADS / 2,
-        "only {reloaded} reloads logged:\n{log}"
-    );
+    assert_eq!(reloaded, RELOADS, "one reload per SIGHUP:\n{log}");
     assert!(!log.contains("the running hooks stay"), "{log}");
 
     let s = read_json(json);
@@ -229,23 +253,31 @@ fn a_reload_makes_the_flow_memo_forget_what_the_old_rules_answered() {
         &format!("{base}{MEMO_ACCEPT}"),
     );
     let (cfg, json) = (&run.cfg, &run.json);
-    let child = spawn(run.command(&["--duration", "2.5"]));
-    std::thread::sleep(Duration::from_millis(1200));
+    let mut child = Watched::spawn(run.command(&[]));
+    child.wait_stderr("routing", LIMIT);
+    // Phase 1: accepted (and remembered) for a while.
+    child.wait_received(0, 200_000.0, PERIOD, LIMIT);
     let drop_53 = MEMO_ACCEPT.replace(
         "dport = 53\naction = \"accept\"",
         "dport = 53\naction = \"drop\"",
     );
     assert_ne!(drop_53, MEMO_ACCEPT);
     std::fs::write(cfg, format!("{base}{drop_53}")).unwrap();
-    let ok = std::process::Command::new("kill")
-        .args(["-HUP", &child.id().to_string()])
-        .status()
-        .expect("run kill")
-        .success();
-    assert!(ok, "kill -HUP failed");
-    let r = wait(child, Duration::from_secs(30));
+    child.signal("-HUP");
+    wait_reloaded(&mut child, None);
+    // Phase 2: the new rule holds (nothing leaves, traffic still comes in)
+    // and drops enough to mean something.
+    wait_traffic(&mut child, false);
+    child.wait_received(0, 200_000.0, PERIOD, LIMIT);
+    child.signal("-INT");
+    let r = child.finish(LIMIT);
     assert!(r.status.success(), "fastpath failed:\n{}", r.stderr);
-    assert!(r.stderr.contains("SIGHUP: hooks reloaded"), "{}", r.stderr);
+    assert_eq!(
+        r.stderr.matches("SIGHUP: hooks reloaded").count(),
+        1,
+        "{}",
+        r.stderr
+    );
 
     let s = read_json(json);
     let t = &s["totals"];

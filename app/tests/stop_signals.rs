@@ -1,11 +1,21 @@
 //! SIGINT, SIGTERM and SIGHUP (without hooks to reload) while forwarding at
 //! full speed (pcap replayed from memory into a null sink): exit 0,
-//! rx == tx + dropped, every mbuf back in its pool.
+//! rx == tx + dropped, every mbuf back in its pool. The signal goes out once
+//! fastpath says it forwards and its `--stats-period` rates show traffic,
+//! not after a guessed sleep.
 
 mod common;
+use common::watch::Watched;
 use common::*;
-use std::io::{BufRead, BufReader};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+/// Seconds between `--stats-period` lines.
+const PERIOD: f64 = 0.1;
+/// Packets forwarded before the signal, by the rates fastpath prints.
+const BEFORE_SIGNAL: f64 = 200_000.0;
+/// Packets the final report must count at least (half the estimate: the
+/// estimate from rates is not a count).
+const AT_LEAST: u64 = 100_000;
 
 #[test]
 fn sigint_stops_cleanly_with_balanced_counters() {
@@ -35,35 +45,22 @@ fn stops_cleanly_on(signal: &str, tag: &str) {
             "net_null0,no-rx=1".to_string(),
         ],
     ))
-    .args(["--", "--forward", "0:1", "--stats-json"])
+    .args([
+        "--",
+        "--forward",
+        "0:1",
+        "--stats-period",
+        &PERIOD.to_string(),
+    ])
+    .arg("--stats-json")
     .arg(&json);
-    let mut child = spawn(cmd);
+    let mut child = Watched::spawn(cmd);
 
-    // Wait until the workers run, then let them forward for a second.
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let start = Instant::now();
-    let mut seen = String::new();
-    loop {
-        let mut line = String::new();
-        let n = stderr.read_line(&mut line).unwrap();
-        seen.push_str(&line);
-        if line.contains("forwarding") {
-            break;
-        }
-        assert!(
-            n > 0 && start.elapsed() < Duration::from_secs(30),
-            "fastpath never started forwarding:\n{seen}"
-        );
-    }
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    std::thread::sleep(Duration::from_secs(1));
-    let kill = std::process::Command::new("kill")
-        .args([signal, &child.id().to_string()])
-        .status()
-        .expect("run kill");
-    assert!(kill.success());
-    child.stderr = None;
-    let r = wait(child, Duration::from_secs(30));
+    // Workers run, then traffic flows at full speed.
+    child.wait_stderr("forwarding", Duration::from_secs(30));
+    let seen = child.wait_received(0, BEFORE_SIGNAL, PERIOD, Duration::from_secs(30));
+    child.signal(signal);
+    let r = child.finish(Duration::from_secs(30));
     assert_success(&r);
 
     let s = read_json(&json);
@@ -71,8 +68,8 @@ fn stops_cleanly_on(signal: &str, tag: &str) {
     let tx = s["totals"]["tx"].as_u64().unwrap();
     let dropped = s["totals"]["dropped"].as_u64().unwrap();
     assert!(
-        rx > 100_000,
-        "forwarded too little to be full speed: rx {rx}"
+        rx > AT_LEAST,
+        "forwarded too little to be full speed: rx {rx} (rates said about {seen:.0})"
     );
     assert_eq!(rx, tx + dropped, "counters do not balance");
     assert_eq!(s["totals"]["balanced"], true);

@@ -135,6 +135,7 @@ pub fn assert_success(r: &Run) {
     );
 }
 pub mod frames;
+pub mod watch;
 
 /// Start fastpath on net_af_packet ports, retrying a start that DPDK 22.11
 /// refused because its PACKET_FANOUT group id, `(getpid() ^ ifindex) &

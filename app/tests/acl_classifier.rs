@@ -330,16 +330,12 @@ fn ten_thousand_rules_build_in_one_context_and_agree_with_linear() {
     assert_eq!(classify_all(&a, &keys, 32), want);
 }
 
-/// How many times cheaper per key the ACL must be than the linear scan with
-/// 1,000 rules. It is some 500 times on an idle machine; 20 leaves room
-/// for a busy one while still failing should the trie degrade to a scan.
-const ACL_OVER_LINEAR: f64 = 20.0;
-
 /// With 1,000 rules (firewall-like ones: every rule names a destination, so
 /// random keys miss them all; then 5-tuple ones), the ACL agrees with the
-/// linear classifier and costs far less per key in 32-key bursts. The costs
-/// are printed for the record; the ratio is asserted.
-fn acl_beats_linear(name: &str, rules: impl Fn(&mut Rng, usize) -> Vec<MatchRule>, seed: u64) {
+/// linear classifier in 32-key bursts. The per-key costs are printed for the
+/// record only: tests assert behaviour, and what the ACL costs is measured by
+/// `fastpath-bench hooks` (bench/RESULTS.md).
+fn acl_agrees_with_linear(name: &str, rules: impl Fn(&mut Rng, usize) -> Vec<MatchRule>, seed: u64) {
     let _w = simd_width(DEFAULT_WIDTH);
     let mut rng = Rng(seed);
     let rules = rules(&mut rng, 1000);
@@ -360,21 +356,16 @@ fn acl_beats_linear(name: &str, rules: impl Fn(&mut Rng, usize) -> Vec<MatchRule
         a.contexts(),
         tsc_hz() / 1_000_000
     );
-    assert!(ns > 0.0 && lns > 0.0, "{ns} {lns}");
-    assert!(
-        ns * ACL_OVER_LINEAR < lns,
-        "{name}: dpdk-acl {ns:.1} ns/key is not {ACL_OVER_LINEAR} times below linear {lns:.1}"
-    );
 }
 
 #[test]
-fn acl_is_far_cheaper_than_linear_on_1000_firewall_rules() {
-    acl_beats_linear("firewall", firewall_rules, 0xfeed_f00d_dead_beef);
+fn acl_agrees_with_linear_on_1000_firewall_rules() {
+    acl_agrees_with_linear("firewall", firewall_rules, 0xfeed_f00d_dead_beef);
 }
 
 #[test]
-fn acl_is_far_cheaper_than_linear_on_1000_5_tuple_rules() {
-    acl_beats_linear("5-tuple", five_tuple_rules, 0xfeed_f00d_dead_bef0);
+fn acl_agrees_with_linear_on_1000_5_tuple_rules() {
+    acl_agrees_with_linear("5-tuple", five_tuple_rules, 0xfeed_f00d_dead_bef0);
 }
 
 // ---------------------------------------------------------------------------

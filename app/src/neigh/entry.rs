@@ -49,9 +49,17 @@ impl NeighFlags {
     pub const NONE: NeighFlags = NeighFlags(0);
     /// Configured, not learned: never ages, not overwritten by resolution.
     pub const STATIC: NeighFlags = NeighFlags(1);
+    /// A route's gateway: the route holds the index, so the entry is never
+    /// reclaimed (it may fail and be resolved again).
+    pub const HELD: NeighFlags = NeighFlags(2);
 
     pub fn contains(self, other: NeighFlags) -> bool {
         self.0 & other.0 == other.0
+    }
+
+    /// Both sets of flags.
+    pub const fn union(self, other: NeighFlags) -> NeighFlags {
+        NeighFlags(self.0 | other.0)
     }
 }
 
@@ -63,6 +71,9 @@ pub struct NeighEntry {
     addr: AtomicU32,
     state: AtomicU8,
     flags: AtomicU8,
+    /// Set by a worker that output through the entry (only when clear, so
+    /// once per aging round at most); cleared by the writer as it ages.
+    used: AtomicU8,
     hh: HhCache,
     /// Caller's clock (a coarse tick such as ms: with raw TSC every confirm writes).
     confirmed: AtomicU64,
@@ -75,6 +86,7 @@ impl NeighEntry {
             addr: AtomicU32::new(0),
             state: AtomicU8::new(NeighState::Incomplete as u8),
             flags: AtomicU8::new(0),
+            used: AtomicU8::new(0),
             hh: HhCache::new(),
             confirmed: AtomicU64::new(0),
         }
@@ -106,6 +118,16 @@ impl NeighEntry {
         self.flags().contains(NeighFlags::STATIC)
     }
 
+    /// Whether a route holds the entry (a configured gateway).
+    pub fn is_held(&self) -> bool {
+        self.flags().contains(NeighFlags::HELD)
+    }
+
+    /// Whether the entry may be reclaimed: learned and held by no route.
+    pub fn is_reclaimable(&self) -> bool {
+        !self.is_static() && !self.is_held()
+    }
+
     /// The cached header.
     pub fn hh(&self) -> &HhCache {
         &self.hh
@@ -125,12 +147,26 @@ impl NeighEntry {
 
     /// The cached header's two words if the state is valid: one consistent
     /// read that a burst can reuse for every packet to this neighbour.
+    /// Marks the entry used (a store only the first time in an aging round).
     #[inline(always)]
     pub fn hh_snapshot(&self) -> Option<[u64; 2]> {
         if !self.state().is_valid() {
             return None;
         }
+        if self.used.load(Relaxed) == 0 {
+            self.used.store(1, Relaxed);
+        }
         Some(self.hh.read_words())
+    }
+
+    /// Whether a worker output through the entry since the last call;
+    /// clears the mark (writer only; stores only when it was set).
+    pub(super) fn take_used(&self) -> bool {
+        let used = self.used.load(Relaxed) != 0;
+        if used {
+            self.used.store(0, Relaxed);
+        }
+        used
     }
 
     /// When the neighbour was last confirmed reachable.

@@ -4,19 +4,31 @@
 //! Concurrency: one writer ([`NeighWriter`], created with the table, not
 //! `Clone`, every change takes `&mut self`) and any number of lock-free readers
 //! (`&NeighTable` on any lcore). Readers never write, except
-//! [`NeighEntry::confirm`]. Entries are never removed, so an address found once
-//! stays at the same index for the table's life (a route may keep the index);
-//! an unreachable neighbour is marked failed instead. Removing entries would
-//! need readers to report quiescent states (like `rte_rcu_qsbr`).
+//! [`NeighEntry::confirm`] and the entry's used mark, each stored only when it
+//! changes.
+//!
+//! Entries that no route holds (learned, not static, not a configured
+//! gateway) can be reclaimed: the writer marks the entry failed and its
+//! address a tombstone (probes pass over it, lookups no longer find it), and
+//! reuses the slot only after a grace period ([`Grace`]): every worker has
+//! passed a quiescent point since, so none still holds the index it looked
+//! up before the reclaim. A route's gateway keeps its index for the table's
+//! life. A reusable tombstone that no live entry's probe passes becomes a
+//! free slot again.
 //!
 //! At most `capacity` entries live in `2 * capacity` slots (rounded up to a
 //! power of two), so probes stay short and always meet a free slot.
 
 use super::entry::{NeighEntry, NeighFlags, NeighState};
+use super::grace::{Grace, GraceReader};
 use super::hh::EthHeader;
+use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
+
+/// The address of a reclaimed slot: 255.255.255.255 is never a neighbour.
+const TOMBSTONE: u32 = u32::MAX;
 
 /// Why the writer could not make a change.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -29,12 +41,14 @@ pub enum NeighError {
     NotFound(Ipv4Addr),
     #[error("neighbour {0} is static")]
     Static(Ipv4Addr),
+    #[error("neighbour {0} is a route's gateway")]
+    Held(Ipv4Addr),
 }
 
 /// Where a probe for an address ended.
 enum Probe {
     Found(usize),
-    Free(usize),
+    Free,
     /// No free slot at all (cannot happen while `len <= capacity`).
     Exhausted,
 }
@@ -47,6 +61,8 @@ pub struct NeighTable {
     capacity: usize,
     /// Written by the writer only.
     len: AtomicUsize,
+    /// Grace periods before a reclaimed slot is reused.
+    grace: Arc<Grace>,
 }
 
 impl NeighTable {
@@ -68,11 +84,21 @@ impl NeighTable {
             shift: 32 - slots.trailing_zeros(),
             capacity,
             len: AtomicUsize::new(0),
+            grace: Arc::new(Grace::default()),
         });
         let writer = NeighWriter {
             table: Arc::clone(&table),
+            occupied: 0,
+            retiring: VecDeque::new(),
+            reusable: vec![false; slots].into_boxed_slice(),
         };
         (table, writer)
+    }
+
+    /// A worker's quiescent-point reporter: call
+    /// [`GraceReader::quiescent`] between bursts.
+    pub fn grace_reader(&self) -> GraceReader {
+        self.grace.reader()
     }
 
     /// Most neighbours the table can hold.
@@ -94,7 +120,7 @@ impl NeighTable {
     pub fn lookup(&self, addr: Ipv4Addr) -> Option<usize> {
         match self.probe(u32::from(addr)) {
             Probe::Found(i) => Some(i),
-            Probe::Free(_) | Probe::Exhausted => None,
+            Probe::Free | Probe::Exhausted => None,
         }
     }
 
@@ -117,7 +143,7 @@ impl NeighTable {
         self.entries
             .iter()
             .enumerate()
-            .filter(|(_, e)| e.addr_bits() != 0)
+            .filter(|(_, e)| !matches!(e.addr_bits(), 0 | TOMBSTONE))
     }
 
     /// Fibonacci hashing: the top bits of the product.
@@ -126,9 +152,10 @@ impl NeighTable {
         (key.wrapping_mul(0x9e37_79b9) >> self.shift) as usize
     }
 
+    /// Readers' probe: a tombstone is passed over like a used slot.
     #[inline]
     fn probe(&self, key: u32) -> Probe {
-        if key == 0 {
+        if key == 0 || key == TOMBSTONE {
             return Probe::Exhausted;
         }
         let mask = self.entries.len() - 1;
@@ -136,7 +163,7 @@ impl NeighTable {
         for _ in 0..self.entries.len() {
             match self.entries[i].addr_bits() {
                 k if k == key => return Probe::Found(i),
-                0 => return Probe::Free(i),
+                0 => return Probe::Free,
                 _ => i = (i + 1) & mask,
             }
         }
@@ -148,6 +175,13 @@ impl NeighTable {
 /// takes `&mut self`, so two writers cannot exist.
 pub struct NeighWriter {
     table: Arc<NeighTable>,
+    /// Slots not free: live entries and tombstones.
+    occupied: usize,
+    /// Reclaimed slots waiting for their grace period: index and ticket
+    /// (`None` until [`collect`](Self::collect) starts one).
+    retiring: VecDeque<(usize, Option<u64>)>,
+    /// Tombstones whose grace period has passed: free for any address.
+    reusable: Box<[bool]>,
 }
 
 impl NeighWriter {
@@ -162,6 +196,15 @@ impl NeighWriter {
         if new {
             self.publish(i, addr);
         }
+        Ok(i)
+    }
+
+    /// A route's gateway: [`insert`](Self::insert), and the route holds the
+    /// index, so the entry is never reclaimed.
+    pub fn insert_held(&mut self, addr: Ipv4Addr) -> Result<usize, NeighError> {
+        let i = self.insert(addr)?;
+        let e = &self.table.entries[i];
+        e.set_flags(e.flags().union(NeighFlags::HELD));
         Ok(i)
     }
 
@@ -191,7 +234,7 @@ impl NeighWriter {
     pub fn insert_static(&mut self, addr: Ipv4Addr, hdr: &EthHeader) -> Result<usize, NeighError> {
         let (i, new) = self.slot_for(addr)?;
         let e = &self.table.entries[i];
-        e.set_flags(NeighFlags::STATIC);
+        e.set_flags(e.flags().union(NeighFlags::STATIC));
         e.set_hh(hdr);
         e.set_state(NeighState::Reachable);
         if new {
@@ -227,24 +270,149 @@ impl NeighWriter {
         aged
     }
 
-    /// `addr`'s slot and whether it is new (free, not yet published).
-    fn slot_for(&self, addr: Ipv4Addr) -> Result<(usize, bool), NeighError> {
-        if addr.is_unspecified() {
-            return Err(NeighError::Unspecified);
+    /// Whether a worker output through the entry at `index` since the last
+    /// call (clears the mark).
+    pub fn take_used(&mut self, index: usize) -> bool {
+        self.table.entries[index].take_used()
+    }
+
+    /// Remove `addr`'s entry: failed at once for readers that hold its
+    /// index, gone for lookups; the slot is reused after a grace period.
+    /// Static entries and routes' gateways are refused.
+    pub fn reclaim(&mut self, addr: Ipv4Addr) -> Result<(), NeighError> {
+        let i = self.table.lookup(addr).ok_or(NeighError::NotFound(addr))?;
+        let e = &self.table.entries[i];
+        if e.is_static() {
+            return Err(NeighError::Static(addr));
         }
-        let full = NeighError::Full {
-            capacity: self.table.capacity,
-        };
-        match self.table.probe(u32::from(addr)) {
-            Probe::Found(i) => Ok((i, false)),
-            Probe::Free(_) if self.table.len() >= self.table.capacity => Err(full),
-            Probe::Free(i) => Ok((i, true)),
-            Probe::Exhausted => Err(full),
+        if e.is_held() {
+            return Err(NeighError::Held(addr));
+        }
+        // Release stores: a reader that sees the tombstone or reads the state
+        // after this sees failed, never the header as valid.
+        e.set_state(NeighState::Failed);
+        e.set_addr_bits(TOMBSTONE);
+        self.table.len.store(self.table.len() - 1, Relaxed);
+        self.retiring.push_back((i, None));
+        Ok(())
+    }
+
+    /// Reclaimed slots still in their grace period.
+    pub fn retiring(&self) -> usize {
+        self.retiring.len()
+    }
+
+    /// Start a grace period for slots reclaimed since the last call, make
+    /// the slots whose period has passed reusable, and free the tombstones
+    /// no probe needs to pass. Returns how many slots became reusable.
+    pub fn collect(&mut self) -> usize {
+        if self.retiring.iter().any(|(_, t)| t.is_none()) {
+            let ticket = self.table.grace.ticket();
+            for (_, t) in self.retiring.iter_mut().filter(|(_, t)| t.is_none()) {
+                *t = Some(ticket);
+            }
+        }
+        let mut freed = 0;
+        while let Some(&(i, Some(ticket))) = self.retiring.front() {
+            if !self.table.grace.passed(ticket) {
+                break;
+            }
+            self.retiring.pop_front();
+            self.reusable[i] = true;
+            self.free_unneeded(i);
+            freed += 1;
+        }
+        freed
+    }
+
+    /// Free the reusable tombstones of the probe run (the slots between
+    /// two free ones) around `i` that no live entry's probe passes: those
+    /// before every live entry whose home is at or before them. The run
+    /// stays whole for every address still in it.
+    fn free_unneeded(&mut self, i: usize) {
+        let t = &self.table;
+        let mask = t.entries.len() - 1;
+        let used = |x: usize| t.entries[x & mask].addr_bits() != 0;
+        // The run: from after the free slot before `i` to the next free one
+        // (one exists: `occupied` stays below the slot count).
+        let mut start = i;
+        while used(start.wrapping_sub(1) & mask) {
+            start = start.wrapping_sub(1) & mask;
+        }
+        let offset = |x: usize| x.wrapping_sub(start) & mask;
+        let len = (0..=mask).take_while(|&k| used(start + k)).count();
+        // The lowest offset each slot's probe must pass: the smallest home
+        // offset of the live entries at or after it.
+        let mut needed_from = usize::MAX;
+        let mut free = Vec::new();
+        for k in (0..len).rev() {
+            let x = (start + k) & mask;
+            match t.entries[x].addr_bits() {
+                TOMBSTONE if self.reusable[x] && needed_from > k => free.push(x),
+                TOMBSTONE => {}
+                key => needed_from = needed_from.min(offset(t.home(key))),
+            }
+        }
+        for x in free {
+            self.reusable[x] = false;
+            self.table.entries[x].set_addr_bits(0);
+            self.occupied -= 1;
         }
     }
 
-    /// Make a filled free slot visible to readers.
+    /// `addr`'s slot and whether it is new (free or a reusable tombstone,
+    /// not yet published).
+    fn slot_for(&mut self, addr: Ipv4Addr) -> Result<(usize, bool), NeighError> {
+        if addr.is_unspecified() || addr.is_broadcast() {
+            return Err(NeighError::Unspecified);
+        }
+        let t = &self.table;
+        let full = NeighError::Full {
+            capacity: t.capacity,
+        };
+        let key = u32::from(addr);
+        let mask = t.entries.len() - 1;
+        let mut i = t.home(key);
+        let mut reuse = None;
+        for _ in 0..t.entries.len() {
+            match t.entries[i].addr_bits() {
+                k if k == key => return Ok((i, false)),
+                0 => break,
+                TOMBSTONE if self.reusable[i] && reuse.is_none() => reuse = Some(i),
+                _ => {}
+            }
+            i = (i + 1) & mask;
+        }
+        if t.len() >= t.capacity {
+            return Err(full);
+        }
+        let slot = match reuse {
+            Some(r) => {
+                self.reusable[r] = false;
+                r
+            }
+            // Keep a free slot, so that every probe ends.
+            None if t.entries[i].addr_bits() != 0 || self.occupied + 1 >= t.entries.len() => {
+                return Err(full)
+            }
+            None => {
+                self.occupied += 1;
+                i
+            }
+        };
+        // A slot reclaimed before is unseen by readers since its grace
+        // period: start it afresh.
+        let e = &self.table.entries[slot];
+        e.set_flags(NeighFlags::NONE);
+        e.set_state(NeighState::Incomplete);
+        Ok((slot, true))
+    }
+
+    /// Make a filled slot visible to readers: fresh flags and used mark,
+    /// then the address.
     fn publish(&mut self, i: usize, addr: Ipv4Addr) {
+        let e = &self.table.entries[i];
+        e.take_used();
         self.table.entries[i].set_addr_bits(u32::from(addr));
         self.table.len.store(self.table.len() + 1, Relaxed);
     }
@@ -442,5 +610,154 @@ mod tests {
             });
         });
         assert_eq!(t.len(), 64);
+    }
+
+    #[test]
+    fn reclaimed_entry_is_failed_at_once_and_gone_for_lookups() {
+        let (t, mut w) = NeighTable::new(4);
+        let i = w.resolve(ip(1), &hdr(1), 1).unwrap();
+        w.reclaim(ip(1)).unwrap();
+        assert_eq!(t.lookup(ip(1)), None);
+        assert_eq!(t.len(), 0);
+        // A reader still holding the index sees no usable header.
+        assert_eq!(t.entry(i).state(), NeighState::Failed);
+        assert!(t.entry(i).hh_snapshot().is_none());
+        assert_eq!(t.iter().count(), 0);
+        assert_eq!(w.reclaim(ip(1)), Err(NeighError::NotFound(ip(1))));
+    }
+
+    #[test]
+    fn static_and_held_entries_are_not_reclaimed() {
+        let (t, mut w) = NeighTable::new(4);
+        w.insert_static(ip(1), &hdr(1)).unwrap();
+        let g = w.insert_held(ip(2)).unwrap();
+        w.set_state(ip(2), NeighState::Failed).unwrap();
+        assert_eq!(w.reclaim(ip(1)), Err(NeighError::Static(ip(1))));
+        assert_eq!(w.reclaim(ip(2)), Err(NeighError::Held(ip(2))));
+        assert_eq!(t.lookup(ip(2)), Some(g));
+        assert!(t.entry(g).is_held() && !t.entry(g).is_reclaimable());
+        // A held gateway that resolves keeps its flag.
+        w.resolve(ip(2), &hdr(2), 1).unwrap();
+        assert!(t.entry(g).is_held());
+    }
+
+    #[test]
+    fn a_slot_is_reused_only_after_every_reader_was_quiescent() {
+        let (t, mut w) = NeighTable::new(2);
+        let mut worker = t.grace_reader();
+        let i = w.resolve(ip(1), &hdr(1), 1).unwrap();
+        w.reclaim(ip(1)).unwrap();
+        assert_eq!(w.collect(), 0, "the grace period has just started");
+        // The slot's tombstone is not reusable yet: another address does
+        // not take it.
+        let j = w.resolve(ip(2), &hdr(2), 2).unwrap();
+        assert_ne!(i, j, "reused before the worker was quiescent");
+        assert_eq!(t.entry(i).state(), NeighState::Failed);
+        w.reclaim(ip(2)).unwrap();
+        worker.quiescent();
+        assert_eq!(w.collect(), 1, "ip(1)'s slot");
+        assert_eq!(
+            w.collect(),
+            0,
+            "ip(2)'s period started after the quiescent point"
+        );
+        worker.quiescent();
+        assert_eq!(w.collect(), 1);
+        assert_eq!(w.retiring(), 0);
+        let k = w.resolve(ip(3), &hdr(3), 3).unwrap();
+        assert_eq!(t.entry(k).hh().header(), hdr(3));
+        assert_eq!(t.entry(k).state(), NeighState::Reachable);
+        assert_eq!(t.len(), 1);
+    }
+
+    #[test]
+    fn an_entry_reused_for_another_address_starts_afresh() {
+        let (t2, mut w2) = NeighTable::new(1);
+        let i = w2.resolve(ip(1), &hdr(1), 1).unwrap();
+        w2.reclaim(ip(1)).unwrap();
+        w2.collect();
+        w2.collect();
+        let j = w2.insert(ip(2)).unwrap();
+        assert_eq!(t2.lookup(ip(1)), None);
+        let _ = i;
+        assert_eq!(t2.entry(j).state(), NeighState::Incomplete);
+        assert_eq!(t2.entry(j).flags(), NeighFlags::NONE);
+        assert!(t2.entry(j).hh_snapshot().is_none(), "not the old header");
+    }
+
+    #[test]
+    fn churn_of_reclaims_keeps_every_live_address_found_and_probes_short() {
+        let cap = 64;
+        let (t, mut w) = NeighTable::new(cap);
+        let mut live: Vec<u32> = Vec::new();
+        let mut x = 0x1234_5678u32;
+        for round in 0..20_000u32 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            let a = 0x0a00_0000 | (x & 0xffff);
+            if live.len() == cap || (x >> 20).is_multiple_of(3) && !live.is_empty() {
+                let k = live.swap_remove((x >> 8) as usize % live.len());
+                w.reclaim(Ipv4Addr::from(k)).unwrap();
+            } else if !live.contains(&a) {
+                w.collect();
+                w.insert(Ipv4Addr::from(a)).unwrap();
+                live.push(a);
+            }
+            if round % 1000 == 0 {
+                w.collect();
+                for &k in &live {
+                    let i = t.lookup(Ipv4Addr::from(k)).expect("live address lost");
+                    assert_eq!(u32::from(t.entry(i).addr()), k);
+                }
+                assert_eq!(t.len(), live.len());
+                assert_eq!(t.iter().count(), live.len());
+                // Tombstones no probe needs are freed: the slots in use stay
+                // near the live entries, far from filling the table.
+                assert!(
+                    w.occupied <= live.len() + cap / 2,
+                    "{} for {}",
+                    w.occupied,
+                    live.len()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_reader_never_sees_another_address_header_through_a_reused_slot() {
+        // The writer reclaims and re-adds addresses in one slot's reach while
+        // a reader looks them up and reads the header of the index it found,
+        // passing a quiescent point between "bursts", as workers do.
+        let (t, mut w) = NeighTable::new(2);
+        let mut reader = t.grace_reader();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for n in 0..20_000u32 {
+                    let a = 1 + (n % 5) as u8;
+                    let _ = w.resolve(ip(a), &hdr(a), u64::from(n));
+                    let _ = w.reclaim(ip(1 + ((n + 2) % 5) as u8));
+                    w.collect();
+                }
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            });
+            s.spawn(|| {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    for a in 1..=5 {
+                        if let Some(i) = t.lookup(ip(a)) {
+                            for _ in 0..4 {
+                                if let Some(words) = t.entry(i).hh_snapshot() {
+                                    let mut f = [0u8; 14];
+                                    crate::neigh::store_header(&mut f, words);
+                                    assert_eq!(f[5], a, "header of another address");
+                                }
+                            }
+                        }
+                    }
+                    reader.quiescent();
+                }
+            });
+        });
     }
 }

@@ -55,6 +55,13 @@ pub struct AppArgs {
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     pub neigh_reachable: f64,
 
+    /// Router mode: neighbours the table holds (the kernel's gc_thresh3).
+    /// Failed and long-unused stale entries are reclaimed; configured
+    /// gateways and static neighbours never are.
+    #[arg(long, value_name = "N", default_value_t = 4096,
+          value_parser = clap::value_parser!(u32).range(16..=1_048_576))]
+    pub neigh_capacity: u32,
+
     /// Forward every packet received on port RX to port TX, e.g. `--forward 0:1`.
     /// Repeat for more pairs. Default: ports paired 0<->1, 2<->3, ... both ways.
     #[arg(long = "forward", value_name = "RX:TX", value_parser = parse_forward)]

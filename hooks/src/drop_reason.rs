@@ -66,11 +66,17 @@ pub enum DropReason {
     HookDrop = 28,
     /// Over a policer's rate.
     Policed = 29,
+    /// ARP for the control plane from one source (hashed sender address)
+    /// over its share of the input port's ARP budget.
+    PuntSourceLimited = 30,
+    /// A new resolution refused: too many at once out of the port (or over
+    /// all ports), beyond the reserve kept for configured gateways.
+    NeighResolveLimit = 31,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 30] = [
+    pub const ALL: [DropReason; 32] = [
         DropReason::TxQueueFull,
         DropReason::Runt,
         DropReason::OtherHost,
@@ -101,6 +107,8 @@ impl DropReason {
         DropReason::FilterPolicy,
         DropReason::HookDrop,
         DropReason::Policed,
+        DropReason::PuntSourceLimited,
+        DropReason::NeighResolveLimit,
     ];
     /// Number of reasons: the length of a counter array.
     pub const COUNT: usize = Self::ALL.len();
@@ -138,6 +146,8 @@ impl DropReason {
             DropReason::FilterPolicy => "filter_policy",
             DropReason::HookDrop => "hook_drop",
             DropReason::Policed => "policed",
+            DropReason::PuntSourceLimited => "punt_source_limited",
+            DropReason::NeighResolveLimit => "neigh_resolve_limit",
         }
     }
 
@@ -214,12 +224,18 @@ impl DropReason {
             }
             DropReason::HookDrop => "dropped by a user hook",
             DropReason::Policed => "over a policer's rate (token bucket empty)",
+            DropReason::PuntSourceLimited => {
+                "ARP from one sender over its share of the port's punt budget (a flood)"
+            }
+            DropReason::NeighResolveLimit => {
+                "too many ARP resolutions at once out of the port: an address sweep"
+            }
         }
     }
 }
 
 // Discriminants run 0..COUNT: a reason missing from ALL would index past the counters.
-const _: () = assert!(DropReason::Policed as usize == DropReason::COUNT - 1);
+const _: () = assert!(DropReason::NeighResolveLimit as usize == DropReason::COUNT - 1);
 
 /// One counter per drop reason, owned by one lcore.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

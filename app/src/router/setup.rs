@@ -33,8 +33,6 @@ use std::time::{Duration, Instant};
 
 /// Slots in each punt and inject ring.
 const RING_SIZE: u32 = 1024;
-/// Neighbours the table holds.
-const NEIGH_CAPACITY: usize = 4096;
 
 /// For a PCI device DPDK made no port of: what doctor sees wrong with it
 /// (bound to a kernel driver, no driver in this build claims it, ...).
@@ -328,7 +326,8 @@ fn route(
     }
 
     // Neighbours and routes.
-    let (table, mut writer) = NeighTable::new(NEIGH_CAPACITY);
+    let (table, mut writer) = NeighTable::new(args.neigh_capacity as usize);
+    let awaited = Arc::new(super::budget::ArpAwaited::default());
     for n in &cfg.neighbours {
         let hdr = EthHeader {
             dst: n.mac,
@@ -340,7 +339,7 @@ fn route(
             .map_err(|e| RunError::Usage(cfg.error_at(n.line, e.to_string()).to_string()))?;
     }
     let mut neigh_err = None;
-    let entries = fib_entries(cfg, port_ids, |gw| match writer.insert(gw) {
+    let entries = fib_entries(cfg, port_ids, |gw| match writer.insert_held(gw) {
         Ok(i) => i as u32,
         Err(e) => {
             neigh_err.get_or_insert(e);
@@ -433,6 +432,7 @@ fn route(
             pipeline: Pipeline {
                 fib: fib.clone(),
                 neigh: table.clone(),
+                awaited: awaited.clone(),
                 macs: macs.clone(),
                 pad_short: pad_short.clone(),
                 tsc_hz: crate::dpdk::tsc_hz(),
@@ -440,6 +440,7 @@ fn route(
                 ns_per_tick: super::hook_points::ns_per_tick(crate::dpdk::tsc_hz()),
             },
             hooks: publisher.subscribe(),
+            neigh_grace: table.grace_reader(),
             timed: args.stage_cycles,
             flow_memo: args.flow_memo,
         };
@@ -477,6 +478,7 @@ fn route(
         inject_tx,
         pool,
         main.clone(),
+        awaited,
     );
     if launch_err.is_none() {
         eprintln!(

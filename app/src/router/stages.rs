@@ -4,7 +4,7 @@
 //! two 64-bit stores) → dispose (TX buffer, punt ring, a hook that stole the
 //! packet, or a counted drop). Safe Rust over the DPDK layer.
 
-use super::budget::{over_budget_reason, PuntBudgets};
+use super::budget::{over_budget_reason, ArpAwaited, PuntBudgets};
 use super::fastlane::{FastScratch, Lane, LaneEntry};
 use super::fib::{Fib, HopKind, NEIGH_BY_DST};
 use super::flow_memo::{FlowKey, FlowMemo, Run};
@@ -51,6 +51,9 @@ const MAX_SPLITS: usize = 6;
 pub struct Pipeline {
     pub fib: Arc<Fib>,
     pub neigh: Arc<NeighTable>,
+    /// ARP senders the control plane waits for: their ARP is punted ahead
+    /// of the budget floods spend.
+    pub awaited: Arc<ArpAwaited>,
     pub macs: Arc<[[u8; 6]]>,
     /// Per port id: the device hands over frames as the sender's kernel made
     /// them, unpadded (af_packet, tap, memif, ring: no wire in between), so
@@ -502,21 +505,19 @@ impl Pipeline {
                     Some(Some(txb)) => txb.push(m, out.counters),
                     _ => drop_one(&mut dropped, m, out.counters, p, DropReason::NoRoute),
                 },
-                Verdict::Punt(reason) if !budgets.take(reason, tsc, self.tsc_hz) => drop_one(
-                    &mut dropped,
-                    m,
-                    out.counters,
-                    port,
-                    over_budget_reason(reason),
-                ),
                 Verdict::Punt(reason) => {
-                    let mut m = m;
-                    let meta = m.meta_mut();
-                    *meta = metas[i];
-                    meta.punt = reason as u8;
-                    out.counters.punted(port, 1);
-                    // Room is certain: the punt burst is emptied after every burst.
-                    let _ = out.punt.push(m);
+                    match self.may_punt(budgets, reason, port, &m, &metas[i]) {
+                        Err(r) => drop_one(&mut dropped, m, out.counters, port, r),
+                        Ok(()) => {
+                            let mut m = m;
+                            let meta = m.meta_mut();
+                            *meta = metas[i];
+                            meta.punt = reason as u8;
+                            out.counters.punted(port, 1);
+                            // Room is certain: the punt burst is emptied after every burst.
+                            let _ = out.punt.push(m);
+                        }
+                    }
                 }
                 Verdict::Drop(r) => drop_one(&mut dropped, m, out.counters, port, r),
                 Verdict::Stolen(point, entry) => {
@@ -546,6 +547,29 @@ impl Pipeline {
             t[4] = tsc();
             out.counters.stage_cycles(&t, n as u64);
         }
+    }
+
+    /// Whether this worker may punt `m` (received on `port`) for `reason`:
+    /// within its budgets, ARP from an awaited sender ahead of the rest;
+    /// else the drop reason. Only punted packets come here.
+    #[inline]
+    fn may_punt(
+        &self,
+        budgets: &mut PuntBudgets,
+        reason: Punt,
+        port: u16,
+        m: &Mbuf,
+        meta: &PacketMeta,
+    ) -> Result<(), DropReason> {
+        if reason != Punt::Arp {
+            return match budgets.take(reason, port, tsc, self.tsc_hz) {
+                true => Ok(()),
+                false => Err(over_budget_reason(reason)),
+            };
+        }
+        let sender = arp_sender(m, meta);
+        let awaited = self.awaited.contains(sender);
+        budgets.take_arp(port, sender, awaited, tsc, self.tsc_hz)
     }
 
     /// l2: `eth_type_trans` of every frame, and what follows from it.
@@ -725,6 +749,18 @@ fn pad_short_frames(burst: &mut MbufBurst) {
             m.pad_to(MIN_FRAME_LEN);
         }
     }
+}
+
+/// The sender address of an ARP packet (host order; 0 if too short): the
+/// l2 stage checked neither its length nor its fields, the control plane
+/// does.
+#[inline]
+fn arp_sender(m: &Mbuf, meta: &PacketMeta) -> u32 {
+    const SENDER_IP: usize = 14;
+    let at = usize::from(meta.l3_offset) + SENDER_IP;
+    m.data()
+        .get(at..at + 4)
+        .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 /// Verdict of the l2 stage for a translated frame.

@@ -5,6 +5,7 @@ use super::stages::{Outputs, Pipeline, Scratch};
 use super::txbuf::TxBuffer;
 use crate::counters::LcoreCounters;
 use crate::dpdk::{MbufBurst, RingConsumer, RingProducer, RxQueue};
+use crate::neigh::GraceReader;
 use hooks::snapshot::Subscriber;
 use hooks::{DropReason, HookSet};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -30,6 +31,9 @@ pub struct RouterWorker {
     pub pipeline: Pipeline,
     /// The hook chains, refreshed at the quiescent point of every loop.
     pub hooks: Subscriber<HookSet>,
+    /// Reports the quiescent point to the neighbour table, whose reclaimed
+    /// slots are reused only after every worker passed one.
+    pub neigh_grace: GraceReader,
     /// Time each stage with the TSC.
     pub timed: bool,
     /// Slots of this worker's flow memo (0: off).
@@ -52,8 +56,9 @@ impl RouterWorker {
         let mut scratch = Box::new(Scratch::new(self.flow_memo));
         while !stop.load(Relaxed) {
             // The quiescent point: between bursts, nothing of the old
-            // snapshot is held.
+            // snapshot is held, and no neighbour index.
             let hooks = self.hooks.quiescent();
+            self.neigh_grace.quiescent();
             for q in self.rx.iter_mut() {
                 let n = q.rx_burst(&mut burst);
                 if n == 0 {

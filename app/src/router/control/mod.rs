@@ -1,13 +1,18 @@
 //! The control plane, on the main lcore: answers ARP and ICMP echo for our
-//! addresses, learns neighbours, resolves next hops for packets the workers
-//! could not send (bounded queue per neighbour, ARP with backoff, failure),
-//! ages reachable neighbours to stale and re-probes them, and sends ICMP time
-//! exceeded (rate-limited). It is the neighbour table's single writer.
-//! Workers never wait on it: it talks to them through SPSC rings.
+//! addresses, resolves next hops for packets the workers could not send
+//! (bounded queue per neighbour, ARP with backoff, failure), updates the
+//! neighbours it knows from ARP (like Linux with `arp_accept=0`: an ARP
+//! packet creates no entry unless it answers a resolution in progress), ages
+//! reachable neighbours to stale and re-probes the used ones, reclaims failed
+//! and long-unused entries, and sends ICMP time exceeded (rate-limited). It
+//! is the neighbour table's single writer. Workers never wait on it: it
+//! talks to them through SPSC rings.
 
 pub mod frames;
 pub mod limiter;
+pub mod policy;
 
+use super::budget::ArpAwaited;
 use super::fib::{Fib, HopKind};
 use super::punt::Punt;
 use crate::counters::LcoreCounters;
@@ -19,17 +24,11 @@ use hooks::wire::ethernet::{ethertype, EthernetFrame, HEADER_LEN};
 use hooks::wire::{icmp, Ipv4Packet};
 use hooks::DropReason;
 use limiter::TokenBucket;
+use policy::{Load, Request};
 use std::collections::{HashMap, VecDeque};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Resolutions in progress at most (more distinct next hops at once are
-/// dropped as neigh_queue_full until some finish).
-const MAX_RESOLUTIONS: usize = 256;
-/// Packets waiting for resolution at most, over all neighbours: the mbuf
-/// pool keeps room for this many beyond the rings.
-const MAX_QUEUED: usize = 4096;
 
 /// How long a failed resolution is remembered (for the report and the hold).
 const FAILED_REMEMBERED: Duration = Duration::from_secs(60);
@@ -56,6 +55,9 @@ pub struct NeighParams {
     pub reachable: Duration,
     /// After a failure, packets are dropped this long before trying again.
     pub failed_hold: Duration,
+    /// A stale neighbour no worker used for this long is reclaimed (the
+    /// kernel's `gc_stale_time`).
+    pub gc_stale: Duration,
 }
 
 impl Default for NeighParams {
@@ -66,6 +68,7 @@ impl Default for NeighParams {
             retrans: Duration::from_millis(250),
             reachable: Duration::from_secs(30),
             failed_hold: Duration::from_secs(1),
+            gc_stale: Duration::from_secs(60),
         }
     }
 }
@@ -91,11 +94,24 @@ pub struct ControlStats {
     pub neigh_stale: u64,
     /// Resolutions that failed (no answer after every probe).
     pub neigh_failed: u64,
+    /// ARP packets from a sender with no entry and no resolution in
+    /// progress: no entry made (gratuitous, unsolicited, requests to us).
+    pub arp_not_learned: u64,
+    /// Answers not learned because the table was full.
+    pub neigh_table_full: u64,
+    /// Entries reclaimed: failed, or stale and unused.
+    pub neigh_reclaimed: u64,
+    /// Resolutions started with a single ARP request (the address failed
+    /// lately, or its port was busy with resolutions).
+    pub resolve_single_probe: u64,
+    /// New resolutions refused (too many at once; packets counted as
+    /// `neigh_resolve_limit`).
+    pub resolve_refused: u64,
 }
 
 impl ControlStats {
     /// Name and value of each counter.
-    pub fn fields(&self) -> [(&'static str, u64); 9] {
+    pub fn fields(&self) -> [(&'static str, u64); 14] {
         [
             ("arp_requests", self.arp_requests),
             ("arp_probes", self.arp_probes),
@@ -106,6 +122,11 @@ impl ControlStats {
             ("neigh_learned", self.neigh_learned),
             ("neigh_stale", self.neigh_stale),
             ("neigh_failed", self.neigh_failed),
+            ("arp_not_learned", self.arp_not_learned),
+            ("neigh_table_full", self.neigh_table_full),
+            ("neigh_reclaimed", self.neigh_reclaimed),
+            ("resolve_single_probe", self.resolve_single_probe),
+            ("resolve_refused", self.resolve_refused),
         ]
     }
 }
@@ -144,8 +165,11 @@ struct Resolution {
     target: Ipv4Addr,
     queue: VecDeque<Mbuf>,
     sent: u32,
+    /// ARP requests to send before failing.
+    probes: u32,
     next_at: Instant,
-    /// Unicast re-probe of a stale neighbour (its MAC known).
+    /// Unicast re-probe of a stale neighbour (its MAC known); not counted
+    /// in the load.
     unicast: Option<[u8; 6]>,
 }
 
@@ -158,13 +182,19 @@ pub struct ControlPlane<'a> {
     neigh: NeighWriter,
     params: NeighParams,
     /// Resolutions in progress, by address. A neighbour enters the table
-    /// only when it answers (or is a configured gateway): a sweep of unused
-    /// addresses cannot fill the table, which never shrinks.
+    /// only when it answers one (or is a configured gateway): a sweep of
+    /// unused addresses or a flood of ARP cannot fill the table.
     pending: HashMap<Ipv4Addr, Resolution>,
+    /// Resolutions in progress per port (not re-probes).
+    load: Load,
+    /// The senders of `pending`, for the workers' ARP budgets.
+    awaited: Arc<ArpAwaited>,
     /// Packets waiting over all resolutions (bounded by MAX_QUEUED).
     queued: usize,
     /// When resolution of an address last failed.
     failed_at: HashMap<Ipv4Addr, Instant>,
+    /// When a worker last used a learned neighbour (seen at aging).
+    last_used: HashMap<Ipv4Addr, Instant>,
     /// Whether "neighbour table full" has been said.
     full_reported: bool,
     punt: Vec<RingConsumer>,
@@ -188,6 +218,7 @@ impl<'a> ControlPlane<'a> {
         inject: Vec<RingProducer>,
         pool: &'a Mempool,
         counters: Arc<LcoreCounters>,
+        awaited: Arc<ArpAwaited>,
     ) -> Self {
         let max = ports
             .iter()
@@ -205,8 +236,11 @@ impl<'a> ControlPlane<'a> {
             neigh,
             params,
             pending: HashMap::new(),
+            load: Load::default(),
+            awaited,
             queued: 0,
             failed_at: HashMap::new(),
+            last_used: HashMap::new(),
             full_reported: false,
             punt,
             inject,
@@ -347,7 +381,7 @@ impl<'a> ControlPlane<'a> {
         }
         let for_us = req.target_ip == port.addr;
         if sender_ok {
-            self.learn(&port, &req, for_us);
+            self.learn(&port, &req);
         }
         if req.operation == arp::op::REQUEST && for_us {
             let l2 = usize::from(meta.l3_offset) - HEADER_LEN;
@@ -366,11 +400,14 @@ impl<'a> ControlPlane<'a> {
         self.counters.consumed(port_id, 1);
     }
 
-    /// Learn from an ARP packet: refresh a known neighbour; create one when
-    /// it asked for us, answered us, or announced itself (gratuitous).
-    fn learn(&mut self, port: &PortAddr, arp: &ArpRepr, for_us: bool) {
-        let known = self.neigh.table().lookup(arp.sender_ip);
-        if known.is_none() && !for_us && !arp.is_gratuitous() {
+    /// Learn from an ARP packet (any operation, as Linux): update a known
+    /// neighbour, or create one whose resolution is in progress. Anything
+    /// else (a gratuitous ARP, an unsolicited reply, a request to us from an
+    /// unknown host) makes no entry, so a flood of them cannot fill the table.
+    fn learn(&mut self, port: &PortAddr, arp: &ArpRepr) {
+        let known = self.neigh.table().lookup(arp.sender_ip).is_some();
+        if !known && !self.pending.contains_key(&arp.sender_ip) {
+            self.stats.arp_not_learned += 1;
             return;
         }
         let hdr = EthHeader {
@@ -379,11 +416,21 @@ impl<'a> ControlPlane<'a> {
             ethertype: ethertype::IPV4,
         };
         let now = Instant::now();
-        match self.neigh.resolve(arp.sender_ip, &hdr, self.now_ms(now)) {
+        let mut learned = self.neigh.resolve(arp.sender_ip, &hdr, self.now_ms(now));
+        if matches!(learned, Err(crate::neigh::NeighError::Full { .. })) {
+            // Slots reclaimed whose grace period has passed since the last
+            // round may take it.
+            self.neigh.collect();
+            learned = self.neigh.resolve(arp.sender_ip, &hdr, self.now_ms(now));
+        }
+        match learned {
             Ok(i) => {
                 self.stats.neigh_learned += 1;
                 self.failed_at.remove(&arp.sender_ip);
-                if let Some(res) = self.pending.remove(&arp.sender_ip) {
+                if !known {
+                    self.last_used.insert(arp.sender_ip, now);
+                }
+                if let Some(res) = self.end_resolution(arp.sender_ip) {
                     self.flush_queue(i, res);
                 }
             }
@@ -393,16 +440,28 @@ impl<'a> ControlPlane<'a> {
         }
     }
 
-    /// Say once that the table is full (it never shrinks; see NeighTable).
+    /// Count an answer the full table could not take; say so once.
     #[cold]
     fn table_full(&mut self, addr: Ipv4Addr, e: crate::neigh::NeighError) {
+        self.stats.neigh_table_full += 1;
         if !self.full_reported {
             self.full_reported = true;
             eprintln!(
-                "fastpath: neighbour {addr}: {e}; new neighbours are not learned \
-                 (said once)"
+                "fastpath: neighbour {addr}: {e}; answers are not learned until \
+                 failed or unused entries are reclaimed (said once)"
             );
         }
+    }
+
+    /// A resolution ends (answered, failed, or shut down): it leaves the
+    /// load and the awaited senders.
+    fn end_resolution(&mut self, target: Ipv4Addr) -> Option<Resolution> {
+        let res = self.pending.remove(&target)?;
+        if res.unicast.is_none() {
+            self.load.end(res.port);
+        }
+        self.awaited.remove(target);
+        Some(res)
     }
 
     /// A neighbour resolved: its waiting packets leave with its header.
@@ -503,27 +562,42 @@ impl<'a> ControlPlane<'a> {
             }
         }
         let now = Instant::now();
-        if let Some(at) = self.failed_at.get(&target) {
-            if now.saturating_duration_since(*at) < self.params.failed_hold {
+        let failed_before = self.failed_at.get(&target).copied();
+        if let Some(at) = failed_before {
+            if now.saturating_duration_since(at) < self.params.failed_hold {
                 return self.drop(m, out, DropReason::NeighFailed);
             }
-            self.failed_at.remove(&target);
-            let _ = self.neigh.set_state(target, NeighState::Incomplete);
         }
-        let full = self.queued >= MAX_QUEUED
-            || (self.pending.len() >= MAX_RESOLUTIONS && !self.pending.contains_key(&target));
-        if full {
+        let gateway = self
+            .neigh
+            .table()
+            .get(target)
+            .is_some_and(|e| e.is_held() || e.is_static());
+        if !policy::may_queue(self.queued, gateway) {
             return self.drop(m, out, DropReason::NeighQueueFull);
         }
+        if !self.pending.contains_key(&target) {
+            let req = Request {
+                port: out,
+                gateway,
+                failed_before: failed_before.is_some(),
+            };
+            let Some(probes) = policy::admit(&self.load, req, self.params.probes) else {
+                self.stats.resolve_refused += 1;
+                return self.drop(m, out, DropReason::NeighResolveLimit);
+            };
+            if probes < self.params.probes {
+                self.stats.resolve_single_probe += 1;
+            }
+            if failed_before.is_some() {
+                let _ = self.neigh.set_state(target, NeighState::Incomplete);
+            }
+            self.start_resolution(target, out, probes, None, now);
+        }
         let queue_len = self.params.queue_len;
-        let res = self.pending.entry(target).or_insert_with(|| Resolution {
-            port: out,
-            target,
-            queue: VecDeque::new(),
-            sent: 0,
-            next_at: now,
-            unicast: None,
-        });
+        let Some(res) = self.pending.get_mut(&target) else {
+            return self.drop(m, out, DropReason::NeighFailed);
+        };
         if res.queue.len() >= queue_len {
             return self.drop(m, out, DropReason::NeighQueueFull);
         }
@@ -532,6 +606,34 @@ impl<'a> ControlPlane<'a> {
         if res.sent == 0 {
             self.solicit(target, port, now);
         }
+    }
+
+    /// A resolution (`unicast`: a re-probe of a stale neighbour) starts:
+    /// counted in the load if it queues packets, its target awaited.
+    fn start_resolution(
+        &mut self,
+        target: Ipv4Addr,
+        port: u16,
+        probes: u32,
+        unicast: Option<[u8; 6]>,
+        now: Instant,
+    ) {
+        if unicast.is_none() {
+            self.load.start(port);
+        }
+        self.awaited.insert(target);
+        self.pending.insert(
+            target,
+            Resolution {
+                port,
+                target,
+                queue: VecDeque::new(),
+                sent: 0,
+                probes,
+                next_at: now,
+                unicast,
+            },
+        );
     }
 
     /// Send the next ARP request of a resolution and schedule the one after.
@@ -565,7 +667,7 @@ impl<'a> ControlPlane<'a> {
             };
             let port = self.port(res.port);
             match port {
-                Some(p) if res.sent < self.params.probes => self.solicit(target, p, now),
+                Some(p) if res.sent < res.probes => self.solicit(target, p, now),
                 _ => self.fail(target, now),
             }
         }
@@ -580,7 +682,7 @@ impl<'a> ControlPlane<'a> {
 
     /// Resolution failed: the waiting packets are dropped, the entry fails.
     fn fail(&mut self, target: Ipv4Addr, now: Instant) {
-        let Some(res) = self.pending.remove(&target) else {
+        let Some(res) = self.end_resolution(target) else {
             return;
         };
         // Only neighbours already in the table (answered before, or a
@@ -593,46 +695,64 @@ impl<'a> ControlPlane<'a> {
         self.counters.dropped(res.port, DropReason::NeighFailed, n);
     }
 
-    /// Reachable neighbours not confirmed for `reachable` become stale and
-    /// are re-probed by unicast; a probe answered makes them reachable again,
-    /// unanswered probes make them fail.
+    /// Reachable neighbours not confirmed for `reachable` become stale. A
+    /// stale neighbour a worker used lately (or a route's gateway) is
+    /// re-probed by unicast and keeps forwarding meanwhile; a probe answered
+    /// makes it reachable again, unanswered probes make it fail. Failed and
+    /// long-unused stale learned entries are reclaimed.
     fn age(&mut self, now: Instant) {
         let reachable_ms = self.params.reachable.as_millis() as u64;
         let aged = self.neigh.age(self.now_ms(now), reachable_ms);
-        if aged == 0 {
-            return;
-        }
         self.stats.neigh_stale += aged as u64;
         let table = self.neigh.table().clone();
-        for (_, e) in table.iter() {
+        let (mut probe, mut reclaim) = (Vec::new(), Vec::new());
+        for (i, e) in table.iter() {
             let target = e.addr();
-            if e.state() != NeighState::Stale || e.is_static() || self.pending.contains_key(&target)
-            {
+            if e.is_static() || self.pending.contains_key(&target) {
                 continue;
             }
-            let hdr = e.hh().header();
-            let Some(port) = self
-                .ports
-                .iter()
-                .flatten()
-                .find(|p| p.mac == hdr.src && self.on_link(p, target))
-                .copied()
-            else {
-                continue;
-            };
-            self.pending.insert(
-                target,
-                Resolution {
-                    port: port.id,
-                    target,
-                    queue: VecDeque::new(),
-                    sent: 0,
-                    next_at: now,
-                    unicast: Some(hdr.dst),
-                },
-            );
-            self.solicit(target, port, now);
+            if self.neigh.take_used(i) {
+                self.last_used.insert(target, now);
+            }
+            let unused_for = self
+                .last_used
+                .get(&target)
+                .map_or(Duration::MAX, |t| now.saturating_duration_since(*t));
+            if e.state() == NeighState::Stale && (e.is_held() || unused_for < self.params.reachable)
+            {
+                probe.push((target, e.hh().header()));
+            } else if e.is_reclaimable()
+                && policy::reclaim_due(e.state(), unused_for, self.params.gc_stale)
+            {
+                reclaim.push(target);
+            }
         }
+        for target in reclaim {
+            if self.neigh.reclaim(target).is_ok() {
+                self.last_used.remove(&target);
+                self.stats.neigh_reclaimed += 1;
+            }
+        }
+        self.neigh.collect();
+        for (target, hdr) in probe {
+            self.reprobe(target, hdr, now);
+        }
+    }
+
+    /// Re-probe a stale neighbour by unicast to its known MAC.
+    fn reprobe(&mut self, target: Ipv4Addr, hdr: EthHeader, now: Instant) {
+        let Some(port) = self
+            .ports
+            .iter()
+            .flatten()
+            .find(|p| p.mac == hdr.src && self.on_link(p, target))
+            .copied()
+        else {
+            return;
+        };
+        let probes = self.params.probes;
+        self.start_resolution(target, port.id, probes, Some(hdr.dst), now);
+        self.solicit(target, port, now);
     }
 
     /// Shutdown, after every worker has stopped: drop and count what is
@@ -650,7 +770,9 @@ impl<'a> ControlPlane<'a> {
             }
         }
         self.queued = 0;
-        for (_, res) in self.pending.drain() {
+        self.load = Load::default();
+        for (target, res) in self.pending.drain() {
+            self.awaited.remove(target);
             let k = res.queue.len() as u64;
             self.counters
                 .dropped(res.port, DropReason::ShutdownDrain, k);

@@ -293,12 +293,18 @@ fn unresolved_next_hop_queues_retries_with_backoff_then_fails() {
 #[test]
 fn an_arp_reply_releases_the_waiting_packets() {
     let frames: Vec<Vec<u8>> = (0..100).map(|_| udp_to([10, 0, 2, 77], 64)).collect();
-    // The neighbour's reply to us, on port 1 (it may arrive before or after
-    // the packets are queued: either way they leave with its MAC).
+    // The neighbour's reply to us, on port 1, after the packets that make
+    // us ask (the worker polls port 0 first, 32 frames a round; an
+    // unsolicited reply would make no entry): 4 rounds of frames to another
+    // host first.
     let nb = [0x02, 0xdd, 0, 0, 0, 0x77];
     let mut reply = arp_reply(nb, [10, 0, 2, 77], MAC1, [10, 0, 2, 1]);
     reply.resize(60, 0);
-    let (_, out1, s) = run_pcaps("rtreply", CONFIG_NO_NEIGH, &frames, &[reply], "2");
+    let mut other = eth([0x02, 0xcc, 0, 0, 0, 1], HOST_A, 0x0800);
+    other.resize(60, 0);
+    let mut in1 = vec![other; 4 * 32];
+    in1.push(reply);
+    let (_, out1, s) = run_pcaps("rtreply", CONFIG_NO_NEIGH, &frames, &in1, "2");
     let expect = routed(&frames[0], nb);
     let sent = out1.iter().filter(|f| **f == expect).count();
     let requests = out1
@@ -384,21 +390,25 @@ fn a_ping_flood_to_the_router_is_answered_at_the_punt_rate() {
 
 #[test]
 fn a_sweep_of_unused_addresses_does_not_fill_the_neighbour_table() {
-    // One packet to each of 200 unused on-link addresses: every resolution
-    // fails, and none of them takes a table entry (only answers do).
+    // One packet to each of 200 unused on-link addresses: the port takes
+    // 128 resolutions at once (the rest are refused), those past half of
+    // them send one request instead of three; every resolution fails, and
+    // none of them takes a table entry (only answers do).
     let config = CONFIG_NO_NEIGH.replace("10.0.2.1/24", "10.1.0.1/16");
     let frames: Vec<Vec<u8>> = (0..200u8).map(|i| udp_to([10, 1, 7, i + 2], 64)).collect();
     let (_, out1, s) = run_pcaps("rtsweep", &config, &frames, &[], "3");
-    assert_eq!(out1.len(), 600, "three ARP requests per address");
-    assert_eq!(s["totals"]["drops"]["neigh_failed"], 200, "{s}");
-    assert_eq!(s["control"]["neigh_failed"], 200, "{s}");
+    assert_eq!(out1.len(), 64 * 3 + 64, "ARP requests");
+    assert_eq!(s["totals"]["drops"]["neigh_failed"], 128, "{s}");
+    assert_eq!(s["totals"]["drops"]["neigh_resolve_limit"], 72, "{s}");
+    assert_eq!(s["control"]["neigh_failed"], 128, "{s}");
+    assert_eq!(s["control"]["resolve_single_probe"], 64, "{s}");
     let n: Vec<&str> = s["neighbours"]
         .as_array()
         .unwrap()
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
-    assert_eq!(n.len(), 200, "{n:?}");
+    assert_eq!(n.len(), 128, "{n:?}");
     assert!(
         n.iter().all(|l| l.contains(" - ") && l.ends_with("Failed")),
         "listed as failed, without a table entry: {n:?}"
@@ -454,7 +464,12 @@ fn an_on_link_route_outside_the_subnet_resolves_by_arp() {
     let nb = [0x02, 0xee, 0, 0, 0, 0x05];
     let mut reply = arp_reply(nb, [192, 0, 2, 5], MAC1, [10, 0, 2, 1]);
     reply.resize(60, 0);
-    let (_, out1, s) = run_pcaps("rtdevroute", &config, &frames, &[reply], "2");
+    // After the packets that make us ask (see an_arp_reply_releases_the_waiting_packets).
+    let mut other = eth([0x02, 0xcc, 0, 0, 0, 1], HOST_A, 0x0800);
+    other.resize(60, 0);
+    let mut in1 = vec![other; 4 * 32];
+    in1.push(reply);
+    let (_, out1, s) = run_pcaps("rtdevroute", &config, &frames, &in1, "2");
     let expect = routed(&frames[0], nb);
     assert_eq!(
         out1.iter().filter(|f| **f == expect).count(),

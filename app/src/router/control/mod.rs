@@ -696,10 +696,11 @@ impl<'a> ControlPlane<'a> {
     }
 
     /// Reachable neighbours not confirmed for `reachable` become stale. A
-    /// stale neighbour a worker used lately (or a route's gateway) is
-    /// re-probed by unicast and keeps forwarding meanwhile; a probe answered
-    /// makes it reachable again, unanswered probes make it fail. Failed and
-    /// long-unused stale learned entries are reclaimed.
+    /// stale neighbour a worker used within `gc_stale` (or a route's
+    /// gateway) is re-probed by unicast and keeps forwarding meanwhile; a
+    /// probe answered makes it reachable again, unanswered probes make it
+    /// fail. Failed learned entries, and stale ones unused for longer, are
+    /// reclaimed.
     fn age(&mut self, now: Instant) {
         let reachable_ms = self.params.reachable.as_millis() as u64;
         let aged = self.neigh.age(self.now_ms(now), reachable_ms);
@@ -718,7 +719,7 @@ impl<'a> ControlPlane<'a> {
                 .last_used
                 .get(&target)
                 .map_or(Duration::MAX, |t| now.saturating_duration_since(*t));
-            if e.state() == NeighState::Stale && (e.is_held() || unused_for < self.params.reachable)
+            if e.state() == NeighState::Stale && (e.is_held() || unused_for <= self.params.gc_stale)
             {
                 probe.push((target, e.hh().header()));
             } else if e.is_reclaimable()

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Counters of one port as one lcore saw it.
 #[repr(align(64))]
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct PortCounters {
     /// Packets received on this port.
     pub rx: AtomicU64,
@@ -35,6 +35,23 @@ pub struct PortCounters {
     pub flow_memo: AtomicU64,
     /// Packets meant for this port (or received on it) and dropped, by reason.
     pub drops: [AtomicU64; DropReason::COUNT],
+}
+
+// std derives Default for arrays of at most 32 elements; there are more reasons.
+impl Default for PortCounters {
+    fn default() -> Self {
+        PortCounters {
+            rx: AtomicU64::new(0),
+            tx: AtomicU64::new(0),
+            punted: AtomicU64::new(0),
+            originated: AtomicU64::new(0),
+            consumed: AtomicU64::new(0),
+            stolen: AtomicU64::new(0),
+            fast_lane: AtomicU64::new(0),
+            flow_memo: AtomicU64::new(0),
+            drops: [const { AtomicU64::new(0) }; DropReason::COUNT],
+        }
+    }
 }
 
 /// Pipeline stages timed with the TSC (when `--stage-cycles` is on).

@@ -72,11 +72,14 @@ pub enum DropReason {
     /// A new resolution refused: too many at once out of the port (or over
     /// all ports), beyond the reserve kept for configured gateways.
     NeighResolveLimit = 31,
+    /// A stateful `filter` met a packet its connection tracking calls
+    /// invalid: a TCP RST outside its connection's sequence window.
+    CtInvalid = 32,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 32] = [
+    pub const ALL: [DropReason; 33] = [
         DropReason::TxQueueFull,
         DropReason::Runt,
         DropReason::OtherHost,
@@ -109,6 +112,7 @@ impl DropReason {
         DropReason::Policed,
         DropReason::PuntSourceLimited,
         DropReason::NeighResolveLimit,
+        DropReason::CtInvalid,
     ];
     /// Number of reasons: the length of a counter array.
     pub const COUNT: usize = Self::ALL.len();
@@ -148,6 +152,7 @@ impl DropReason {
             DropReason::Policed => "policed",
             DropReason::PuntSourceLimited => "punt_source_limited",
             DropReason::NeighResolveLimit => "neigh_resolve_limit",
+            DropReason::CtInvalid => "ct_invalid",
         }
     }
 
@@ -230,16 +235,26 @@ impl DropReason {
             DropReason::NeighResolveLimit => {
                 "too many ARP resolutions at once out of the port: an address sweep"
             }
+            DropReason::CtInvalid => {
+                "stateful filter: a TCP RST outside its connection's window (a blind reset)"
+            }
         }
     }
 }
 
 // Discriminants run 0..COUNT: a reason missing from ALL would index past the counters.
-const _: () = assert!(DropReason::NeighResolveLimit as usize == DropReason::COUNT - 1);
+const _: () = assert!(DropReason::CtInvalid as usize == DropReason::COUNT - 1);
 
 /// One counter per drop reason, owned by one lcore.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DropCounters(pub [u64; DropReason::COUNT]);
+
+// std derives Default for arrays of at most 32 elements only.
+impl Default for DropCounters {
+    fn default() -> Self {
+        DropCounters([0; DropReason::COUNT])
+    }
+}
 
 impl DropCounters {
     /// Count `n` drops for `reason`.

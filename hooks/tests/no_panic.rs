@@ -1213,7 +1213,7 @@ proptest! {
                 let Some(s) = s else { continue };
                 let state = t.lookup(&s, l3, now);
                 if *op > 0 && state == CtState::New {
-                    t.commit(&s, now);
+                    t.commit(&s, l3, now);
                 }
                 if *op == 7 {
                     t.sweep(now, 16);

@@ -87,7 +87,7 @@ fuzz_target!(|data: &[u8]| {
         let (t, now) = &mut *g;
         *now = now.saturating_add(step);
         if t.lookup(&s, l3, *now) == CtState::New && commit {
-            t.commit(&s, *now);
+            t.commit(&s, l3, *now);
         }
         if ctl & 0xc0 == 0xc0 {
             t.sweep(*now, 32);
@@ -102,7 +102,7 @@ fuzz_target!(|data: &[u8]| {
         ..CtConfig::default()
     });
     let first = t.lookup(&s, l3, 1);
-    let committed = first == CtState::New && t.commit(&s, 1);
+    let committed = first == CtState::New && t.commit(&s, l3, 1);
     let mut reply = l3.to_vec();
     reverse(&mut reply, &s);
     if let Some(r) = FlowSummary::parse(&reply) {

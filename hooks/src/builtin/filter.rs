@@ -27,10 +27,14 @@
 //! port is known to the filter on the port its replies leave by. A new flow
 //! is tracked when a rule (or the policy) accepts its first packet. When the
 //! table is full, tracked flows keep their state and new flows get the
-//! default policy, counted as `ct_full_policy`. `count` rules count every
-//! packet they match that reaches them and do not decide.
+//! default policy, counted as `ct_full_policy` (a full table first drops
+//! a half-open or unreplied entry near the new one, `ct_early_drop`). A
+//! TCP RST outside its connection's sequence window (a blind reset) is
+//! dropped whatever the rules say, with drop reason `ct_invalid` (counted
+//! as `ct_invalid_dropped`), and the connection keeps its state. `count`
+//! rules count every packet they match that reaches them and do not decide.
 
-use crate::conntrack::{ConnTable, CtCommit, CtConfig, CtHint, CtState};
+use crate::conntrack::{ConnTable, CtCommit, CtConfig, CtHint, CtState, CtStats};
 use crate::flow::FlowSummary;
 use crate::lease::Lease;
 use crate::rules::{flow_cache, parse_match, CachedClassifier, ClassifierBuilder, Key, MatchRule};
@@ -71,7 +75,8 @@ const CT_NEW: usize = 7;
 const CT_EST: usize = 8;
 const CT_REL: usize = 9;
 const CT_UNTRACKED: usize = 10;
-const COUNTERS: usize = 11;
+const CT_INVALID: usize = 11;
+const COUNTERS: usize = 12;
 const COUNTER_NAMES: [&str; COUNTERS] = [
     "rule_accepted",
     "rule_dropped",
@@ -84,6 +89,7 @@ const COUNTER_NAMES: [&str; COUNTERS] = [
     "ct_established",
     "ct_related",
     "ct_untracked",
+    "ct_invalid_dropped",
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,13 +172,14 @@ const CT_CODE_NEW: u32 = 1;
 const CT_CODE_EST: u32 = 2;
 const CT_CODE_UNTRACKED: u32 = 3;
 
-/// A state's code in a token (`Related` is never remembered).
+/// A state's code in a token (`Related` and `Invalid` are never
+/// remembered).
 fn ct_code(state: CtState) -> u32 {
     match state {
         CtState::New => CT_CODE_NEW,
         CtState::Established => CT_CODE_EST,
         CtState::Untracked => CT_CODE_UNTRACKED,
-        CtState::Related => CT_CODE_NONE,
+        CtState::Related | CtState::Invalid => CT_CODE_NONE,
     }
 }
 
@@ -183,6 +190,8 @@ fn ct_key(state: CtState) -> (u8, usize) {
         CtState::Established => (CT_ESTABLISHED, CT_EST),
         CtState::Related => (CT_RELATED, CT_REL),
         CtState::Untracked => (0, CT_UNTRACKED),
+        // Dropped before the rules (see `Filter::process`).
+        CtState::Invalid => (0, CT_INVALID),
     }
 }
 
@@ -261,6 +270,13 @@ impl Hook for Filter {
         }
         for k in 0..n {
             let i = usize::from(idx[k]);
+            if looked[k].0 == CtState::Invalid {
+                // A blind RST: dropped whatever the rules say, and never
+                // remembered (counted under ct_invalid_dropped above).
+                burst.set_verdict(i, Verdict::Drop(DropReason::CtInvalid));
+                burst.forget_flow(i);
+                continue;
+            }
             let hit = results[k].checked_sub(1).map(|r| r as usize);
             let mut counted = 0;
             if !self.count_rules.is_empty() {
@@ -279,7 +295,8 @@ impl Hook for Filter {
             let mut refreshed = false;
             if action == Action::Accept && keys[k].ct() == KEY_CT_NEW {
                 if let Some(t) = table.as_mut() {
-                    match t.commit_hinted(&sums[k], cx.now_ns, looked[k].1) {
+                    let l3 = burst.packet(i).map_or(&[][..], |p| p.l3());
+                    match t.commit_hinted(&sums[k], l3, cx.now_ns, looked[k].1) {
                         CtCommit::Full => {
                             // Table full: a new flow gets the default policy.
                             tally[CT_FULL_POLICY] += 1;
@@ -315,7 +332,7 @@ impl Hook for Filter {
                         CtState::Untracked => true,
                         CtState::Established => hint.steady(),
                         CtState::New => refreshed,
-                        CtState::Related => false,
+                        CtState::Related | CtState::Invalid => false,
                     };
                     steady.then(|| token(counter, ct_code(state), counted))
                 }
@@ -415,14 +432,26 @@ impl Hook for Filter {
             .map(|(i, name)| (*name, self.counts.sum(i)))
             .collect();
         if let Some(ct) = &self.conntrack {
-            let (mut entries, mut full) = (0, 0);
+            let mut entries = 0;
+            let mut sum = CtStats::default();
             for t in ct.tables.iter() {
                 let t = crate::lock(t);
                 entries += t.len() as u64;
-                full += t.stats().full;
+                let s = t.stats();
+                sum.full += s.full;
+                sum.early_drop += s.early_drop;
+                sum.tcp_established += s.tcp_established;
+                sum.reset += s.reset;
+                sum.rst_out_of_window += s.rst_out_of_window;
+                sum.out_of_window += s.out_of_window;
             }
             v.push(("ct_entries", entries));
-            v.push(("ct_refused_full", full));
+            v.push(("ct_refused_full", sum.full));
+            v.push(("ct_early_drop", sum.early_drop));
+            v.push(("ct_tcp_established", sum.tcp_established));
+            v.push(("ct_tcp_reset", sum.reset));
+            v.push(("ct_rst_out_of_window", sum.rst_out_of_window));
+            v.push(("ct_tcp_out_of_window", sum.out_of_window));
             v.push(("ct_capacity", ct.capacity as u64));
         }
         v.extend(self.classifier.stat_lines());
@@ -826,13 +855,14 @@ mod tests {
                 (to_b, tcp(A, B, 40000, 80, SYN), 8 * ms),
                 (to_a, tcp(B, A, 80, 40000, SYN | ACK), 9 * ms),
                 (to_b, tcp(A, B, 40000, 80, ACK), 10 * ms),
-                (to_a, tcp(B, A, 80, 40000, ACK), 11 * ms), // remembered
-                (to_a, tcp(B, A, 80, 40000, ACK), 12 * ms), // answered
-                (to_a, tcp(B, A, 80, 40000, ACK), 12 * ms + ms / 2), // answered (on its lease)
+                // TCP is never remembered: every segment moves its window.
+                (to_a, tcp(B, A, 80, 40000, ACK), 11 * ms),
+                (to_a, tcp(B, A, 80, 40000, ACK), 12 * ms),
+                (to_a, tcp(B, A, 80, 40000, ACK), 12 * ms + ms / 2),
                 (to_b, tcp(A, B, 40000, 80, ACK | RST), 13 * ms), // removes the entry
-                (to_a, tcp(B, A, 80, 40000, ACK), 14 * ms), // refused, seen: dropped
-                (to_a, tcp(B, A, 80, 40000, ACK), 15 * ms), // dropped again
-                (to_a, udp(B, A, 53, 5000), 400_000 * ms),  // expired: dropped
+                (to_a, tcp(B, A, 80, 40000, ACK), 14 * ms),       // new: dropped
+                (to_a, tcp(B, A, 80, 40000, ACK), 15 * ms),       // dropped again
+                (to_a, udp(B, A, 53, 5000), 400_000 * ms),        // expired: dropped
             ];
             let mut remembered: HashMap<(usize, Vec<u8>), (u32, Lease)> = HashMap::new();
             let (mut answered, mut refused) = (0, 0);
@@ -880,14 +910,13 @@ mod tests {
             }
             assert_eq!(
                 (answered, refused),
-                (6, 3),
+                (4, 2),
                 "leased {leased}: {remembered:?}"
             );
             // With leases, the second answered packet of a flow in a row
             // is confirmed on the lease the first one's confirm gave; the
-            // RST (step 15) and the first reply (step 3) end the leases
-            // given before them.
-            assert_eq!(leases_held, if leased { 2 } else { 0 });
+            // first reply (step 3) ends the leases given before it.
+            assert_eq!(leases_held, if leased { 1 } else { 0 });
             let dropped: Vec<usize> = (0..verdicts.len())
                 .filter(|&i| verdicts[i] != Verdict::Accept)
                 .collect();
@@ -1034,6 +1063,67 @@ mod tests {
         assert_eq!(stat(&*to_a, "ct_established"), 3);
     }
 
+    /// `tcp` with sequence number `seq` (frame offset 38).
+    fn tcp_at(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, flags: u8, seq: u32) -> Pkt {
+        let mut f = tcp(src, dst, sport, dport, flags);
+        f[38..42].copy_from_slice(&seq.to_be_bytes());
+        Pkt::new(f)
+    }
+
+    #[test]
+    fn a_blind_rst_is_dropped_and_the_connection_kept() {
+        let k = kind();
+        let to_a = build_named(&k, HookPoint::Egress, "to_a", STATEFUL_IN);
+        let to_b = build_named(&k, HookPoint::Egress, "to_b", STATEFUL_OUT);
+        let accept = Verdict::Accept;
+        assert_eq!(one(&*to_b, tcp_at(A, B, 40000, 80, SYN, 0), 1), accept);
+        assert_eq!(
+            one(&*to_a, tcp_at(B, A, 80, 40000, SYN | ACK, 0), 2),
+            accept
+        );
+        assert_eq!(one(&*to_b, tcp_at(A, B, 40000, 80, ACK, 1), 3), accept);
+        // A RST from "B" with a sequence number far from B's: dropped,
+        // whatever the rules say (toward B the policy accepts), counted.
+        let blind = Verdict::Drop(DropReason::CtInvalid);
+        assert_eq!(one(&*to_a, tcp_at(B, A, 80, 40000, RST, 1 << 30), 4), blind);
+        assert_eq!(one(&*to_b, tcp_at(A, B, 40000, 80, RST, 1 << 30), 4), blind);
+        assert_eq!(stat(&*to_a, "ct_invalid_dropped"), 1);
+        assert_eq!(stat(&*to_a, "ct_rst_out_of_window"), 2);
+        // The connection is still established: B's packets come back.
+        assert_eq!(one(&*to_a, tcp_at(B, A, 80, 40000, ACK, 1), 5), accept);
+        // B's own RST, in the window, ends it.
+        assert_eq!(one(&*to_a, tcp_at(B, A, 80, 40000, RST, 1), 6), accept);
+        assert_eq!(stat(&*to_a, "ct_tcp_reset"), 1);
+        assert_eq!(one(&*to_a, tcp_at(B, A, 80, 40000, ACK, 1), 7), DROP_POLICY);
+    }
+
+    #[test]
+    fn a_syn_flood_leaves_room_for_a_new_flow() {
+        let k = kind();
+        let to_a = build(&k, HookPoint::Egress, STATEFUL_IN);
+        let to_b = build(&k, HookPoint::Egress, STATEFUL_OUT);
+        // 16 (the capacity) half-open connections, answered.
+        for p in 0..16 {
+            let (c, s) = (
+                tcp_at(A, B, 1000 + p, 80, SYN, 0),
+                tcp_at(B, A, 80, 1000 + p, SYN | ACK, 0),
+            );
+            assert_eq!(one(&*to_b, c, 1), Verdict::Accept);
+            assert_eq!(one(&*to_a, s, 1), Verdict::Accept);
+        }
+        // A new connection is tracked: its reply comes back.
+        assert_eq!(
+            one(&*to_b, tcp_at(A, B, 5000, 22, SYN, 0), 2),
+            Verdict::Accept
+        );
+        assert_eq!(
+            one(&*to_a, tcp_at(B, A, 22, 5000, SYN | ACK, 0), 2),
+            Verdict::Accept
+        );
+        assert_eq!(stat(&*to_b, "ct_early_drop"), 1);
+        assert_eq!(stat(&*to_b, "ct_full_policy"), 0);
+    }
+
     #[test]
     fn tracked_flows_survive_a_rule_reload() {
         let k = kind();
@@ -1081,11 +1171,17 @@ mod tests {
         for p in 0..64u16 {
             if one(&*to_b, Pkt::new(udp(A, B, 1000 + p, 53)), 10) == Verdict::Accept {
                 accepted += 1;
+                // Replied: established, never dropped early.
+                assert_eq!(
+                    one(&*to_b, Pkt::new(udp(B, A, 53, 1000 + p)), 10),
+                    Verdict::Accept
+                );
             }
         }
         assert_eq!(accepted, 16, "exactly the table's capacity of new flows");
         assert_eq!(stat(&*to_b, "ct_full_policy"), 48);
         assert_eq!(stat(&*to_b, "policy_dropped"), 48);
+        assert_eq!(stat(&*to_b, "ct_early_drop"), 0);
         // A tracked flow still passes.
         assert_eq!(
             one(&*to_b, Pkt::new(udp(A, B, 1000, 53)), 11),

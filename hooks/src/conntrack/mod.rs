@@ -32,7 +32,7 @@
 //!   hash keyed at random per table (vector multiply-shift, then a fixed
 //!   finaliser; strongly universal: six multiplies), and collisions probe
 //!   linearly in Robin Hood order, so a miss stops early too. A probe reads
-//!   at most 32 slots, which are 32-byte entries, two per cache line; an
+//!   at most 32 slots, which are 64-byte entries, a cache line each; an
 //!   insertion that would push an entry further from home is refused like
 //!   a full table. Deletion shifts the rest of the cluster back (no
 //!   tombstones).
@@ -46,10 +46,23 @@
 //!   TCP entry. A mid-stream TCP packet without an entry is `New` and its
 //!   commit is refused (counted in [`CtStats::ignored`], not as full); unlike
 //!   netfilter's default "loose" mode, connections open before the table
-//!   existed (or whose entry was lost) are not picked up. There is no
-//!   sequence-number window tracking: any packet in the reply direction
-//!   confirms the connection, and a RST with the right addresses and ports
-//!   removes its entry.
+//!   existed (or whose entry was lost) are not picked up.
+//! * **TCP windows** (module `tcp`, after Linux's `tcp_in_window`): each
+//!   entry keeps both sides' sequence windows, started by the SYN and the
+//!   SYN-ACK (with their window scale options) and moved by every in-window
+//!   segment. A RST ends the connection only inside the window (else it is
+//!   [`CtState::Invalid`], counted in [`CtStats::rst_out_of_window`], and
+//!   the filter drops it); other segments outside the window pass, as with
+//!   Linux's `tcp_be_liberal`, but move neither the window nor the state.
+//!   A side the table first hears mid-stream (an entry committed without
+//!   its SYN's bytes) is picked up with the widest window scale.
+//! * **Early drop.** A commit that finds no room (the table at capacity,
+//!   or the key's probe sequence crowded) drops, among the 16 slots from
+//!   the new key's home, the entry that expires first of those that are
+//!   not assured (TCP before the handshake completed or closing; other
+//!   protocols before a reply), as Linux's `early_drop`; only if there is
+//!   none is the flow refused. A SYN flood fills the table with half-open
+//!   entries on 60-120 s timeouts, which new flows push out.
 //! * **No allocation, no lock.** `&mut self` per worker; `new` allocates the
 //!   slot array once.
 //!
@@ -61,11 +74,22 @@
 //! | reply direction of an entry, or either direction once it has seen a reply | `Established` |
 //! | ICMP error (types 3, 4, 5, 11, 12) quoting a tracked flow, sent to the quoted packet's source | `Related` |
 //! | non-first fragment; TCP, UDP or ICMP whose header is cut short | `Untracked` |
+//! | TCP RST of an entry, outside its window | `Invalid` |
 //!
-//! TCP: a RST of an entry is classified as above, then removes the entry.
-//! A FIN in each direction puts the entry on the short (transient) timeout;
-//! a SYN on such a closing entry is `New`, and its commit starts a new
-//! connection in the same slot (port reuse).
+//! TCP, as Linux's states: a SYN makes the entry (SYN_SENT,
+//! [`CtConfig::tcp_syn_sent_ns`]); the reply's SYN-ACK moves it to
+//! SYN_RECV ([`CtConfig::tcp_syn_recv_ns`]); only the originator's ACK after
+//! it, in the window (so acknowledging the server's SYN), completes the
+//! handshake: established ([`CtConfig::tcp_established_ns`], counted in
+//! [`CtStats::tcp_established`]). An in-window FIN one way puts it on
+//! [`CtConfig::tcp_fin_wait_ns`], a FIN each way on
+//! [`CtConfig::tcp_time_wait_ns`]; a SYN on such a closed entry is `New`,
+//! and its commit starts a new connection in the same slot (port reuse).
+//! An in-window RST is classified as above, then removes the entry; one
+//! outside the window is `Invalid` and changes nothing. A TCP lookup is
+//! never [`steady`](CtHint::steady): every segment moves its window, so the
+//! flow memo never answers for a TCP packet and none skips the state
+//! machine (a lease is never given on a TCP entry).
 //!
 //! ICMP: an echo request (type 8) from A to B with identifier `id` creates
 //! the entry; the echo reply (type 0) from B to A with the same `id` is its
@@ -91,9 +115,10 @@
 //!   router carry the router's address and land on whatever worker RSS
 //!   picks; an error that misses the flow's worker is `New`.
 //! * **Bounded.** At most [`ConnTable::capacity`] entries; when they are
-//!   taken, `commit` returns `false`, counts [`CtStats::full`] and logs (at
-//!   most once a second) "conntrack: table full (N entries), new flows get
-//!   the default policy". Existing entries keep working.
+//!   taken and none near the new one's home can be dropped early, `commit`
+//!   returns `false`, counts [`CtStats::full`] and logs (at most once a
+//!   second) "conntrack: table full (N entries), new flows get the default
+//!   policy". Existing entries keep working.
 //! * **Fragments.** Non-first fragments are `Untracked`: reassembly is out
 //!   of scope, so the filter decides on them without state (and must never
 //!   match port rules on them).
@@ -109,21 +134,26 @@
 //!   reloads; probe timing could in principle hint at which flows collide.
 
 mod table;
+mod tcp;
 #[cfg(test)]
 mod tests;
 
 use crate::flow::{proto, tcp_flag, FlowSummary, Fragment};
 use crate::lease::{Lease, LEASE_NS};
 use crate::{Flows, MAX_BURST};
-use table::{Key, NoRoom, Probe, Slots, FIN_A, FIN_B, ORIG_B, REPLIED};
+use table::{Key, Probe, Slots, ASSURED, FIN_A, FIN_B, ORIG_B, REPLIED};
+use tcp::{Segment, Window};
 
 const SEC: u64 = 1_000_000_000;
 /// Slots a commit sweeps before it inserts.
 const SWEEP_PER_COMMIT: usize = 8;
 /// Slots a commit sweeps before it inserts when the table is at capacity.
 const SWEEP_WHEN_FULL: usize = 32;
-/// Upper bound on [`CtConfig::capacity`] (2^26 entries, 4 GiB of slots).
+/// Upper bound on [`CtConfig::capacity`] (2^26 entries, 8 GiB of slots).
 pub const MAX_CAPACITY: usize = 1 << 26;
+/// Slots from a new entry's home that a commit finding no room looks at
+/// for an entry to drop early (Linux's `NF_CT_EVICTION_RANGE` is 8).
+const EARLY_DROP_SLOTS: usize = 16;
 
 /// How a packet relates to the connection table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -139,6 +169,9 @@ pub enum CtState {
     /// Not tracked: a non-first fragment, or a TCP, UDP or ICMP packet
     /// whose L4 header is cut short. The filter decides without state.
     Untracked,
+    /// A TCP RST of a tracked connection outside its sequence window (a
+    /// blind reset): it changed nothing, and the filter drops it.
+    Invalid,
 }
 
 /// Where [`ConnTable::lookup_burst`] found a packet's entry, for the
@@ -162,8 +195,9 @@ impl CtHint {
     };
 
     /// Whether the packet's lookup left the entry as it was but for its
-    /// timer (an `Established` packet that is not the first reply, a FIN,
-    /// a SYN or a RST; or a `New` packet of an entry that exists).
+    /// timer (an `Established` packet that is not the first reply, nor
+    /// TCP; or a `New` packet of an entry that exists). Never for TCP:
+    /// every TCP segment moves its connection's sequence window.
     #[inline(always)]
     pub fn steady(&self) -> bool {
         self.steady
@@ -197,11 +231,19 @@ pub struct CtConfig {
     /// Most entries the table holds (1 to [`MAX_CAPACITY`]); the slot array
     /// has twice this, rounded up to a power of two.
     pub capacity: usize,
-    /// TCP connection that has seen a reply and not a FIN each way.
+    /// TCP connection opening: a SYN, no reply yet (Linux's SYN_SENT).
+    pub tcp_syn_sent_ns: u64,
+    /// TCP connection opening: the reply's SYN-ACK seen, not the
+    /// originator's ACK of it (Linux's SYN_RECV).
+    pub tcp_syn_recv_ns: u64,
+    /// TCP connection whose handshake completed, no FIN seen.
     pub tcp_established_ns: u64,
-    /// TCP connection opening (SYN seen, no reply yet) or closing (FIN each
-    /// way).
-    pub tcp_transient_ns: u64,
+    /// TCP connection closing: a FIN one way (Linux's FIN_WAIT and
+    /// CLOSE_WAIT).
+    pub tcp_fin_wait_ns: u64,
+    /// TCP connection closed: a FIN each way (Linux's LAST_ACK and
+    /// TIME_WAIT).
+    pub tcp_time_wait_ns: u64,
     /// UDP flow that has not seen a reply.
     pub udp_ns: u64,
     /// UDP flow that has seen a reply.
@@ -213,13 +255,18 @@ pub struct CtConfig {
 }
 
 impl Default for CtConfig {
-    /// 65536 entries; TCP 3600 s established, 120 s opening or closing; UDP
-    /// 30 s, 180 s once replied; ICMP 30 s; other protocols 600 s.
+    /// 65536 entries; TCP 120 s with a SYN, 60 s with the SYN-ACK, 3600 s
+    /// established, 120 s with a FIN one way or each way (Linux's but for
+    /// established, 5 days there); UDP 30 s, 180 s once replied; ICMP 30 s;
+    /// other protocols 600 s.
     fn default() -> Self {
         CtConfig {
             capacity: 65536,
+            tcp_syn_sent_ns: 120 * SEC,
+            tcp_syn_recv_ns: 60 * SEC,
             tcp_established_ns: 3600 * SEC,
-            tcp_transient_ns: 120 * SEC,
+            tcp_fin_wait_ns: 120 * SEC,
+            tcp_time_wait_ns: 120 * SEC,
             udp_ns: 30 * SEC,
             udp_replied_ns: 180 * SEC,
             icmp_ns: 30 * SEC,
@@ -234,9 +281,22 @@ pub struct CtStats {
     /// Entries created by [`ConnTable::commit`] (a TCP port reuse counts).
     pub inserted: u64,
     /// Commits refused for lack of room: the table held `capacity` entries,
-    /// or the key's probe sequence was crowded. The flow got the default
-    /// policy.
+    /// or the key's probe sequence was crowded, and no entry near the new
+    /// one's home could be dropped early. The flow got the default policy.
     pub full: u64,
+    /// Entries dropped to make room for a new one (Linux's early drop):
+    /// a TCP connection whose handshake had not completed, or a flow of
+    /// another protocol that had seen no reply.
+    pub early_drop: u64,
+    /// TCP handshakes completed (the originator's ACK of the SYN-ACK):
+    /// from then on, the established timeout.
+    pub tcp_established: u64,
+    /// TCP RSTs outside their connection's window: [`CtState::Invalid`],
+    /// the connection kept.
+    pub rst_out_of_window: u64,
+    /// Other TCP segments outside their connection's window: passed
+    /// (as Linux's `tcp_be_liberal`), the connection unchanged by them.
+    pub out_of_window: u64,
     /// Expired entries reclaimed (by probes and sweeps).
     pub expired: u64,
     /// Entries removed by a TCP RST.
@@ -370,10 +430,13 @@ impl ConnTable {
     #[inline(always)]
     fn timeout(&self, proto: u8, flags: u8) -> u64 {
         let replied = flags & REPLIED != 0;
+        let fins = flags & (FIN_A | FIN_B);
         match proto {
-            proto::TCP if flags & (FIN_A | FIN_B) == FIN_A | FIN_B => self.cfg.tcp_transient_ns,
-            proto::TCP if replied => self.cfg.tcp_established_ns,
-            proto::TCP => self.cfg.tcp_transient_ns,
+            proto::TCP if fins == FIN_A | FIN_B => self.cfg.tcp_time_wait_ns,
+            proto::TCP if fins != 0 => self.cfg.tcp_fin_wait_ns,
+            proto::TCP if flags & ASSURED != 0 => self.cfg.tcp_established_ns,
+            proto::TCP if replied => self.cfg.tcp_syn_recv_ns,
+            proto::TCP => self.cfg.tcp_syn_sent_ns,
             proto::UDP if replied => self.cfg.udp_replied_ns,
             proto::UDP => self.cfg.udp_ns,
             proto::ICMP => self.cfg.icmp_ns,
@@ -396,7 +459,11 @@ impl ConnTable {
         match classify(s) {
             Class::Flow(l) => {
                 let home = self.slots.home(&l.key);
-                self.lookup_flow(s, &l, home, now_ns).0
+                let seg = match s.proto {
+                    proto::TCP => Segment::read(s, l3),
+                    _ => Segment::UNKNOWN,
+                };
+                self.lookup_flow(s, &l, home, seg, now_ns).0
             }
             Class::IcmpError => self.related(s, l3, now_ns),
             Class::NoFlow => CtState::New,
@@ -442,7 +509,13 @@ impl ConnTable {
         std::hint::black_box(acc);
         for k in 0..n {
             out[k] = match &classes[k] {
-                Class::Flow(l) => self.lookup_flow(&sums[k], l, homes[k], now_ns),
+                Class::Flow(l) => {
+                    let seg = match sums[k].proto {
+                        proto::TCP => Segment::read(&sums[k], l3(k)),
+                        _ => Segment::UNKNOWN,
+                    };
+                    self.lookup_flow(&sums[k], l, homes[k], seg, now_ns)
+                }
                 Class::IcmpError => (self.related(&sums[k], l3(k), now_ns), CtHint::NONE),
                 Class::NoFlow => (CtState::New, CtHint::NONE),
                 Class::Untracked => (CtState::Untracked, CtHint::NONE),
@@ -451,53 +524,34 @@ impl ConnTable {
     }
 
     /// The lookup of a packet of a trackable flow, `home` being the slot
-    /// its key hashes to.
+    /// its key hashes to, `seg` its TCP segment.
     #[inline(always)]
     fn lookup_flow(
         &mut self,
         s: &FlowSummary,
         l: &Lookup,
         home: usize,
+        seg: Segment,
         now_ns: u64,
     ) -> (CtState, CtHint) {
         let i = match self.slots.probe_from(&l.key, home, now_ns) {
             Probe::Found(i) => i,
             Probe::Vacant(_) | Probe::Exhausted => return (CtState::New, CtHint::NONE),
         };
+        if s.proto == proto::TCP {
+            return self.lookup_tcp(s.tcp_flags, i, l, seg, now_ns);
+        }
         let mut hint = CtHint {
             slot: i,
-            steady: false,
+            ..CtHint::NONE
         };
         let (mut flags, eproto) = {
             let e = self.slots.get(i);
             (e.flags, e.proto())
         };
         let reply = l.from_b != (flags & ORIG_B != 0);
-        let f = s.tcp_flags;
-        if s.proto == proto::TCP && f & (tcp_flag::RST | tcp_flag::SYN | tcp_flag::FIN) != 0 {
-            if f & tcp_flag::RST != 0 {
-                let state = if reply || flags & REPLIED != 0 {
-                    CtState::Established
-                } else {
-                    CtState::New
-                };
-                self.slots.remove_at(i);
-                self.stats.reset += 1;
-                return (state, CtHint::NONE);
-            }
-            let closing = flags & (FIN_A | FIN_B) == FIN_A | FIN_B;
-            if closing && is_bare_syn(f) {
-                // A new connection on the tuple of one that is closing.
-                return (CtState::New, hint);
-            }
-            if f & tcp_flag::FIN != 0 {
-                flags |= if l.from_b { FIN_B } else { FIN_A };
-            }
-        }
-        // Steady: nothing but the timer moves (no TCP SYN, FIN or RST, not
-        // the first reply).
-        let control = s.proto == proto::TCP && f & (tcp_flag::SYN | tcp_flag::FIN) != 0;
-        hint.steady = !control && (flags & REPLIED != 0 || !reply);
+        // Steady: nothing but the timer moves (not the first reply).
+        hint.steady = flags & REPLIED != 0 || !reply;
         if reply {
             flags |= REPLIED;
         } else if flags & REPLIED == 0 {
@@ -505,12 +559,79 @@ impl ConnTable {
         }
         let expires_ns = now_ns.saturating_add(self.timeout(eproto, flags));
         if self.slots.get(i).flags != flags {
-            // The state moved (a first reply, a FIN): a new version.
+            // The state moved (a first reply): a new version.
             let e = self.slots.get_mut(i);
             e.flags = flags;
             e.expires_ns = expires_ns;
         } else {
             self.slots.set_expiry(i, expires_ns);
+        }
+        (CtState::Established, hint)
+    }
+
+    /// The lookup of a TCP segment of the connection in slot `i`: a RST
+    /// in its window removes it (one outside is `Invalid` and changes
+    /// nothing); a SYN on a closed connection is `New` (port reuse, for the
+    /// commit); anything else moves the window, and when in the window,
+    /// the state: the first reply (SYN-ACK) to SYN_RECV, the originator's
+    /// ACK after it to established, a FIN to closing. Never steady.
+    fn lookup_tcp(
+        &mut self,
+        f: u8,
+        i: usize,
+        l: &Lookup,
+        seg: Segment,
+        now_ns: u64,
+    ) -> (CtState, CtHint) {
+        let hint = CtHint {
+            slot: i,
+            steady: false,
+        };
+        let (mut flags, mut win) = {
+            let e = self.slots.get(i);
+            (e.flags, e.win)
+        };
+        let d = usize::from(l.from_b);
+        let reply = l.from_b != (flags & ORIG_B != 0);
+        let state = match reply || flags & REPLIED != 0 {
+            true => CtState::Established,
+            false => CtState::New,
+        };
+        if f & tcp_flag::RST != 0 {
+            if !win.rst_ok(d, &seg) {
+                self.stats.rst_out_of_window += 1;
+                return (CtState::Invalid, CtHint::NONE);
+            }
+            self.slots.remove_at(i);
+            self.stats.reset += 1;
+            return (state, CtHint::NONE);
+        }
+        let closing = flags & (FIN_A | FIN_B) == FIN_A | FIN_B;
+        if (closing && is_bare_syn(f)) || state == CtState::New {
+            // A new connection on a closed one's tuple; or the
+            // originator again before any reply: its commit (a SYN's)
+            // decides, a packet the filter drops leaves no trace.
+            return (CtState::New, hint);
+        }
+        let in_window = win.track(d, &seg, flags & ASSURED == 0);
+        if !in_window {
+            self.stats.out_of_window += 1;
+        } else if f & tcp_flag::FIN != 0 {
+            flags |= if l.from_b { FIN_B } else { FIN_A };
+        }
+        flags |= if reply { REPLIED } else { 0 };
+        let handshake_ack = f & (tcp_flag::ACK | tcp_flag::SYN) == tcp_flag::ACK;
+        if !reply && flags & ASSURED == 0 && handshake_ack && in_window {
+            flags |= ASSURED;
+            self.stats.tcp_established += 1;
+        }
+        let expires_ns = now_ns.saturating_add(self.timeout(proto::TCP, flags));
+        if self.slots.get(i).flags != flags {
+            // The state moved: a new version.
+            let e = self.slots.get_mut(i);
+            (e.flags, e.win, e.expires_ns) = (flags, win, expires_ns);
+        } else {
+            self.slots.set_window(i, win, expires_ns);
         }
         (CtState::Established, hint)
     }
@@ -528,15 +649,19 @@ impl ConnTable {
     /// Create the entry for a `New` packet the filter accepted, with this
     /// packet's direction as the original one; when the entry exists
     /// already, refresh it (original direction) or leave it be. Returns
-    /// whether the flow is tracked now.
+    /// whether the flow is tracked now. `l3` is the packet from its IPv4
+    /// header on: a TCP SYN's sequence number, window and window scale
+    /// start the connection's window (without them, its first segments
+    /// pick it up).
     ///
     /// Returns `false` for a packet that cannot create an entry (TCP other
     /// than a bare SYN, ICMP other than an echo request, untracked packets;
-    /// counted in [`CtStats::ignored`]) and when there is no room (counted
-    /// in [`CtStats::full`], and logged at most once a second).
-    pub fn commit(&mut self, s: &FlowSummary, now_ns: u64) -> bool {
+    /// counted in [`CtStats::ignored`]) and when there is no room and no
+    /// entry to drop early (counted in [`CtStats::full`], and logged at
+    /// most once a second).
+    pub fn commit(&mut self, s: &FlowSummary, l3: &[u8], now_ns: u64) -> bool {
         matches!(
-            self.commit_hinted(s, now_ns, CtHint::NONE),
+            self.commit_hinted(s, l3, now_ns, CtHint::NONE),
             CtCommit::Tracked | CtCommit::Refreshed
         )
     }
@@ -546,7 +671,13 @@ impl ConnTable {
     /// not tracked. When the entry is still in the hinted slot the commit
     /// goes straight to it; any hint is safe (a stale one costs a probe).
     #[inline]
-    pub fn commit_hinted(&mut self, s: &FlowSummary, now_ns: u64, hint: CtHint) -> CtCommit {
+    pub fn commit_hinted(
+        &mut self,
+        s: &FlowSummary,
+        l3: &[u8],
+        now_ns: u64,
+        hint: CtHint,
+    ) -> CtCommit {
         let l = match classify(s) {
             Class::Flow(l) if creates_entry(s) => l,
             Class::Flow(_) | Class::IcmpError | Class::NoFlow | Class::Untracked => {
@@ -554,25 +685,31 @@ impl ConnTable {
                 return CtCommit::Ignored;
             }
         };
+        // Only a TCP SYN gets here with a segment to read.
+        let seg = match s.proto {
+            proto::TCP => Segment::read(s, l3),
+            _ => Segment::UNKNOWN,
+        };
         if self.slots.holds(hint.slot, &l.key, now_ns) {
             // The common case, a refresh: no probe.
-            let reused = self.refresh(hint.slot, l.orig(), now_ns);
+            let reused = self.refresh(hint.slot, &l, &seg, now_ns);
             return match hint.steady && !reused {
                 true => CtCommit::Refreshed,
                 false => CtCommit::Tracked,
             };
         }
-        self.commit_probe(l, now_ns)
+        self.commit_probe(l, &seg, now_ns)
     }
 
     /// The rest of [`commit_hinted`](Self::commit_hinted): probe for the
-    /// entry, refresh it or insert one.
+    /// entry, refresh it or insert one (dropping one early when there is
+    /// no room).
     #[inline(never)]
-    fn commit_probe(&mut self, l: Lookup, now_ns: u64) -> CtCommit {
+    fn commit_probe(&mut self, l: Lookup, seg: &Segment, now_ns: u64) -> CtCommit {
         let orig = l.orig();
         let first = self.slots.probe(&l.key, now_ns);
         if let Probe::Found(i) = first {
-            let _reused = self.refresh(i, orig, now_ns);
+            let _reused = self.refresh(i, &l, seg, now_ns);
             return CtCommit::Tracked;
         }
         // A new entry: sweep a few slots first, so that dead entries do not
@@ -583,56 +720,102 @@ impl ConnTable {
         } else {
             SWEEP_PER_COMMIT
         };
-        let at = if self.slots.sweep(now_ns, budget) == 0 {
+        let mut at = if self.slots.sweep(now_ns, budget) == 0 {
             // Nothing moved: the probe still holds.
             first
         } else {
             self.slots.probe(&l.key, now_ns)
         };
-        let at = match at {
-            Probe::Found(i) => {
-                // Not reached: a sweep only removes entries.
-                let _reused = self.refresh(i, orig, now_ns);
-                return CtCommit::Tracked;
-            }
-            Probe::Vacant(v) => v,
-            Probe::Exhausted => return self.refuse(now_ns),
+        let win = match l.key.proto() {
+            proto::TCP => Window::opened(usize::from(l.from_b), seg),
+            _ => Window::default(),
         };
-        if self.slots.len() >= self.cfg.capacity {
-            return self.refuse(now_ns);
-        }
         let expires_ns = now_ns.saturating_add(self.timeout(l.key.proto(), orig));
-        match self.slots.insert_at(at, &l.key, orig, expires_ns, now_ns) {
-            Ok(_) => {
-                self.stats.inserted += 1;
-                CtCommit::Tracked
+        let mut dropped = false;
+        loop {
+            match at {
+                Probe::Vacant(v) if self.slots.len() < self.cfg.capacity => {
+                    let entry = (orig, win);
+                    if self
+                        .slots
+                        .insert_at(v, &l.key, entry, expires_ns, now_ns)
+                        .is_ok()
+                    {
+                        self.stats.inserted += 1;
+                        return CtCommit::Tracked;
+                    }
+                }
+                Probe::Found(i) => {
+                    // Not reached: sweeps and early drops only remove.
+                    let _reused = self.refresh(i, &l, seg, now_ns);
+                    return CtCommit::Tracked;
+                }
+                Probe::Vacant(_) | Probe::Exhausted => {}
             }
-            Err(NoRoom::Probe) => self.refuse(now_ns),
+            // No room (the table is at capacity, or the key's probe
+            // sequence is crowded): drop an entry near its home, once.
+            if dropped || !self.early_drop(&l.key) {
+                return self.refuse(now_ns);
+            }
+            dropped = true;
+            at = self.slots.probe(&l.key, now_ns);
         }
+    }
+
+    /// Make room for `key` as Linux's `early_drop` does: of the entries in
+    /// the [`EARLY_DROP_SLOTS`] slots from its home (where a probe for it
+    /// goes), drop the one that expires first among those that are not
+    /// assured (a TCP connection whose handshake did not complete, a flow
+    /// of another protocol without a reply) or are closing (TCP with a
+    /// FIN). Returns whether one was dropped.
+    #[cold]
+    #[inline(never)]
+    fn early_drop(&mut self, key: &Key) -> bool {
+        let home = self.slots.home(key);
+        let victim = (home..home + EARLY_DROP_SLOTS)
+            .filter(|&i| {
+                let e = self.slots.get(i);
+                e.flags & table::USED != 0 && !keeps_its_place(e.proto(), e.flags)
+            })
+            .min_by_key(|&i| self.slots.get(i).expires_ns);
+        let Some(i) = victim else {
+            return false;
+        };
+        self.slots.remove_at(i);
+        self.stats.early_drop += 1;
+        true
     }
 
     /// Commit on the existing entry in slot `i`: a TCP entry that is
     /// closing starts a new connection (port reuse); else an
-    /// original-direction commit restarts the timer. Returns whether it was
-    /// a port reuse.
+    /// original-direction commit restarts the timer (and a SYN sent again
+    /// moves its window). Returns whether it was a port reuse.
     #[inline(always)]
-    fn refresh(&mut self, i: usize, orig: u8, now_ns: u64) -> bool {
-        let (flags, p) = {
+    fn refresh(&mut self, i: usize, l: &Lookup, seg: &Segment, now_ns: u64) -> bool {
+        let orig = l.orig();
+        let (flags, p, mut win) = {
             let e = self.slots.get(i);
-            (e.flags, e.proto())
+            (e.flags, e.proto(), e.win)
         };
         let closing = flags & (FIN_A | FIN_B) == FIN_A | FIN_B;
+        let d = usize::from(l.from_b);
         if p == proto::TCP && closing {
             // Port reuse: a new connection in the old one's slot.
             let e = self.slots.get_mut(i);
-            e.flags = (flags & !(ORIG_B | REPLIED | FIN_A | FIN_B)) | orig;
-            e.expires_ns = now_ns.saturating_add(self.cfg.tcp_transient_ns);
+            e.flags = (flags & !(ORIG_B | REPLIED | FIN_A | FIN_B | ASSURED)) | orig;
+            e.win = Window::opened(d, seg);
+            e.expires_ns = now_ns.saturating_add(self.cfg.tcp_syn_sent_ns);
             self.stats.inserted += 1;
             return true;
         }
         if flags & ORIG_B == orig {
-            let t = self.timeout(p, flags);
-            self.slots.set_expiry(i, now_ns.saturating_add(t));
+            let expires_ns = now_ns.saturating_add(self.timeout(p, flags));
+            if p == proto::TCP {
+                win.track(d, seg, flags & ASSURED == 0);
+                self.slots.set_window(i, win, expires_ns);
+            } else {
+                self.slots.set_expiry(i, expires_ns);
+            }
         }
         false
     }
@@ -779,8 +962,10 @@ impl ConnTable {
         state: CtState,
         now_ns: u64,
     ) -> Option<usize> {
-        let control = tcp_flag::SYN | tcp_flag::FIN | tcp_flag::RST;
-        if s.proto == proto::TCP && s.tcp_flags & control != 0 {
+        if s.proto == proto::TCP {
+            // Every TCP segment moves its window (and a RST or FIN its
+            // state): a TCP lookup is never steady, so no TCP packet is
+            // confirmed, nor leased.
             return None;
         }
         let i = match self.slots.probe_from(&l.key, home, now_ns) {
@@ -797,7 +982,7 @@ impl ConnTable {
             // The commit of an accepted `New` restarts the timer only for
             // a packet that may create an entry (TCP: a SYN, excluded).
             CtState::New => !reply && !replied && creates_entry(s),
-            CtState::Related | CtState::Untracked => false,
+            CtState::Related | CtState::Untracked | CtState::Invalid => false,
         };
         if same {
             let expires_ns = now_ns.saturating_add(self.timeout(eproto, flags));
@@ -851,6 +1036,42 @@ impl ConnTable {
         self.slots.count_live(now_ns)
     }
 
+    /// Check the table's invariants at `now_ns` (the latest time it was
+    /// given): the slots' own (every entry where a lookup of either
+    /// direction finds it, alone with its key, counted), at most
+    /// [`capacity`](Self::capacity) entries, and no entry live for longer
+    /// than the longest timeout from now. Reads every slot: for tests and
+    /// fuzzing, not per packet.
+    pub fn audit(&self, now_ns: u64) -> Result<(), String> {
+        self.slots.audit()?;
+        if self.slots.len() > self.cfg.capacity {
+            return Err(format!(
+                "{} entries, capacity {}",
+                self.len(),
+                self.capacity()
+            ));
+        }
+        let c = &self.cfg;
+        let longest = [
+            c.tcp_syn_sent_ns,
+            c.tcp_syn_recv_ns,
+            c.tcp_established_ns,
+            c.tcp_fin_wait_ns,
+            c.tcp_time_wait_ns,
+            c.udp_ns,
+            c.udp_replied_ns,
+            c.icmp_ns,
+            c.other_ns,
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+        match self.slots.longest_left(now_ns) {
+            left if left > longest => Err(format!("an entry lives {left} ns more")),
+            _ => Ok(()),
+        }
+    }
+
     /// Most entries the table holds.
     pub fn capacity(&self) -> usize {
         self.cfg.capacity
@@ -867,6 +1088,17 @@ impl ConnTable {
             expired: self.slots.reclaimed(),
             ..self.stats
         }
+    }
+}
+
+/// Whether an entry with these flags is kept when the table needs room
+/// (Linux's assured connections): TCP whose handshake completed and that
+/// is not closing; other protocols once they have seen a reply.
+#[inline(always)]
+fn keeps_its_place(proto: u8, flags: u8) -> bool {
+    match proto {
+        proto::TCP => flags & ASSURED != 0 && flags & (FIN_A | FIN_B) == 0,
+        _ => flags & REPLIED != 0,
     }
 }
 

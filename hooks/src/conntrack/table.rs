@@ -1,6 +1,7 @@
 //! The slot array under [`ConnTable`](super::ConnTable): open addressing
 //! with linear probing in Robin Hood order, backward-shift deletion, and a
-//! bounded probe length. Knows keys, flags and expiry times, not protocols.
+//! bounded probe length. Knows keys, flags, expiry times and where a TCP
+//! window is kept, not protocols.
 //!
 //! Invariant (Robin Hood): walking a cluster, entries appear in the order of
 //! their home slot, so an entry's distance from home (`dist`) is never more
@@ -9,6 +10,8 @@
 //! the key's home: the key would have been placed before it. Deleting shifts
 //! the following entries of the cluster back by one (no tombstones), which
 //! keeps the invariant and only ever shortens distances.
+
+use super::tcp::Window;
 
 /// Longest distance from its home slot an entry may sit at: a lookup reads
 /// at most this many slots. An insertion that would push an entry further
@@ -27,6 +30,9 @@ pub(crate) const REPLIED: u8 = 0x04;
 pub(crate) const FIN_A: u8 = 0x08;
 /// Entry flag (TCP): a FIN was seen from side `b`.
 pub(crate) const FIN_B: u8 = 0x10;
+/// Entry flag (TCP): the handshake completed, the originator acknowledged
+/// the reply's SYN (Linux's `IPS_ASSURED` of a TCP connection).
+pub(crate) const ASSURED: u8 = 0x20;
 
 /// A flow key with its two endpoints in canonical order: side `a` is the
 /// lower `(address, port)` pair, so both directions of a flow have the same
@@ -137,22 +143,26 @@ impl HashKey {
     }
 }
 
-/// One slot: 32 bytes, aligned, so an entry never straddles a cache line.
-#[repr(C, align(32))]
+/// One slot: a cache line (64 bytes, aligned). Half of it is the TCP
+/// sequence window, which every TCP packet reads and moves: in the entry,
+/// it comes with the line the probe reads anyway.
+#[repr(C, align(64))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Entry {
     /// The key ([`Key::a`], [`Key::b`]).
     a: u64,
     b: u64,
-    /// [`USED`], [`ORIG_B`], [`REPLIED`], [`FIN_A`], [`FIN_B`].
+    /// The entry is dead from this time on (`now_ns >= expires_ns`).
+    pub expires_ns: u64,
+    /// TCP: both sides' sequence windows (unused by other protocols).
+    pub win: Window,
+    /// [`USED`], [`ORIG_B`], [`REPLIED`], [`FIN_A`], [`FIN_B`], [`ASSURED`].
     pub flags: u8,
     /// Distance from the home slot (below [`MAX_PROBE`]).
     dist: u8,
-    /// The entry is dead from this time on (`now_ns >= expires_ns`).
-    pub expires_ns: u64,
 }
 
-const _: () = assert!(std::mem::size_of::<Entry>() == 32);
+const _: () = assert!(std::mem::size_of::<Entry>() == 64);
 
 impl Entry {
     #[inline(always)]
@@ -169,15 +179,6 @@ impl Entry {
     #[inline(always)]
     pub fn proto(&self) -> u8 {
         (self.a >> 48) as u8
-    }
-
-    /// The entry's key.
-    #[cfg(test)]
-    pub fn key(&self) -> Key {
-        Key {
-            a: self.a,
-            b: self.b,
-        }
     }
 }
 
@@ -330,6 +331,20 @@ impl Slots {
         e.expires_ns = expires_ns;
     }
 
+    /// Write the TCP window of the entry in slot `i` and restart its
+    /// timer (at `expires_ns`, not earlier than now), its flags unchanged:
+    /// the slot's version stays, as for [`Slots::set_expiry`]. The window
+    /// is not what a lease stands for: leases are never given on TCP
+    /// entries, and a write per TCP packet must not end the leases of the
+    /// other flows of its version group.
+    #[inline(always)]
+    pub fn set_window(&mut self, i: usize, win: Window, expires_ns: u64) {
+        let e = &mut self.slots[i & self.mask];
+        debug_assert!(expires_ns >= e.expires_ns || !e.used());
+        e.win = win;
+        e.expires_ns = expires_ns;
+    }
+
     /// Write `e` to slot `i`: the slot's version changes.
     #[inline(always)]
     fn set(&mut self, i: usize, e: Entry) {
@@ -451,7 +466,7 @@ impl Slots {
         &mut self,
         at: Vacancy,
         key: &Key,
-        flags: u8,
+        (flags, win): (u8, Window),
         expires_ns: u64,
         now_ns: u64,
     ) -> Result<usize, NoRoom> {
@@ -495,6 +510,7 @@ impl Slots {
                 flags: flags | USED,
                 dist,
                 expires_ns,
+                win,
             },
         );
         self.len += 1;
@@ -566,29 +582,69 @@ impl Slots {
             .count()
     }
 
-    /// Check the Robin Hood invariant and the stored distances (tests).
-    #[cfg(test)]
-    pub fn check(&self) {
+    /// Check the table's invariants, reading every slot (tests and fuzzing,
+    /// never per packet): each entry sits at its home plus its distance,
+    /// below [`MAX_PROBE`], in Robin Hood order, is the only one of its key
+    /// and is found by a lookup of its key; the count of entries is right.
+    pub fn audit(&self) -> Result<(), String> {
         let mut n = 0;
         for (i, e) in self.slots.iter().enumerate() {
             if !e.used() {
                 continue;
             }
             n += 1;
-            let home = e.key().home(self.bits, &self.hash);
-            assert_eq!(
-                (home + usize::from(e.dist)) & self.mask,
-                i,
-                "dist of slot {i}"
-            );
-            assert!(e.dist < MAX_PROBE);
+            let key = Key { a: e.a, b: e.b };
+            let home = key.home(self.bits, &self.hash);
+            if (home + usize::from(e.dist)) & self.mask != i || e.dist >= MAX_PROBE {
+                return Err(format!("slot {i}: dist {} from home {home}", e.dist));
+            }
             let prev = &self.slots[i.wrapping_sub(1) & self.mask];
-            if e.dist > 0 {
-                assert!(prev.used(), "hole before slot {i}");
-                assert!(prev.dist + 1 >= e.dist, "order at slot {i}");
+            if e.dist > 0 && (!prev.used() || prev.dist + 1 < e.dist) {
+                return Err(format!("slot {i}: out of Robin Hood order"));
+            }
+            if self.find_slot(&key) != Some(i) {
+                return Err(format!("slot {i}: its key is not found there"));
             }
         }
-        assert_eq!(n, self.len);
+        match n == self.len {
+            true => Ok(()),
+            false => Err(format!("{n} entries, counted {}", self.len)),
+        }
+    }
+
+    /// The slot holding `key`, live or not (for [`Slots::audit`]).
+    fn find_slot(&self, key: &Key) -> Option<usize> {
+        let mut i = key.home(self.bits, &self.hash);
+        for dist in 0..MAX_PROBE {
+            let e = &self.slots[i];
+            if !e.used() || e.dist < dist {
+                return None;
+            }
+            if e.is(key) {
+                return Some(i);
+            }
+            i = (i + 1) & self.mask;
+        }
+        None
+    }
+
+    /// [`Slots::audit`], panicking (tests).
+    #[cfg(test)]
+    pub fn check(&self) {
+        if let Err(e) = self.audit() {
+            panic!("{e}");
+        }
+    }
+
+    /// The longest any live entry has left to live at `now_ns` (tests and
+    /// fuzzing; reads every slot).
+    pub fn longest_left(&self, now_ns: u64) -> u64 {
+        self.slots
+            .iter()
+            .filter(|e| e.used())
+            .map(|e| e.expires_ns.saturating_sub(now_ns))
+            .max()
+            .unwrap_or(0)
     }
 
     /// Longest distance from home of any entry (tests).
@@ -629,7 +685,8 @@ mod tests {
             let k = key(i * 7919);
             match t.probe(&k, 0) {
                 Probe::Vacant(v) => {
-                    t.insert_at(v, &k, 0, 100 + u64::from(i), 0).unwrap();
+                    t.insert_at(v, &k, (0, Window::default()), 100 + u64::from(i), 0)
+                        .unwrap();
                 }
                 p => panic!("{p:?}"),
             }
@@ -681,7 +738,7 @@ mod tests {
     fn refused(t: &mut Slots, keys: &[Key]) -> usize {
         keys.iter()
             .filter(|k| match t.probe(k, 0) {
-                Probe::Vacant(v) => t.insert_at(v, k, 0, 100, 0).is_err(),
+                Probe::Vacant(v) => t.insert_at(v, k, (0, Window::default()), 100, 0).is_err(),
                 Probe::Exhausted => true,
                 Probe::Found(_) => panic!("{k:?} twice"),
             })
@@ -776,11 +833,11 @@ mod tests {
         let Probe::Vacant(v) = t.probe(&a, 0) else {
             panic!()
         };
-        t.insert_at(v, &a, 0, 10, 0).unwrap();
+        t.insert_at(v, &a, (0, Window::default()), 10, 0).unwrap();
         let Probe::Vacant(v) = t.probe(&b, 0) else {
             panic!()
         };
-        t.insert_at(v, &b, 0, 20, 0).unwrap();
+        t.insert_at(v, &b, (0, Window::default()), 20, 0).unwrap();
         assert_eq!(t.len(), 2);
         // At 10, `a` is dead: the probe reclaims it and finds no entry.
         assert!(matches!(t.probe(&a, 10), Probe::Vacant(_)));
@@ -792,7 +849,7 @@ mod tests {
         let Probe::Vacant(v) = t.probe(&c, 10) else {
             panic!()
         };
-        t.insert_at(v, &c, 0, 30, 10).unwrap();
+        t.insert_at(v, &c, (0, Window::default()), 30, 10).unwrap();
         assert_eq!(t.len(), 2);
         t.check();
     }

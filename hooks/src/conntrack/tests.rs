@@ -25,12 +25,21 @@ fn ip(proto: u8, src: u32, dst: u32, frag: u16, l4: &[u8]) -> Vec<u8> {
     b
 }
 
+/// A TCP segment with sequence number, ACK and window 0, no payload.
 fn tcp(src: u32, sport: u16, dst: u32, dport: u16, flags: u8) -> Vec<u8> {
+    tcp_seg(src, sport, dst, dport, flags, [0, 0, 0])
+}
+
+/// A TCP segment with `[seq, ack, window]`, no payload.
+fn tcp_seg(src: u32, sport: u16, dst: u32, dport: u16, flags: u8, n: [u32; 3]) -> Vec<u8> {
     let mut h = [0u8; 20];
     h[..2].copy_from_slice(&sport.to_be_bytes());
     h[2..4].copy_from_slice(&dport.to_be_bytes());
+    h[4..8].copy_from_slice(&n[0].to_be_bytes());
+    h[8..12].copy_from_slice(&n[1].to_be_bytes());
     h[12] = 0x50;
     h[13] = flags;
+    h[14..16].copy_from_slice(&(n[2] as u16).to_be_bytes());
     ip(proto::TCP, src, dst, 0, &h)
 }
 
@@ -72,7 +81,7 @@ fn look(t: &mut ConnTable, pkt: &[u8], now: u64) -> CtState {
 
 fn commit(t: &mut ConnTable, pkt: &[u8], now: u64) -> bool {
     let s = FlowSummary::parse(pkt).expect("test packet parses");
-    let ok = t.commit(&s, now);
+    let ok = t.commit(&s, pkt, now);
     t.slots.check();
     ok
 }
@@ -86,16 +95,17 @@ fn pass(t: &mut ConnTable, pkt: &[u8], now: u64) -> CtState {
     state
 }
 
-use CtState::{Established, New, Related, Untracked};
+use CtState::{Established, Invalid, New, Related, Untracked};
 
 #[test]
 fn defaults() {
     let c = CtConfig::default();
     assert_eq!(c.capacity, 65536);
     assert_eq!(
-        (c.tcp_established_ns, c.tcp_transient_ns),
-        (3600 * S, 120 * S)
+        (c.tcp_syn_sent_ns, c.tcp_syn_recv_ns, c.tcp_established_ns),
+        (120 * S, 60 * S, 3600 * S)
     );
+    assert_eq!((c.tcp_fin_wait_ns, c.tcp_time_wait_ns), (120 * S, 120 * S));
     assert_eq!(
         (c.udp_ns, c.udp_replied_ns, c.icmp_ns),
         (30 * S, 180 * S, 30 * S)
@@ -129,12 +139,12 @@ fn tcp_handshake_data_fin_teardown_and_expiry() {
     assert_eq!(look(&mut t, &back(PSH | ACK), 3 * S), Established);
     // Established timeout: still there after the transient one.
     assert_eq!(look(&mut t, &back(ACK), 1000 * S), Established);
-    // FIN one way: still the long timeout.
+    // FIN one way: the FIN_WAIT timeout (120 s), from each packet.
     let t0 = 2000 * S;
     assert_eq!(look(&mut t, &out(FIN | ACK), t0), Established);
-    assert_eq!(look(&mut t, &back(ACK), t0 + 500 * S), Established);
-    // FIN the other way: the transient timeout from the last packet.
-    let t1 = t0 + 600 * S;
+    assert_eq!(look(&mut t, &back(ACK), t0 + 100 * S), Established);
+    // FIN the other way: the TIME_WAIT timeout from the last packet.
+    let t1 = t0 + 200 * S;
     assert_eq!(look(&mut t, &back(FIN | ACK), t1), Established);
     assert_eq!(look(&mut t, &out(ACK), t1), Established);
     assert_eq!(look(&mut t, &back(ACK), t1 + 120 * S - 1), Established);
@@ -172,9 +182,10 @@ fn rst_removes_the_entry() {
     assert_eq!((t.len(), t.stats().reset), (0, 1));
     assert_eq!(look(&mut t, &tcp(SERVER, 80, CLIENT, 40002, ACK), 3), New);
 
-    // A RST answering a SYN (port closed) is the reply: Established, gone.
+    // A RST answering a SYN (port closed; it acknowledges the SYN, whose
+    // sequence number was 0) is the reply: Established, gone.
     assert_eq!(pass(&mut t, &syn, 10), New);
-    let rst = tcp(SERVER, 80, CLIENT, 40002, RST | ACK);
+    let rst = tcp_seg(SERVER, 80, CLIENT, 40002, RST | ACK, [0, 1, 0]);
     assert_eq!(look(&mut t, &rst, 11), Established);
     assert_eq!(look(&mut t, &rst, 12), New);
     // A RST is never committed.
@@ -480,12 +491,14 @@ fn an_expired_entry_makes_room() {
     assert_eq!(t.len(), 4);
     assert_eq!(t.stats().full, 0);
     assert_eq!(t.stats().expired, 3);
-    assert!(!commit(&mut t, &udp(CLIENT, 7003, SERVER, 53), later));
+    // Full again: a fifth flow gets in by dropping an unreplied one
+    // early, never the replied one.
+    assert!(commit(&mut t, &udp(CLIENT, 7003, SERVER, 53), later));
+    assert_eq!((t.len(), t.stats().early_drop, t.stats().full), (4, 1, 0));
     assert_eq!(
         look(&mut t, &udp(CLIENT, 6002, SERVER, 53), later),
         Established
     );
-    assert_eq!(look(&mut t, &udp(CLIENT, 7001, SERVER, 53), later), New);
     assert_eq!(look(&mut t, &udp(CLIENT, 6001, SERVER, 53), later), New);
 }
 
@@ -538,7 +551,7 @@ fn hundred_thousand_flows() {
     for i in 0..N {
         let (s, _) = flow(i);
         assert_eq!(t.lookup(&s, &[], 0), New);
-        assert!(t.commit(&s, 0), "flow {i}");
+        assert!(t.commit(&s, &[], 0), "flow {i}");
     }
     assert_eq!(t.len(), N as usize);
     assert_eq!(t.stats().full, 0);
@@ -570,15 +583,7 @@ impl Rng {
 fn arbitrary_bytes_never_panic() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     // Short timeouts, so that entries come and go.
-    let mut t = ConnTable::new(CtConfig {
-        capacity: 16,
-        tcp_established_ns: 3 * S,
-        tcp_transient_ns: S / 2,
-        udp_ns: S / 4,
-        udp_replied_ns: S,
-        icmp_ns: S / 4,
-        other_ns: 2 * S,
-    });
+    let mut t = short_timeouts(16);
     let mut buf = [0u8; 96];
     for round in 0..200_000u64 {
         let len = (rng.next() % 97) as usize;
@@ -605,7 +610,7 @@ fn arbitrary_bytes_never_panic() {
         let now = round * 10_000_000;
         if let Some(s) = FlowSummary::parse(pkt) {
             let _ = t.lookup(&s, pkt, now);
-            let _ = t.commit(&s, now);
+            let _ = t.commit(&s, pkt, now);
         }
         // Lookups with summaries that do not match the bytes.
         let s = FlowSummary {
@@ -621,7 +626,7 @@ fn arbitrary_bytes_never_panic() {
             ..FlowSummary::default()
         };
         let _ = t.lookup(&s, pkt, now);
-        let _ = t.commit(&s, now);
+        let _ = t.commit(&s, pkt, now);
         if round % 1024 == 0 {
             t.slots.check();
         }
@@ -667,8 +672,11 @@ fn random_packet(rng: &mut Rng) -> Vec<u8> {
 fn short_timeouts(capacity: usize) -> ConnTable {
     ConnTable::new(CtConfig {
         capacity,
+        tcp_syn_sent_ns: S / 2,
+        tcp_syn_recv_ns: S / 4,
         tcp_established_ns: 3 * S,
-        tcp_transient_ns: S / 2,
+        tcp_fin_wait_ns: S / 2,
+        tcp_time_wait_ns: S / 2,
         udp_ns: S / 4,
         udp_replied_ns: S,
         icmp_ns: S / 4,
@@ -708,7 +716,7 @@ fn bursts_and_hints_change_nothing() {
         }
         for k in 0..n {
             if expected[k] == New && accept[k] {
-                committed.push(one.commit(&sums[k], now));
+                committed.push(one.commit(&sums[k], &pkts[k], now));
             }
         }
         for (t, which) in [(&mut hinted, 0), (&mut shifted, 1), (&mut unhinted, 2)] {
@@ -725,7 +733,7 @@ fn bursts_and_hints_change_nothing() {
                         _ => CtHint::NONE,
                     };
                     c.push(matches!(
-                        t.commit_hinted(&sums[k], now, hint),
+                        t.commit_hinted(&sums[k], &pkts[k], now, hint),
                         CtCommit::Tracked | CtCommit::Refreshed
                     ));
                 }
@@ -758,7 +766,7 @@ fn a_stale_hint_is_only_a_probe() {
     let mut t = table(4);
     let first = udp(CLIENT, 6000, SERVER, 53);
     let s = FlowSummary::parse(&first).unwrap();
-    assert!(t.commit(&s, 0));
+    assert!(t.commit(&s, &first, 0));
     let mut out = [(Untracked, CtHint::NONE)];
     t.lookup_burst(&[s], |_| &first[..], 1, &mut out);
     assert_eq!(out[0].0, New);
@@ -786,12 +794,15 @@ fn a_stale_hint_is_only_a_probe() {
         ..hint
     };
     let mut after_stale = t.clone();
-    assert_eq!(after_stale.commit_hinted(&s, 2, stale), CtCommit::Tracked);
+    assert_eq!(
+        after_stale.commit_hinted(&s, &first, 2, stale),
+        CtCommit::Tracked
+    );
     // Nothing else: the table is as after a commit without a hint.
     let mut after_probe = t.clone();
-    assert!(after_probe.commit(&s, 2));
+    assert!(after_probe.commit(&s, &first, 2));
     assert_eq!(after_stale.slots, after_probe.slots);
-    assert_eq!(t.commit_hinted(&s, 2, hint), expected);
+    assert_eq!(t.commit_hinted(&s, &first, 2, hint), expected);
     assert_eq!(t.len(), 4);
     // Refreshed at 2: alive until 2 + 30 s.
     assert_eq!(t.count_live(30 * S + 1), 1);
@@ -799,13 +810,17 @@ fn a_stale_hint_is_only_a_probe() {
     // was shifted): the commit makes a new one (reclaiming the dead
     // entries to make room).
     let later = 40 * S;
-    assert_eq!(t.commit_hinted(&s, later, out[0].1), CtCommit::Tracked);
+    assert_eq!(
+        t.commit_hinted(&s, &first, later, out[0].1),
+        CtCommit::Tracked
+    );
     assert_eq!(t.count_live(later), 1);
     assert_eq!(t.stats().inserted, 5);
     // A hint past the end of the table is no hint.
     assert_eq!(
         t.commit_hinted(
             &s,
+            &first,
             later,
             CtHint {
                 slot: usize::MAX - 1,
@@ -852,12 +867,12 @@ fn confirm_is_a_steady_lookup_and_nothing_else() {
         // The table as the filter leaves it if it accepts the packet.
         let mut accepted = t.clone();
         let refreshed =
-            state == New && accepted.commit_hinted(&s, now, hint) == CtCommit::Refreshed;
+            state == New && accepted.commit_hinted(&s, &pkt, now, hint) == CtCommit::Refreshed;
         let remembered = match state {
             Untracked => true,
             Established => hint.steady(),
             New => refreshed,
-            Related => false,
+            Related | Invalid => false,
         };
         for claim in [New, Established, Related, Untracked] {
             let mut c = before.clone();
@@ -914,13 +929,13 @@ fn confirm_burst_stops_at_the_first_packet_that_fails() {
         FlowSummary::parse(&a).unwrap(),
         FlowSummary::parse(&b).unwrap(),
     );
-    assert!(t.commit(&sa, 0));
+    assert!(t.commit(&sa, &a, 0));
     // b has no entry: a is confirmed (and refreshed), b is not, nor is a
     // after it.
     let states = [New, New, New];
     assert_eq!(t.confirm_burst(&[sa, sb, sa], &states, 10 * S), 1);
     assert_eq!(t.count_live(10 * S + 29 * S), 1, "a refreshed at 10 s");
-    assert!(t.commit(&sb, 10 * S));
+    assert!(t.commit(&sb, &b, 10 * S));
     assert_eq!(t.confirm_burst(&[sa, sb, sa], &states, 11 * S), 3);
     // Once b's reply is in, b is Established, not New.
     let reply = udp(SERVER, 53, CLIENT, 7001);
@@ -991,13 +1006,14 @@ fn a_packet_confirmed_on_its_lease_is_one_a_full_confirm_confirms() {
             t.lookup_burst(&[s], |_| &pkt[..], now, &mut out);
             let (state, hint) = out[0];
             let accept = !rng.next().is_multiple_of(4);
-            let refreshed =
-                accept && state == New && t.commit_hinted(&s, now, hint) == CtCommit::Refreshed;
+            let refreshed = accept
+                && state == New
+                && t.commit_hinted(&s, &pkt, now, hint) == CtCommit::Refreshed;
             let remembered = match state {
                 Untracked => true,
                 Established => hint.steady(),
                 New => refreshed,
-                Related => false,
+                Related | Invalid => false,
             };
             if accept && remembered {
                 memo.push((s, state, Lease::NONE));
@@ -1011,4 +1027,176 @@ fn a_packet_confirmed_on_its_lease_is_one_a_full_confirm_confirms() {
             "short {short}: held {held}, renewed {renewed}, refused {refused}"
         );
     }
+}
+
+/// A handshake with real numbers: client ISN 1000, server ISN 5000,
+/// windows of 1000 bytes, at time `now`; returns the client's and the
+/// server's next sequence numbers.
+fn handshake(t: &mut ConnTable, cport: u16, final_ack: u32, now: u64) -> (u32, u32) {
+    let out = |f, n| tcp_seg(CLIENT, cport, SERVER, 443, f, n);
+    let back = |f, n| tcp_seg(SERVER, 443, CLIENT, cport, f, n);
+    assert_eq!(pass(t, &out(SYN, [1000, 0, 1000]), now), New);
+    assert_eq!(
+        look(t, &back(SYN | ACK, [5000, 1001, 1000]), now),
+        Established
+    );
+    assert_eq!(
+        look(t, &out(ACK, [1001, final_ack, 1000]), now),
+        Established
+    );
+    (1001, 5001)
+}
+
+#[test]
+fn a_syn_ack_alone_gives_the_short_timeout() {
+    let mut t = table(16);
+    let syn = tcp_seg(CLIENT, 40010, SERVER, 443, SYN, [1000, 0, 1000]);
+    let synack = tcp_seg(SERVER, 443, CLIENT, 40010, SYN | ACK, [5000, 1001, 1000]);
+    assert_eq!(pass(&mut t, &syn, 0), New);
+    assert_eq!(look(&mut t, &synack, 0), Established);
+    // SYN_RECV: 60 s, not the established timeout.
+    assert_eq!(t.count_live(60 * S - 1), 1);
+    assert_eq!(t.count_live(60 * S), 0);
+    let ack = tcp_seg(SERVER, 443, CLIENT, 40010, ACK, [5001, 1001, 1000]);
+    assert_eq!(look(&mut t, &ack, 61 * S), New);
+}
+
+#[test]
+fn the_originators_ack_makes_it_established_a_blind_one_does_not() {
+    let mut t = table(16);
+    // An ACK that does not acknowledge the SYN-ACK (its sender never saw
+    // the server's ISN): the connection stays half-open, on 60 s.
+    handshake(&mut t, 40011, 0x7000_0000, 0);
+    assert_eq!(t.count_live(60 * S), 0);
+    assert_eq!(t.stats().tcp_established, 0);
+    // The real one: established, on the established timeout.
+    let mut t = table(16);
+    let (c, s) = handshake(&mut t, 40012, 5001, 0);
+    assert_eq!(t.stats().tcp_established, 1);
+    let later = 3000 * S;
+    let back = tcp_seg(SERVER, 443, CLIENT, 40012, ACK, [s, c, 1000]);
+    assert_eq!(look(&mut t, &back, later), Established);
+    // A FIN: the short FIN_WAIT timeout from then on.
+    let fin = tcp_seg(CLIENT, 40012, SERVER, 443, FIN | ACK, [c, s, 1000]);
+    assert_eq!(look(&mut t, &fin, later), Established);
+    assert_eq!(t.count_live(later + 120 * S), 0);
+}
+
+#[test]
+fn a_syn_flood_does_not_keep_new_flows_out() {
+    let mut t = table(16);
+    // Sixteen half-open connections from spoofed sources, each answered by
+    // the server: the table is full of SYN_RECV entries.
+    for i in 0..16u32 {
+        let src = 0x0a01_0000 | i;
+        let syn = tcp_seg(src, 1024, SERVER, 80, SYN, [i, 0, 1000]);
+        assert_eq!(pass(&mut t, &syn, 0), New);
+        let synack = tcp_seg(SERVER, 80, src, 1024, SYN | ACK, [7, i + 1, 1000]);
+        assert_eq!(look(&mut t, &synack, 0), Established);
+    }
+    assert_eq!(t.len(), 16);
+    // A new flow gets in: a half-open entry near its home is dropped.
+    handshake(&mut t, 40013, 5001, S);
+    assert_eq!(t.len(), 16);
+    assert_eq!((t.stats().early_drop, t.stats().full), (1, 0));
+    // Established connections are kept: a table full of them refuses.
+    let mut t = table(4);
+    for p in 0..4 {
+        handshake(&mut t, 41000 + p, 5001, 0);
+    }
+    let syn = tcp_seg(CLIENT, 42000, SERVER, 443, SYN, [1, 0, 1000]);
+    assert_eq!(look(&mut t, &syn, S), New);
+    assert!(!commit(&mut t, &syn, S));
+    assert_eq!((t.stats().early_drop, t.stats().full), (0, 1));
+}
+
+#[test]
+fn an_out_of_window_rst_keeps_the_entry() {
+    let mut t = table(16);
+    let (c, s) = handshake(&mut t, 40014, 5001, 0);
+    let back = |f, n| tcp_seg(SERVER, 443, CLIENT, 40014, f, n);
+    let out = |f, n| tcp_seg(CLIENT, 40014, SERVER, 443, f, n);
+    // Blind RSTs both ways, far from the window, behind it, past it.
+    for seq in [0, s.wrapping_sub(2), s + 1_000_000, 0x8000_0000] {
+        assert_eq!(look(&mut t, &back(RST, [seq, 0, 0]), S), Invalid);
+        assert_eq!(look(&mut t, &back(RST | ACK, [seq, c, 0]), S), Invalid);
+    }
+    assert_eq!(look(&mut t, &out(RST, [c + 5000, 0, 0]), S), Invalid);
+    assert_eq!((t.len(), t.stats().reset), (1, 0));
+    assert_eq!(t.stats().rst_out_of_window, 9);
+    // The connection goes on, on the established timeout.
+    assert_eq!(look(&mut t, &back(ACK, [s, c, 1000]), 2 * S), Established);
+    assert_eq!(look(&mut t, &out(ACK, [c, s, 1000]), 2000 * S), Established);
+}
+
+#[test]
+fn an_in_window_rst_removes_the_entry() {
+    for (from_server, seq_off) in [(true, 0), (true, 999), (false, 0)] {
+        let mut t = table(16);
+        let (c, s) = handshake(&mut t, 40015, 5001, 0);
+        let rst = match from_server {
+            true => tcp_seg(SERVER, 443, CLIENT, 40015, RST, [s + seq_off, 0, 0]),
+            false => tcp_seg(CLIENT, 40015, SERVER, 443, RST | ACK, [c, s, 0]),
+        };
+        assert_eq!(look(&mut t, &rst, S), Established);
+        assert_eq!((t.len(), t.stats().reset), (0, 1));
+    }
+    // Answering a SYN, a RST must acknowledge it.
+    let mut t = table(16);
+    let syn = tcp_seg(CLIENT, 40016, SERVER, 443, SYN, [1000, 0, 1000]);
+    assert_eq!(pass(&mut t, &syn, 0), New);
+    let wrong = tcp_seg(SERVER, 443, CLIENT, 40016, RST | ACK, [0, 77, 0]);
+    assert_eq!(look(&mut t, &wrong, 0), Invalid);
+    let right = tcp_seg(SERVER, 443, CLIENT, 40016, RST | ACK, [0, 1001, 0]);
+    assert_eq!(look(&mut t, &right, 0), Established);
+    assert_eq!(t.len(), 0);
+}
+
+/// A TCP segment's lookup is never steady (every one moves its window,
+/// a RST or FIN its state): no TCP packet is remembered by the flow memo,
+/// nor confirmed, nor leased, so none skips the state machine.
+#[test]
+fn tcp_is_never_confirmed_nor_leased() {
+    let mut t = table(16);
+    let (c, s) = handshake(&mut t, 40017, 5001, 0);
+    for f in [ACK, PSH | ACK, FIN | ACK, RST, RST | ACK] {
+        let p = tcp_seg(SERVER, 443, CLIENT, 40017, f & !RST, [s, c, 1000]);
+        let sum = FlowSummary::parse(&p).unwrap();
+        let mut out = [(Untracked, CtHint::NONE)];
+        let mut probe = t.clone();
+        probe.lookup_burst(&[sum], |_| &p[..], S, &mut out);
+        assert_eq!(out[0].0, Established);
+        assert!(!out[0].1.steady(), "{f:#x}");
+        let mut sum = sum;
+        sum.tcp_flags = f;
+        for claim in [New, Established] {
+            assert!(!t.clone().confirm(&sum, claim, S), "{f:#x}");
+            let mut lease = [Lease::NONE];
+            let n = t
+                .clone()
+                .confirm_leased(Flows::Given(&[sum]), &[claim], &mut lease, S);
+            assert_eq!((n, lease[0]), (0, Lease::NONE));
+        }
+    }
+}
+
+#[test]
+fn segments_are_read_from_the_bytes_with_their_window_scale() {
+    // SYN with MSS, NOP, window scale 7, and 10 bytes of payload.
+    let mut h = vec![0u8; 28];
+    h[4..8].copy_from_slice(&1000u32.to_be_bytes());
+    h[12] = 0x70;
+    h[13] = SYN;
+    h[14..16].copy_from_slice(&64240u16.to_be_bytes());
+    h[20..28].copy_from_slice(&[2, 4, 5, 0xb4, 1, 3, 3, 7]);
+    h.extend_from_slice(&[0; 10]);
+    let p = ip(proto::TCP, CLIENT, SERVER, 0, &h);
+    let seg = Segment::read(&FlowSummary::parse(&p).unwrap(), &p);
+    assert!(seg.known);
+    assert_eq!(
+        (seg.seq, seg.win, seg.len, seg.wscale),
+        (1000, 64240, 11, 7)
+    );
+    // Without the bytes (a summary alone): unknown, nothing checked.
+    assert!(!Segment::read(&FlowSummary::parse(&p).unwrap(), &[]).known);
 }

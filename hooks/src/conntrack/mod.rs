@@ -307,9 +307,9 @@ pub struct CtStats {
 }
 
 /// A bounded connection table for one worker. See the [module
-/// documentation](self).
-#[derive(Debug)]
-#[cfg_attr(test, derive(Clone, PartialEq, Eq))]
+/// documentation](self). A clone copies every slot (tests and fuzzing).
+#[derive(Clone, Debug)]
+#[cfg_attr(test, derive(PartialEq, Eq))]
 pub struct ConnTable {
     cfg: CtConfig,
     slots: Slots,

@@ -214,7 +214,7 @@ pub(crate) enum NoRoom {
 pub(crate) const VERSION_GROUP: usize = 16;
 
 /// The slot array: a power of two of slots, allocated once.
-#[cfg_attr(test, derive(Clone))]
+#[derive(Clone)]
 pub(crate) struct Slots {
     slots: Box<[Entry]>,
     /// Per group of [`VERSION_GROUP`] slots, a version that every write to

@@ -1,0 +1,232 @@
+//! The connection table's state machine on arbitrary packet sequences:
+//! a few flows between a few hosts, both directions, TCP with arbitrary
+//! flags, sequence numbers (near the flow's own, or anywhere), ACKs,
+//! windows, window scale options and payload lengths, with UDP and ICMP
+//! echo mixed in; time advancing by arbitrary steps; the filter's ways of
+//! calling the table (one packet, bursts with hints, confirms with
+//! leases, sweeps). After every step: no panic, the table's invariants
+//! hold (`ConnTable::audit`: entries where lookups find them, at most
+//! `capacity`, none live past its longest timeout), a flow just seen
+//! `Established` is found from the other direction too, and a flow no
+//! packet touched for longer than the longest timeout is `New`.
+#![no_main]
+
+use arbitrary::Arbitrary;
+use hooks::conntrack::{ConnTable, CtConfig, CtHint, CtState};
+use hooks::{FlowSummary, Flows, Lease};
+use libfuzzer_sys::fuzz_target;
+
+const S: u64 = 1_000_000_000;
+const HOSTS: [u32; 3] = [0x0a00_0001, 0x0a00_0002, 0xc633_6407];
+/// Flows (host pair and ports) the packets belong to.
+const FLOWS: usize = 6;
+
+#[derive(Arbitrary, Debug)]
+struct Step {
+    flow: u8,
+    /// Bit 0: from the flow's second host; bits 1-2: TCP, TCP, UDP, ICMP.
+    kind: u8,
+    flags: u8,
+    /// `seq`/`ack` offsets from the flow's last ones, or (`wild`) as is.
+    seq: i32,
+    ack: i32,
+    wild: bool,
+    win: u16,
+    wscale: Option<u8>,
+    payload: u8,
+    /// Time step: bits 0-1 pick a scale (ms, s, 10 s, 100 s).
+    dt: u16,
+    /// Bit 0: the filter accepts (commits a `New`); bit 1: by burst;
+    /// bit 2: sweep; bit 3: confirm with a lease.
+    how: u8,
+}
+
+struct World {
+    t: ConnTable,
+    now: u64,
+    /// Per flow and direction, the next sequence number it would send.
+    next: [[u32; 2]; FLOWS],
+    /// Per flow, the last time a packet of it found or made an entry.
+    touched: [Option<u64>; FLOWS],
+    /// The leases the flow memo would keep: per flow, protocol and
+    /// direction (its key holds those, and TCP's flags, so a lease comes
+    /// back only with packets of the flow it was given for).
+    leases: [[Lease; 8]; FLOWS],
+}
+
+/// A short-lived table, so that entries come, go and crowd.
+fn config() -> CtConfig {
+    CtConfig {
+        capacity: 8,
+        tcp_syn_sent_ns: 2 * S,
+        tcp_syn_recv_ns: S,
+        tcp_established_ns: 20 * S,
+        tcp_fin_wait_ns: 2 * S,
+        tcp_time_wait_ns: 2 * S,
+        udp_ns: S,
+        udp_replied_ns: 3 * S,
+        icmp_ns: S,
+        other_ns: 5 * S,
+    }
+}
+
+const LONGEST: u64 = 20 * S;
+
+fn ipv4(proto: u8, src: u32, dst: u32, l4: &[u8]) -> Vec<u8> {
+    let total = (20 + l4.len()) as u16;
+    let mut b = vec![0x45, 0];
+    b.extend_from_slice(&total.to_be_bytes());
+    b.extend_from_slice(&[0, 1, 0, 0, 64, proto, 0, 0]);
+    b.extend_from_slice(&src.to_be_bytes());
+    b.extend_from_slice(&dst.to_be_bytes());
+    b.extend_from_slice(l4);
+    b
+}
+
+/// The packet of `step`, and the flow's hosts and ports as sent.
+fn packet(w: &mut World, st: &Step) -> (Vec<u8>, usize) {
+    let f = usize::from(st.flow) % FLOWS;
+    let (a, b) = (HOSTS[f % 3], HOSTS[(f / 3 + f + 1) % 3]);
+    let d = usize::from(st.kind & 1);
+    let (src, dst) = if d == 0 { (a, b) } else { (b, a) };
+    let (sp, dp) = if d == 0 {
+        (40000 + f as u16, 443)
+    } else {
+        (443, 40000 + f as u16)
+    };
+    let pkt = match st.kind >> 1 & 3 {
+        0 | 1 => {
+            let seq = match st.wild {
+                true => st.seq as u32,
+                false => w.next[f][d].wrapping_add(st.seq as u32),
+            };
+            let ack = match st.wild {
+                true => st.ack as u32,
+                false => w.next[f][1 - d].wrapping_add(st.ack as u32),
+            };
+            let opts: &[u8] = match st.wscale {
+                Some(s) => &[1, 3, 3, s],
+                None => &[],
+            };
+            let mut h = vec![0u8; 20];
+            h[..2].copy_from_slice(&sp.to_be_bytes());
+            h[2..4].copy_from_slice(&dp.to_be_bytes());
+            h[4..8].copy_from_slice(&seq.to_be_bytes());
+            h[8..12].copy_from_slice(&ack.to_be_bytes());
+            h[12] = ((20 + opts.len()) / 4 << 4) as u8;
+            h[13] = st.flags;
+            h[14..16].copy_from_slice(&st.win.to_be_bytes());
+            h.extend_from_slice(opts);
+            h.extend(std::iter::repeat(0).take(usize::from(st.payload % 64)));
+            let len = u32::from(st.payload % 64) + u32::from(st.flags & 3 != 0);
+            w.next[f][d] = seq.wrapping_add(len);
+            ipv4(6, src, dst, &h)
+        }
+        2 => {
+            let mut h = vec![0u8; 8];
+            h[..2].copy_from_slice(&sp.to_be_bytes());
+            h[2..4].copy_from_slice(&dp.to_be_bytes());
+            ipv4(17, src, dst, &h)
+        }
+        _ => {
+            let ty = if d == 0 { 8 } else { 0 };
+            ipv4(1, src, dst, &[ty, 0, 0, 0, 0, f as u8, 0, 1])
+        }
+    };
+    (pkt, f)
+}
+
+/// The filter's path for one packet: look up (alone or as a burst of one
+/// with its hint), commit an accepted `New`; or first a confirm on the
+/// flow's lease, as the flow memo would.
+fn meet(w: &mut World, st: &Step, pkt: &[u8], s: &FlowSummary, f: usize) -> CtState {
+    if st.how & 8 != 0 {
+        let lease = &mut w.leases[f][usize::from(st.kind & 7)];
+        for claim in [CtState::New, CtState::Established] {
+            let mut l = [*lease];
+            if w.t
+                .confirm_leased(Flows::Given(&[*s]), &[claim], &mut l, w.now)
+                == 1
+            {
+                // Never TCP: a TCP segment always meets the state machine.
+                assert_ne!(s.proto, 6, "a TCP packet confirmed: {s:?}");
+                *lease = l[0];
+                return claim;
+            }
+        }
+    }
+    let (state, hint) = match st.how & 2 {
+        0 => (w.t.lookup(s, pkt, w.now), CtHint::NONE),
+        _ => {
+            let mut out = [(CtState::Untracked, CtHint::NONE)];
+            w.t.lookup_burst(&[*s], |_| pkt, w.now, &mut out);
+            out[0]
+        }
+    };
+    if state == CtState::New && st.how & 1 != 0 {
+        w.t.commit_hinted(s, pkt, w.now, hint);
+    }
+    state
+}
+
+fn step(w: &mut World, st: &Step) {
+    let scale = [1_000_000, S, 10 * S, 100 * S][usize::from(st.dt & 3)];
+    w.now = w.now.saturating_add(u64::from(st.dt >> 2) % 64 * scale / 8);
+    let (pkt, f) = packet(w, st);
+    let Some(s) = FlowSummary::parse(&pkt) else {
+        return;
+    };
+    let before = w.t.stats();
+    let stale = w.touched[f].is_some_and(|t| w.now - t >= LONGEST);
+    let state = meet(w, st, &pkt, &s, f);
+    if stale || w.touched[f].is_none() {
+        // Nothing of this flow can be live: its last packet is too long ago.
+        assert!(
+            matches!(state, CtState::New | CtState::Untracked),
+            "{state:?} after {} s idle: {s:?}",
+            w.touched[f].map_or(0, |t| (w.now - t) / S)
+        );
+    }
+    if st.how & 4 != 0 {
+        w.t.sweep(w.now, 16);
+    }
+    let after = w.t.stats();
+    // Any packet may have made or refreshed the flow's entry.
+    w.touched[f] = Some(w.now);
+    if let Err(e) = w.t.audit(w.now) {
+        panic!("{e} after {s:?}");
+    }
+    if state == CtState::Established && s.tcp_flags & 4 == 0 {
+        // The other direction finds the entry too.
+        let mut back = pkt.clone();
+        back[12..20].rotate_left(4);
+        let at = 20;
+        let (sp, dp) = (back[at..at + 2].to_vec(), back[at + 2..at + 4].to_vec());
+        if s.proto != 1 {
+            back[at..at + 2].copy_from_slice(&dp);
+            back[at + 2..at + 4].copy_from_slice(&sp);
+        } else {
+            back[at] = if back[at] == 8 { 0 } else { 8 };
+        }
+        let r = FlowSummary::parse(&back).expect("reversed packet parses");
+        let mut t = w.t.clone();
+        let seen = t.lookup(&r, &back, w.now);
+        assert_ne!(seen, CtState::New, "{s:?} established, {r:?} new");
+    }
+    let mono = |a: u64, b: u64| a >= b;
+    assert!(mono(after.inserted, before.inserted) && mono(after.reset, before.reset));
+    assert!(mono(after.early_drop, before.early_drop) && mono(after.full, before.full));
+}
+
+fuzz_target!(|steps: Vec<Step>| {
+    let mut w = World {
+        t: ConnTable::new(config()),
+        now: S,
+        next: [[0; 2]; FLOWS],
+        touched: [None; FLOWS],
+        leases: [[Lease::NONE; 8]; FLOWS],
+    };
+    for st in steps.iter().take(512) {
+        step(&mut w, st);
+    }
+});

@@ -459,11 +459,7 @@ impl ConnTable {
         match classify(s) {
             Class::Flow(l) => {
                 let home = self.slots.home(&l.key);
-                let seg = match s.proto {
-                    proto::TCP => Segment::read(s, l3),
-                    _ => Segment::UNKNOWN,
-                };
-                self.lookup_flow(s, &l, home, seg, now_ns).0
+                self.lookup_flow(s, &l, home, || l3, now_ns).0
             }
             Class::IcmpError => self.related(s, l3, now_ns),
             Class::NoFlow => CtState::New,
@@ -509,13 +505,7 @@ impl ConnTable {
         std::hint::black_box(acc);
         for k in 0..n {
             out[k] = match &classes[k] {
-                Class::Flow(l) => {
-                    let seg = match sums[k].proto {
-                        proto::TCP => Segment::read(&sums[k], l3(k)),
-                        _ => Segment::UNKNOWN,
-                    };
-                    self.lookup_flow(&sums[k], l, homes[k], seg, now_ns)
-                }
+                Class::Flow(l) => self.lookup_flow(&sums[k], l, homes[k], || l3(k), now_ns),
                 Class::IcmpError => (self.related(&sums[k], l3(k), now_ns), CtHint::NONE),
                 Class::NoFlow => (CtState::New, CtHint::NONE),
                 Class::Untracked => (CtState::Untracked, CtHint::NONE),
@@ -524,14 +514,15 @@ impl ConnTable {
     }
 
     /// The lookup of a packet of a trackable flow, `home` being the slot
-    /// its key hashes to, `seg` its TCP segment.
+    /// its key hashes to, `l3` its bytes from the IPv4 header on (asked
+    /// for TCP only).
     #[inline(always)]
-    fn lookup_flow(
+    fn lookup_flow<'l>(
         &mut self,
         s: &FlowSummary,
         l: &Lookup,
         home: usize,
-        seg: Segment,
+        l3: impl FnOnce() -> &'l [u8],
         now_ns: u64,
     ) -> (CtState, CtHint) {
         let i = match self.slots.probe_from(&l.key, home, now_ns) {
@@ -539,6 +530,7 @@ impl ConnTable {
             Probe::Vacant(_) | Probe::Exhausted => return (CtState::New, CtHint::NONE),
         };
         if s.proto == proto::TCP {
+            let seg = Segment::read(s, l3());
             return self.lookup_tcp(s.tcp_flags, i, l, seg, now_ns);
         }
         let mut hint = CtHint {
@@ -587,10 +579,7 @@ impl ConnTable {
             slot: i,
             steady: false,
         };
-        let (mut flags, mut win) = {
-            let e = self.slots.get(i);
-            (e.flags, e.win)
-        };
+        let mut flags = self.slots.get(i).flags;
         let d = usize::from(l.from_b);
         let reply = l.from_b != (flags & ORIG_B != 0);
         let state = match reply || flags & REPLIED != 0 {
@@ -598,7 +587,7 @@ impl ConnTable {
             false => CtState::New,
         };
         if f & tcp_flag::RST != 0 {
-            if !win.rst_ok(d, &seg) {
+            if !self.slots.get(i).win.rst_ok(d, &seg) {
                 self.stats.rst_out_of_window += 1;
                 return (CtState::Invalid, CtHint::NONE);
             }
@@ -613,7 +602,10 @@ impl ConnTable {
             // decides, a packet the filter drops leaves no trace.
             return (CtState::New, hint);
         }
-        let in_window = win.track(d, &seg, flags & ASSURED == 0);
+        let in_window = self
+            .slots
+            .window_mut(i)
+            .track(d, &seg, flags & ASSURED == 0);
         if !in_window {
             self.stats.out_of_window += 1;
         } else if f & tcp_flag::FIN != 0 {
@@ -629,9 +621,9 @@ impl ConnTable {
         if self.slots.get(i).flags != flags {
             // The state moved: a new version.
             let e = self.slots.get_mut(i);
-            (e.flags, e.win, e.expires_ns) = (flags, win, expires_ns);
+            (e.flags, e.expires_ns) = (flags, expires_ns);
         } else {
-            self.slots.set_window(i, win, expires_ns);
+            self.slots.set_expiry(i, expires_ns);
         }
         (CtState::Established, hint)
     }
@@ -793,9 +785,9 @@ impl ConnTable {
     #[inline(always)]
     fn refresh(&mut self, i: usize, l: &Lookup, seg: &Segment, now_ns: u64) -> bool {
         let orig = l.orig();
-        let (flags, p, mut win) = {
+        let (flags, p) = {
             let e = self.slots.get(i);
-            (e.flags, e.proto(), e.win)
+            (e.flags, e.proto())
         };
         let closing = flags & (FIN_A | FIN_B) == FIN_A | FIN_B;
         let d = usize::from(l.from_b);
@@ -811,11 +803,9 @@ impl ConnTable {
         if flags & ORIG_B == orig {
             let expires_ns = now_ns.saturating_add(self.timeout(p, flags));
             if p == proto::TCP {
-                win.track(d, seg, flags & ASSURED == 0);
-                self.slots.set_window(i, win, expires_ns);
-            } else {
-                self.slots.set_expiry(i, expires_ns);
+                self.slots.window_mut(i).track(d, seg, flags & ASSURED == 0);
             }
+            self.slots.set_expiry(i, expires_ns);
         }
         false
     }

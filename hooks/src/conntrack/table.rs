@@ -331,18 +331,14 @@ impl Slots {
         e.expires_ns = expires_ns;
     }
 
-    /// Write the TCP window of the entry in slot `i` and restart its
-    /// timer (at `expires_ns`, not earlier than now), its flags unchanged:
-    /// the slot's version stays, as for [`Slots::set_expiry`]. The window
-    /// is not what a lease stands for: leases are never given on TCP
+    /// The TCP window of the entry in slot `i`, to move in place: the
+    /// slot's version stays, as for [`Slots::set_expiry`]. The window is
+    /// not what a lease stands for: leases are never given on TCP
     /// entries, and a write per TCP packet must not end the leases of the
     /// other flows of its version group.
     #[inline(always)]
-    pub fn set_window(&mut self, i: usize, win: Window, expires_ns: u64) {
-        let e = &mut self.slots[i & self.mask];
-        debug_assert!(expires_ns >= e.expires_ns || !e.used());
-        e.win = win;
-        e.expires_ns = expires_ns;
+    pub fn window_mut(&mut self, i: usize) -> &mut Window {
+        &mut self.slots[i & self.mask].win
     }
 
     /// Write `e` to slot `i`: the slot's version changes.

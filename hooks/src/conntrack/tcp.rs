@@ -178,6 +178,7 @@ impl Window {
     /// Side `d` starts its window with `seg`: a SYN gives its sequence
     /// number, window and scale; anything else picks the side up
     /// mid-stream.
+    #[inline(never)]
     fn start(&mut self, d: usize, seg: &Segment) {
         let r = 1 - d;
         let end = seg.end();
@@ -208,6 +209,7 @@ impl Window {
     /// handshake is not complete (a SYN sent again with a later sequence
     /// number starts the side again, RFC 793). Returns whether it was in
     /// the window; only then does the window move.
+    #[inline(always)]
     pub fn track(&mut self, d: usize, seg: &Segment, opening: bool) -> bool {
         if !seg.known {
             return true;
@@ -224,6 +226,7 @@ impl Window {
     }
 
     /// Tests 1 to 4 of the module documentation for `seg` from side `d`.
+    #[inline(always)]
     fn in_window(&self, d: usize, seg: &Segment) -> bool {
         let r = 1 - d;
         let end = seg.end();
@@ -235,6 +238,7 @@ impl Window {
     /// Tests 3 and 4: the ACK of `seg` from side `d` acknowledges what the
     /// receiver sent, or a little less. No ACK, a RST's ACK of 0 (broken
     /// stacks), or a receiver not heard from: nothing to test.
+    #[inline(always)]
     fn ack_ok(&self, d: usize, seg: &Segment) -> bool {
         let r = 1 - d;
         let zero_rst = seg.has(tcp_flag::RST) && seg.ack == 0;
@@ -246,6 +250,7 @@ impl Window {
     }
 
     /// Move the window by in-window segment `seg` from side `d`.
+    #[inline(always)]
     fn advance(&mut self, d: usize, seg: &Segment) {
         let r = 1 - d;
         let end = seg.end();
@@ -278,6 +283,7 @@ impl Window {
     }
 
     /// Whether RST `seg` from side `d` may end the connection.
+    #[inline(never)]
     pub fn rst_ok(&self, d: usize, seg: &Segment) -> bool {
         let r = 1 - d;
         if !seg.known {

@@ -843,7 +843,11 @@ impl Role {
         match self {
             Role::Accept | Role::Thief => false,
             Role::Classify => r == DropReason::ClassifyRule,
-            Role::Filter { .. } => matches!(r, DropReason::FilterRule | DropReason::FilterPolicy),
+            // A stateful filter drops a blind RST whatever its rules say.
+            Role::Filter { .. } => matches!(
+                r,
+                DropReason::FilterRule | DropReason::FilterPolicy | DropReason::CtInvalid
+            ),
             Role::Policer => r == DropReason::Policed,
         }
     }

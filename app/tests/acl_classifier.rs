@@ -335,7 +335,11 @@ fn ten_thousand_rules_build_in_one_context_and_agree_with_linear() {
 /// linear classifier in 32-key bursts. The per-key costs are printed for the
 /// record only: tests assert behaviour, and what the ACL costs is measured by
 /// `fastpath-bench hooks` (bench/RESULTS.md).
-fn acl_agrees_with_linear(name: &str, rules: impl Fn(&mut Rng, usize) -> Vec<MatchRule>, seed: u64) {
+fn acl_agrees_with_linear(
+    name: &str,
+    rules: impl Fn(&mut Rng, usize) -> Vec<MatchRule>,
+    seed: u64,
+) {
     let _w = simd_width(DEFAULT_WIDTH);
     let mut rng = Rng(seed);
     let rules = rules(&mut rng, 1000);

@@ -787,3 +787,59 @@ action = \"drop\"
     assert_eq!(m["totals"]["balanced"], true);
     assert_eq!(m["mbufs"]["in_use_at_exit"], 0);
 }
+
+/// An echo request to our address 10.0.1.1 from `src_mac`.
+fn echo_from(src_mac: [u8; 6], seq: u8) -> Vec<u8> {
+    let mut msg = vec![8, 0, 0, 0, 0x12, 0x34, 0, seq, b'h', b'i'];
+    let c = checksum::checksum(&msg);
+    msg[2..4].copy_from_slice(&c.to_be_bytes());
+    let mut f = eth(MAC0, src_mac, 0x0800);
+    f.extend(ipv4([10, 0, 1, 2], [10, 0, 1, 1], 64, 1, &msg));
+    f.resize(60, 0);
+    f
+}
+
+/// Source MACs no station has: broadcast, multicast, zero.
+const BAD_SOURCES: [[u8; 6]; 3] = [[0xff; 6], [0x01, 0x00, 0x5e, 0, 0, 1], [0; 6]];
+
+/// Echo replies and ICMP errors go to a frame's source MAC: a ping from
+/// ff:ff:ff:ff:ff:ff would be answered to every station. l2 drops frames
+/// from a group or zero source (`bad_source_mac`), and so the fast lane
+/// leaves them to it: a burst of otherwise plain forwards from such
+/// sources is not routed.
+#[test]
+fn frames_from_a_broadcast_multicast_or_zero_source_mac_are_dropped_unanswered() {
+    let good = udp_to([198, 51, 100, 9], 64);
+    let mut input = vec![good.clone()];
+    for src in BAD_SOURCES {
+        let mut f = good.clone();
+        f[6..12].copy_from_slice(&src);
+        input.push(f);
+    }
+    // Every frame of this run is a plain forward but for its source: the
+    // fast lane's burst.
+    let (out0, out1, s) = run_pcaps("rtbadsrc-lane", CONFIG, &input, &[], "1");
+    assert_eq!(out1, vec![routed(&good, NEIGH_22)], "{out1:02x?}");
+    assert!(out0.is_empty(), "{out0:02x?}");
+    assert_eq!(s["totals"]["drops"]["bad_source_mac"], 3, "{s}");
+    assert_eq!(s["totals"]["balanced"], true);
+
+    let mut pings: Vec<Vec<u8>> = BAD_SOURCES.iter().map(|&m| echo_from(m, 1)).collect();
+    // And the ones the stages would answer with an ICMP error.
+    let mut ttl1 = udp_to([198, 51, 100, 9], 1);
+    ttl1[6..12].fill(0xff);
+    pings.push(ttl1);
+    pings.push(echo_from(HOST_A, 2));
+    let (out0, out1, s) = run_pcaps("rtbadsrc-ping", CONFIG, &pings, &[], "1");
+    assert!(out1.is_empty(), "{out1:02x?}");
+    assert_eq!(out0.len(), 1, "only the ping from a station: {out0:02x?}");
+    assert_eq!(&out0[0][..12], &[HOST_A, MAC0].concat()[..]);
+    assert_eq!(out0[0][34], 0, "echo reply");
+    let drops = &s["totals"]["drops"];
+    assert_eq!(drops["bad_source_mac"], 4, "{s}");
+    assert_eq!(s["totals"]["dropped"], 4, "{s}");
+    assert_eq!(s["totals"]["punted"], 1);
+    assert_eq!(s["control"]["icmp_errors"], 0);
+    assert_eq!(s["totals"]["balanced"], true);
+    assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
+}

@@ -75,11 +75,14 @@ pub enum DropReason {
     /// A stateful `filter` met a packet its connection tracking calls
     /// invalid: a TCP RST outside its connection's sequence window.
     CtInvalid = 32,
+    /// Source MAC multicast, broadcast or zero: no station sends from it,
+    /// and a reply to it would reach every station.
+    BadSourceMac = 33,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 33] = [
+    pub const ALL: [DropReason; 34] = [
         DropReason::TxQueueFull,
         DropReason::Runt,
         DropReason::OtherHost,
@@ -113,6 +116,7 @@ impl DropReason {
         DropReason::PuntSourceLimited,
         DropReason::NeighResolveLimit,
         DropReason::CtInvalid,
+        DropReason::BadSourceMac,
     ];
     /// Number of reasons: the length of a counter array.
     pub const COUNT: usize = Self::ALL.len();
@@ -153,6 +157,7 @@ impl DropReason {
             DropReason::PuntSourceLimited => "punt_source_limited",
             DropReason::NeighResolveLimit => "neigh_resolve_limit",
             DropReason::CtInvalid => "ct_invalid",
+            DropReason::BadSourceMac => "bad_source_mac",
         }
     }
 
@@ -238,12 +243,15 @@ impl DropReason {
             DropReason::CtInvalid => {
                 "stateful filter: a TCP RST outside its connection's window (a blind reset)"
             }
+            DropReason::BadSourceMac => {
+                "source MAC multicast, broadcast or zero: forged or broken sender, not answered"
+            }
         }
     }
 }
 
 // Discriminants run 0..COUNT: a reason missing from ALL would index past the counters.
-const _: () = assert!(DropReason::CtInvalid as usize == DropReason::COUNT - 1);
+const _: () = assert!(DropReason::BadSourceMac as usize == DropReason::COUNT - 1);
 
 /// One counter per drop reason, owned by one lcore.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

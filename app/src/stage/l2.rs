@@ -1,5 +1,6 @@
 //! L2 stage: the kernel's `eth_type_trans` for a received frame: runt check,
-//! packet type by destination MAC, ethertype after up to two VLAN tags.
+//! packet type by destination MAC, a source MAC a station can have (the
+//! bridge's `is_valid_ether_addr`), ethertype after up to two VLAN tags.
 
 use hooks::wire::ethernet::{self, ethertype, EthernetFrame, HEADER_LEN, MIN_FRAME_LEN};
 use hooks::wire::vlan::{VlanTag, TAG_LEN};
@@ -27,10 +28,12 @@ pub enum Ieee8023Kind {
 }
 
 /// Translate a received frame: drop runts (< 60 bytes), set the packet type
-/// from the destination MAC, find the ethertype after up to two VLAN tags
-/// and record it, the inner VLAN id and the L3 offset in `meta`. On error
-/// `meta` keeps its other fields; `packet_type` is set unless the frame is a
-/// runt.
+/// from the destination MAC, drop a frame from a multicast, broadcast or
+/// zero source MAC (what is sent back to a frame goes to its source: an
+/// echo reply or ICMP error to ff:ff:ff:ff:ff:ff would reach every
+/// station), find the ethertype after up to two VLAN tags and record it,
+/// the inner VLAN id and the L3 offset in `meta`. On error `meta` keeps its
+/// other fields; `packet_type` is set unless the frame is a runt.
 #[inline]
 pub fn eth_type_trans(
     frame: &[u8],
@@ -45,6 +48,14 @@ pub fn eth_type_trans(
     meta.packet_type = packet_type(&dst, port_mac);
     if meta.packet_type == PacketType::OtherHost {
         return Err(DropReason::OtherHost);
+    }
+    // The source MAC (bytes 6..12) from one load of bytes 4..12, shifted
+    // down: its group bit (bit 0 of byte 6) is bit 0. As is_station_address.
+    let src = u64::from_le_bytes([
+        head[4], head[5], head[6], head[7], head[8], head[9], head[10], head[11],
+    ]) >> 16;
+    if src & 1 != 0 || src == 0 {
+        return Err(DropReason::BadSourceMac);
     }
     // Untagged IPv4 or ARP, nearly every frame: no tags to walk.
     let ty = u16::from_be_bytes([head[12], head[13]]);
@@ -75,6 +86,13 @@ pub fn packet_type(dst: &[u8; 6], port_mac: &[u8; 6]) -> PacketType {
     } else {
         PacketType::OtherHost
     }
+}
+
+/// Whether a station can send from `mac`: not a group (multicast or
+/// broadcast) address and not zero (the kernel's `is_valid_ether_addr`).
+#[inline(always)]
+pub fn is_station_address(mac: &[u8; 6]) -> bool {
+    !ethernet::is_multicast(mac) && *mac != [0; 6]
 }
 
 /// The ethertype after the tags: one 802.1Q (0x8100) or 802.1ad (0x88a8)
@@ -226,6 +244,39 @@ mod tests {
         // One bit off our address is another host, too.
         let f = frame([0x02, 0, 0, 0, 0, 0x03], &[ethertype::IPV4]);
         assert_eq!(trans(&f).0, Err(DropReason::OtherHost));
+    }
+
+    #[test]
+    fn frames_from_a_group_or_zero_source_mac_are_dropped() {
+        let ok = frame(PORT_MAC, &[ethertype::IPV4, 0x4500]);
+        for (what, src) in [
+            ("broadcast", ethernet::BROADCAST),
+            ("multicast", [0x01, 0x00, 0x5e, 0x00, 0x00, 0x01]),
+            ("group bit only", [0x03, 0, 0, 0, 0, 0x02]),
+            ("zero", [0; 6]),
+        ] {
+            for dst in [PORT_MAC, ethernet::BROADCAST] {
+                let mut f = ok.clone();
+                f[..6].copy_from_slice(&dst);
+                f[6..12].copy_from_slice(&src);
+                let (r, m) = trans(&f);
+                assert_eq!(r, Err(DropReason::BadSourceMac), "{what} source");
+                assert_eq!(m.packet_type, packet_type(&dst, &PORT_MAC));
+            }
+            assert!(!is_station_address(&src), "{what}");
+        }
+        // Another host's frame is dropped as that first, whatever its source.
+        let mut f = frame(PEER_MAC, &[ethertype::IPV4]);
+        f[6..12].fill(0xff);
+        assert_eq!(trans(&f).0, Err(DropReason::OtherHost));
+        // A locally administered unicast source, and one bit from zero, are
+        // stations.
+        for src in [[0x02, 0, 0, 0, 0, 0x02], [0, 0, 0, 0, 0, 1], [0xfe; 6]] {
+            let mut f = ok.clone();
+            f[6..12].copy_from_slice(&src);
+            assert_eq!(trans(&f).0, Ok(()), "{src:02x?}");
+            assert!(is_station_address(&src));
+        }
     }
 
     #[test]

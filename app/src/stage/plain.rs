@@ -5,7 +5,8 @@
 //! these when every packet of it is plain; anything else takes the stages.
 //!
 //! A frame is plain when [`eth_type_trans`](super::l2::eth_type_trans)
-//! gives packet type host, untagged IPv4 with no runt, and
+//! gives packet type host, a source MAC a station can have, untagged IPv4
+//! with no runt, and
 //! [`ipv4_input`](super::ip::ipv4_input) accepts it as version 4 with
 //! IHL 5 (no options), a right checksum, and a total length that fits the
 //! frame; its TTL is above 1 and its source is not martian. The route and
@@ -28,8 +29,8 @@ pub struct Plain {
 }
 
 /// A port's MAC as the low 48 bits of a little-endian word, to compare with
-/// a frame's first 8 bytes masked; a multicast MAC (never a port's) maps to
-/// a value no frame matches.
+/// a frame's first 8 bytes masked with [`DST_AND_SOURCE_GROUP`]; a
+/// multicast MAC (never a port's) maps to a value no frame matches.
 pub fn mac_word(mac: &[u8; 6]) -> u64 {
     if mac[0] & 1 != 0 {
         return u64::MAX;
@@ -37,6 +38,12 @@ pub fn mac_word(mac: &[u8; 6]) -> u64 {
     let [a, b, c, d, e, f] = *mac;
     u64::from_le_bytes([a, b, c, d, e, f, 0, 0])
 }
+
+/// The bits of a frame's first 8 bytes (little-endian) that its first
+/// compare reads: the destination MAC (bytes 0..6) and the group bit of the
+/// source MAC (bit 0 of byte 6), which a [`mac_word`] has clear. One
+/// compare says "to us, and not from a multicast or broadcast source".
+const DST_AND_SOURCE_GROUP: u64 = 0x0001_ffff_ffff_ffff;
 
 /// Bytes 12..16 of a plain frame, little-endian: ethertype 0x0800, then
 /// version 4 with IHL 5 (the TOS byte is masked off).
@@ -48,12 +55,18 @@ const IPV4_IHL5: u32 = u32::from_le_bytes([0x08, 0x00, 0x45, 0x00]);
 pub fn plain_ipv4(frame: &[u8], port_mac: u64, csum: CsumFlag) -> Option<Plain> {
     let head = frame.first_chunk::<MIN_FRAME_LEN>()?;
     let (eth, rest) = head.split_first_chunk::<8>()?;
-    if u64::from_le_bytes(*eth) & 0xffff_ffff_ffff != port_mac {
+    let eth = u64::from_le_bytes(*eth);
+    if eth & DST_AND_SOURCE_GROUP != port_mac {
         return None;
     }
-    let (_, rest) = rest.split_first_chunk::<4>()?;
+    let (source_tail, rest) = rest.split_first_chunk::<4>()?;
     let (type_ihl, _) = rest.split_first_chunk::<4>()?;
     if u32::from_le_bytes(*type_ihl) & 0x00ff_ffff != IPV4_IHL5 {
+        return None;
+    }
+    // The source MAC (bytes 6..12: the first word's top 16 bits and the
+    // next 4 bytes) is not zero.
+    if (eth >> 48) as u32 | u32::from_le_bytes(*source_tail) == 0 {
         return None;
     }
     let (_, ip) = head.split_first_chunk::<HEADER_LEN>()?;
@@ -218,6 +231,10 @@ mod tests {
             ("other host", edit(|f| f[5] = 0x09, false)),
             ("broadcast", edit(|f| f[..6].fill(0xff), false)),
             ("multicast", edit(|f| f[0] = 0x01, false)),
+            ("broadcast source", edit(|f| f[6..12].fill(0xff), false)),
+            ("multicast source", edit(|f| f[6] = 0x01, false)),
+            ("group bit of the source", edit(|f| f[6] |= 0x01, false)),
+            ("zero source", edit(|f| f[6..12].fill(0), false)),
             ("ARP", edit(|f| f[13] = 0x06, false)),
             ("VLAN tag", {
                 let mut f = good.clone();
@@ -298,6 +315,7 @@ mod tests {
             pad in 0usize..24,
             edits in proptest::collection::vec((0usize..40, any::<u8>()), 0..4),
             fix_checksum in any::<bool>(),
+            zero_source in proptest::bool::weighted(0.05),
             cut in 0usize..8,
             csum in 0usize..3,
             words in any::<[u64; 2]>(),
@@ -307,6 +325,9 @@ mod tests {
                 if let Some(x) = f.get_mut(at) {
                     *x = b;
                 }
+            }
+            if zero_source {
+                f[6..12].fill(0);
             }
             if fix_checksum {
                 refill(&mut f);

@@ -843,3 +843,33 @@ fn frames_from_a_broadcast_multicast_or_zero_source_mac_are_dropped_unanswered()
     assert_eq!(s["totals"]["balanced"], true);
     assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
 }
+
+/// Outer VLAN 100 with an inner priority tag (id 0) is in VLAN 100, which
+/// is not configured: dropped like any tag of id not 0, for both 802.1Q
+/// and 802.1ad outer tags. Two priority tags are as good as untagged.
+#[test]
+fn double_tags_with_an_inner_priority_tag_are_vlan_not_configured() {
+    let good = udp_to([198, 51, 100, 9], 64);
+    let double = |outer: u16, outer_tci: u16, inner_tci: u16| {
+        let mut f = eth(MAC0, HOST_A, outer);
+        f.extend_from_slice(&outer_tci.to_be_bytes());
+        f.extend_from_slice(&[0x81, 0x00]);
+        f.extend_from_slice(&inner_tci.to_be_bytes());
+        f.extend_from_slice(&[0x08, 0x00]);
+        f.extend_from_slice(&good[14..]);
+        f
+    };
+    let input = vec![
+        double(0x8100, 100, 0),
+        double(0x88a8, 100, 0xa000),
+        double(0x8100, 0, 100),
+        double(0x88a8, 0xa000, 100),
+        double(0x8100, 0xa000, 0),
+        double(0x88a8, 0, 0xa000),
+    ];
+    let (_, out1, s) = run_pcaps("rtqinq", CONFIG, &input, &[], "1");
+    assert_eq!(out1, vec![routed(&good, NEIGH_22); 2], "{out1:02x?}");
+    assert_eq!(s["totals"]["drops"]["vlan_not_configured"], 4, "{s}");
+    assert_eq!(s["totals"]["dropped"], 4, "{s}");
+    assert_eq!(s["totals"]["balanced"], true);
+}

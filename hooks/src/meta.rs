@@ -30,7 +30,8 @@ pub struct PacketMeta {
     pub protocol: u16,
     /// Offset of the L3 header from the start of the frame, in bytes.
     pub l3_offset: u16,
-    /// VLAN id of the (inner) 802.1Q tag, 0 when untagged.
+    /// VLAN id of the (inner) 802.1Q tag, or of the outer one when the
+    /// inner is a priority tag (id 0); 0 when untagged or priority-tagged.
     pub vlan: u16,
     /// Traffic class set by classification.
     pub class: u16,

@@ -11,7 +11,9 @@ use hooks::{DropReason, PacketMeta, PacketType};
 pub struct L3Protocol {
     /// Ethertype after the tags.
     pub protocol: u16,
-    /// VLAN id of the inner tag, 0 when untagged.
+    /// VLAN id of the inner tag, or of the outer one when the inner is a
+    /// priority tag (id 0): the VLAN the frame is in. 0 when untagged or
+    /// when every tag is a priority tag.
     pub vlan: u16,
     /// Offset of the L3 header: 14, 18 or 22.
     pub l3_offset: u16,
@@ -32,7 +34,7 @@ pub enum Ieee8023Kind {
 /// zero source MAC (what is sent back to a frame goes to its source: an
 /// echo reply or ICMP error to ff:ff:ff:ff:ff:ff would reach every
 /// station), find the ethertype after up to two VLAN tags and record it,
-/// the inner VLAN id and the L3 offset in `meta`. On error `meta` keeps its
+/// the VLAN id and the L3 offset in `meta`. On error `meta` keeps its
 /// other fields; `packet_type` is set unless the frame is a runt.
 #[inline]
 pub fn eth_type_trans(
@@ -126,8 +128,9 @@ pub fn classify_8023(frame: &[u8]) -> Option<Ieee8023Kind> {
     }
 }
 
-/// Ethertype (or 802.3 length) after the tags, the inner VLAN id, and the
-/// offset of what follows them.
+/// Ethertype (or 802.3 length) after the tags, the VLAN id (see
+/// [`L3Protocol::vlan`]: 0 only if every tag's id is 0), and the offset of
+/// what follows them.
 #[inline(always)]
 fn walk_tags(frame: &[u8]) -> Result<(u16, u16, usize), DropReason> {
     let Ok(eth) = EthernetFrame::new_checked(frame) else {
@@ -141,7 +144,11 @@ fn walk_tags(frame: &[u8]) -> Result<(u16, u16, usize), DropReason> {
         (protocol, vlan, offset) = (tag.ethertype(), tag.vid(), offset + TAG_LEN);
         if protocol == ethertype::VLAN {
             let tag = tag_at(frame, offset)?;
-            (protocol, vlan, offset) = (tag.ethertype(), tag.vid(), offset + TAG_LEN);
+            // An inner priority tag leaves the frame in the outer VLAN.
+            if tag.vid() != 0 {
+                vlan = tag.vid();
+            }
+            (protocol, offset) = (tag.ethertype(), offset + TAG_LEN);
         }
     }
     Ok((protocol, vlan, offset))
@@ -276,6 +283,32 @@ mod tests {
             f[6..12].copy_from_slice(&src);
             assert_eq!(trans(&f).0, Ok(()), "{src:02x?}");
             assert!(is_station_address(&src));
+        }
+    }
+
+    #[test]
+    fn double_tags_with_an_inner_priority_tag_are_in_the_outer_vlan() {
+        for outer in [ethertype::VLAN, ethertype::QINQ] {
+            let f = frame(
+                PORT_MAC,
+                &[outer, 100, ethertype::VLAN, 0xa000, ethertype::IPV4],
+            );
+            assert_eq!(
+                trans(&f),
+                (Ok(()), meta(PacketType::Host, ethertype::IPV4, 100, 22)),
+                "{outer:#06x}/0x8100"
+            );
+            // The other way round, the inner VLAN; two priority tags, none.
+            let f = frame(
+                PORT_MAC,
+                &[outer, 0xa000, ethertype::VLAN, 100, ethertype::IPV4],
+            );
+            assert_eq!(trans(&f).1.vlan, 100);
+            let f = frame(PORT_MAC, &[outer, 0, ethertype::VLAN, 0, ethertype::IPV4]);
+            assert_eq!(
+                trans(&f),
+                (Ok(()), meta(PacketType::Host, ethertype::IPV4, 0, 22))
+            );
         }
     }
 

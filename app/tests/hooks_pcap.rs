@@ -140,3 +140,82 @@ fn classify_marks_filter_decides_and_every_drop_has_its_reason() {
         "the count rule sees what no rule took"
     );
 }
+
+/// A filter that drops ssh under policy accept, behind a classify hook
+/// that reads no ports (so that the flow memo answers for both chains).
+const SSH_DROP: &str = concat!(
+    pcap_router_config!(),
+    r#"
+[[hook]]
+point = "ingress"
+port = "net_pcap0"
+kind = "classify"
+name = "cls"
+[[hook.rule]]
+src = "192.0.2.0/24"
+action = "drop"
+
+[[hook]]
+point = "egress"
+port = "net_pcap1"
+kind = "filter"
+name = "fw"
+policy = "accept"
+[[hook.rule]]
+proto = "tcp"
+dport = 22
+action = "drop"
+"#
+);
+
+/// A fragment of a TCP segment to DST: `l4` at `offset` (8-byte units).
+fn tcp_fragment(offset: u16, more: bool, l4: &[u8]) -> Vec<u8> {
+    let mut ip = ipv4([10, 0, 1, 2], DST, 64, 6, l4);
+    let word = offset | if more { 0x2000 } else { 0 };
+    ip[6..8].copy_from_slice(&word.to_be_bytes());
+    ip[10..12].fill(0);
+    let c = hooks::wire::checksum::checksum(&ip[..20]);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    let mut f = eth(PCAP0_MAC, HOST_A_MAC, 0x0800);
+    f.extend(ip);
+    padded(f)
+}
+
+/// RFC 1858 through the router (DPDK's ACL, the flow cache, the flow
+/// memo): with `proto tcp dport 22 drop` under policy accept, a first
+/// fragment with 8 bytes of TCP (the ports, not the flags) and the
+/// fragment at offset 1 (the flags) are dropped, each under its reason; a
+/// later fragment matches no port rule and gets the policy. Fragments the
+/// memo remembered as accepted (at offset 185) do not answer for the
+/// offset-1 ones of the same addresses that follow them.
+#[test]
+fn tiny_and_overlapping_fragments_do_not_pass_a_port_rule() {
+    let ports_only = [0x04, 0x00, 0x00, 0x16, 0, 0, 0, 1];
+    let flags = [0, 0, 0, 0, 0x50, 0x02, 0x04, 0x00];
+    // Two bursts of later fragments, accepted: the memo remembers them and
+    // answers the second.
+    let mut frames: Vec<_> = (0..64).map(|_| tcp_fragment(185, false, &[0; 8])).collect();
+    frames.extend([
+        tcp_fragment(0, true, &ports_only),
+        tcp_fragment(1, false, &flags),
+        tcp_fragment(2, false, &[0; 8]),
+        tcp([10, 0, 1, 2], DST, 1024, 22, 0x02),
+        tcp([10, 0, 1, 2], DST, 1024, 80, 0x02),
+    ]);
+    frames.extend((0..40).map(|_| tcp_fragment(1, true, &flags)));
+    let (_, out1, s, _) = run_pcaps_logged("hooks-frag", SSH_DROP, &frames, &[], "1");
+    let offset = |f: &Vec<u8>| u16::from_be_bytes([f[20], f[21]]) & 0x1fff;
+    assert_eq!(out1.len(), 64 + 1 + 1, "frames out of port 1");
+    assert_eq!(out1.iter().filter(|f| offset(f) == 2).count(), 1);
+    assert_eq!(out1.iter().filter(|f| offset(f) == 185).count(), 64);
+    assert!(out1.iter().all(|f| offset(f) != 1 && f[36..38] != [0, 22]));
+    let drops = &s["totals"]["drops"];
+    assert_eq!(drops["tiny_fragment"], 1, "{s}");
+    assert_eq!(drops["overlapping_fragment"], 41, "{s}");
+    assert_eq!(drops["filter_rule"], 1, "{s}");
+    assert_eq!(s["totals"]["dropped"], 43, "{s}");
+    let memo = s["totals"]["flow_memo"].as_u64().unwrap();
+    assert!(memo > 0, "the flow memo answered for the remembered: {s}");
+    assert_eq!(s["totals"]["balanced"], true);
+    assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
+}

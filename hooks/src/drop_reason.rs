@@ -78,11 +78,17 @@ pub enum DropReason {
     /// Source MAC multicast, broadcast or zero: no station sends from it,
     /// and a reply to it would reach every station.
     BadSourceMac = 33,
+    /// A first fragment too short to hold the TCP or UDP header a hook's
+    /// rules read (RFC 1858's tiny fragment).
+    TinyFragment = 34,
+    /// A TCP fragment at offset 1 (8 bytes), which would overwrite the
+    /// first fragment's TCP flags on reassembly (RFC 1858).
+    OverlappingFragment = 35,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 34] = [
+    pub const ALL: [DropReason; 36] = [
         DropReason::TxQueueFull,
         DropReason::Runt,
         DropReason::OtherHost,
@@ -117,6 +123,8 @@ impl DropReason {
         DropReason::NeighResolveLimit,
         DropReason::CtInvalid,
         DropReason::BadSourceMac,
+        DropReason::TinyFragment,
+        DropReason::OverlappingFragment,
     ];
     /// Number of reasons: the length of a counter array.
     pub const COUNT: usize = Self::ALL.len();
@@ -158,6 +166,8 @@ impl DropReason {
             DropReason::NeighResolveLimit => "neigh_resolve_limit",
             DropReason::CtInvalid => "ct_invalid",
             DropReason::BadSourceMac => "bad_source_mac",
+            DropReason::TinyFragment => "tiny_fragment",
+            DropReason::OverlappingFragment => "overlapping_fragment",
         }
     }
 
@@ -246,12 +256,18 @@ impl DropReason {
             DropReason::BadSourceMac => {
                 "source MAC multicast, broadcast or zero: forged or broken sender, not answered"
             }
+            DropReason::TinyFragment => {
+                "first fragment too short for the TCP/UDP header rules read (RFC 1858 attack)"
+            }
+            DropReason::OverlappingFragment => {
+                "TCP fragment at offset 8 bytes, over the first's flags (RFC 1858 attack)"
+            }
         }
     }
 }
 
 // Discriminants run 0..COUNT: a reason missing from ALL would index past the counters.
-const _: () = assert!(DropReason::BadSourceMac as usize == DropReason::COUNT - 1);
+const _: () = assert!(DropReason::OverlappingFragment as usize == DropReason::COUNT - 1);
 
 /// One counter per drop reason, owned by one lcore.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -46,6 +46,10 @@ pub struct FlowSummary {
     /// Differentiated services code point (upper 6 bits of the TOS byte).
     pub dscp: u8,
     pub fragment: Fragment,
+    /// A non-first fragment at offset 1 (8 bytes): on reassembly it
+    /// overlaps the first fragment's L4 header, a TCP header's flags
+    /// included (RFC 1858). False for every other packet.
+    pub frag_offset_one: bool,
     /// The L4 header was read: ports (TCP/UDP), flags (TCP) or type, code
     /// and identifier (ICMP) are valid. False for non-first fragments, for
     /// truncated L4 headers, and for other protocols.
@@ -98,6 +102,7 @@ impl FlowSummary {
             proto: ip.protocol(),
             dscp: ip.dscp(),
             fragment,
+            frag_offset_one: ip.frag_offset() == 8,
             l4_offset: hl as u16,
             ..FlowSummary::default()
         };
@@ -202,6 +207,16 @@ mod tests {
         let later = FlowSummary::parse(&ipv4(proto::UDP, 0x0001, &udp)).unwrap();
         assert_eq!(later.fragment, Fragment::NonFirst);
         assert!(!later.l4 && later.sport == 0);
+        assert!(later.frag_offset_one);
+        for frag in [0x0000, 0x2000, 0x0002, 0x2002, 0x4000] {
+            let s = FlowSummary::parse(&ipv4(proto::TCP, frag, &[0; 20])).unwrap();
+            assert!(!s.frag_offset_one, "{frag:#06x}");
+        }
+        assert!(
+            FlowSummary::parse(&ipv4(proto::TCP, 0x2001, &[0; 20]))
+                .unwrap()
+                .frag_offset_one
+        );
     }
 
     #[test]

@@ -1241,20 +1241,25 @@ fn any_summary() -> impl Strategy<Value = FlowSummary> {
             prop_oneof![3 => select(vec![1u8, 6, 17]), 1 => any::<u8>()],
         ),
         any::<u8>(),
-        select(vec![Fragment::None, Fragment::First, Fragment::NonFirst]),
+        (
+            select(vec![Fragment::None, Fragment::First, Fragment::NonFirst]),
+            any::<bool>(),
+        ),
         any::<bool>(),
         (port(), port(), tcp_flags()),
         any::<(u8, u8)>(),
         prop_oneof![3 => Just(20u16), 1 => any::<u16>()],
     )
         .prop_map(
-            |((src, dst, proto), dscp, fragment, l4, (sport, dport, tcp_flags), (it, ic), off)| {
+            |((src, dst, proto), dscp, (fragment, frag_offset_one), l4, ports, (it, ic), off)| {
+                let (sport, dport, tcp_flags) = ports;
                 FlowSummary {
                     src,
                     dst,
                     proto,
                     dscp,
                     fragment,
+                    frag_offset_one,
                     l4,
                     sport,
                     dport,
@@ -1283,6 +1288,7 @@ fn check_flow(l3: &[u8], meta: &PacketMeta, ct: u8) -> Result<(), TestCaseError>
     prop_assert!(s.dscp < 64);
     prop_assert_eq!(usize::from(s.l4_offset), ip.header_len());
     prop_assert!((20..=60).contains(&s.l4_offset) && usize::from(s.l4_offset) <= l3.len());
+    prop_assert_eq!(s.frag_offset_one, ip.frag_offset() == 8);
     match s.fragment {
         Fragment::NonFirst => {
             prop_assert!(ip.frag_offset() > 0);

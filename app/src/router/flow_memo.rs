@@ -115,10 +115,13 @@ impl FlowKey {
             return None;
         }
         let frag_word = u16::from_be_bytes([ip[6], ip[7]]);
-        // 0: not fragmented; 1: first fragment; 2: a later one (no L4).
+        // 0: not fragmented; 1: first fragment; 2: a later one (no L4);
+        // 3: a later one at offset 1, which hooks drop as RFC 1858's
+        // overlapping fragment where the others may pass.
         let frag = match (frag_word & 0x1fff, frag_word & 0x2000 != 0) {
             (0, false) => 0u64,
             (0, true) => 1,
+            (1, _) => 3,
             _ => 2,
         };
         let proto = ip[9];
@@ -128,7 +131,7 @@ impl FlowKey {
         // What the summary reads of the L4 header: TCP ports and flags,
         // UDP ports, ICMP type, code and (echo) identifier.
         let (l4, flags, ok) = match proto {
-            _ if frag == 2 => (0, 0, false),
+            _ if frag >= 2 => (0, 0, false),
             proto::TCP if l4_len >= TCP_MIN => (l4 & 0xffff_ffff, ip[33], true),
             proto::UDP if l4_len >= UDP_ICMP_MIN => (l4 & 0xffff_ffff, 0, true),
             proto::ICMP if l4_len >= UDP_ICMP_MIN => (l4 & 0xffff_0000_ffff, 0, true),
@@ -165,6 +168,7 @@ impl FlowKey {
                 1 => hooks::Fragment::First,
                 _ => hooks::Fragment::NonFirst,
             },
+            frag_offset_one: meta >> 40 & 3 == 3,
             l4: ok,
             l4_offset: 20,
             ..hooks::FlowSummary::default()
@@ -738,7 +742,7 @@ mod tests {
     fn shaped(shape: u8, bytes: &[u8]) -> Vec<u8> {
         let proto = [6, 17, 1, 47][usize::from(shape % 4)];
         let l4_len = [20usize, 8, 4, 0, 26][usize::from(shape / 4 % 5)];
-        let frag = [0u16, 0x2000, 0x0003, 0x4000][usize::from(shape / 20 % 4)];
+        let frag = [0u16, 0x2000, 0x0003, 0x4000, 0x2001][usize::from(shape / 20 % 5)];
         let mut f = frame(proto, 0, frag, &vec![0u8; l4_len]);
         // Over TOS, identification, TTL, checksum, addresses and the first
         // bytes of L4 (the protocol and fragment word come from `shape`).
@@ -760,7 +764,7 @@ mod tests {
         /// of the headers (so that many share a key), of every frame shape.
         #[test]
         fn frames_with_one_key_have_one_summary(
-            shape in 0u8..80,
+            shape in 0u8..100,
             bytes in proptest::collection::vec(any::<u8>(), 40),
             flips in proptest::collection::vec((14usize..60, 0u8..8), 1..4),
         ) {
@@ -787,7 +791,7 @@ mod tests {
         /// they would have parsed, for frames of every shape.
         #[test]
         fn a_key_gives_back_its_frames_summary(
-            shape in 0u8..80,
+            shape in 0u8..100,
             bytes in proptest::collection::vec(any::<u8>(), 40),
         ) {
             let f = shaped(shape, &bytes);

@@ -24,6 +24,7 @@ pub fn check_flow(l3: &[u8]) -> Option<FlowSummary> {
     assert_eq!((s.proto, s.dscp), (ip.protocol(), ip.dscp()));
     assert_eq!(usize::from(s.l4_offset), ip.header_len());
     assert!(usize::from(s.l4_offset) <= l3.len());
+    assert_eq!(s.frag_offset_one, ip.frag_offset() == 8);
     match s.fragment {
         Fragment::NonFirst => {
             assert!(ip.frag_offset() > 0);

@@ -23,7 +23,9 @@
 //! ([`crate::rules::flow_cache`]).
 
 use crate::flow::FlowSummary;
-use crate::rules::{flow_cache, parse_match, CachedClassifier, ClassifierBuilder, Key};
+use crate::rules::{
+    flow_cache, parse_match, CachedClassifier, ClassifierBuilder, FragmentGuard, Key,
+};
 use crate::wire::ethernet::ethertype;
 use crate::worker_counters::{CounterStore, WorkerCounters};
 use crate::{
@@ -82,6 +84,8 @@ impl ClassifyKind {
 pub struct Classify {
     classifier: CachedClassifier,
     actions: Vec<ClassifyAction>,
+    /// The fragments the rules cannot judge, dropped before them.
+    fragments: FragmentGuard,
     /// Per worker: packets that matched a rule, IPv4 packets that could
     /// not be read (they match no rule).
     counts: Arc<WorkerCounters<2>>,
@@ -100,6 +104,11 @@ impl Hook for Classify {
             }
             match FlowSummary::parse(p.l3()) {
                 Some(s) => {
+                    if let Some(r) = self.fragments.check(&s) {
+                        burst.forget_flow(i);
+                        burst.set_verdict(i, Verdict::Drop(r));
+                        continue;
+                    }
                     keys[n] = Key::new(&s, p.meta, 0);
                     idx[n] = i as u8;
                     n += 1;
@@ -247,6 +256,7 @@ impl HookKind for ClassifyKind {
         Ok(Arc::new(Classify {
             classifier: CachedClassifier::new(classifier, cx.workers, slots),
             actions,
+            fragments: FragmentGuard::for_rules(&rules),
             counts: self.counters.for_instance(cx),
         }))
     }
@@ -316,6 +326,36 @@ mod tests {
             ]
         );
         assert_eq!(stat(&*h, "matched"), 4);
+    }
+
+    /// A classify drop rule on a port is not passed by a tiny first
+    /// fragment or the fragment at offset 1 (RFC 1858), and a later
+    /// fragment matches no port rule.
+    #[test]
+    fn tiny_and_overlapping_fragments_do_not_pass_a_port_rule() {
+        let h = classify(
+            r#"
+            [[rule]]
+            proto = "tcp"
+            dport = 22
+            action = "drop"
+            "#,
+        );
+        let mut pkts = vec![
+            Pkt::new(tcp_fragment(A, B, 0, true, &tcp_ports_only(1024, 22))),
+            Pkt::new(tcp_fragment(A, B, 1, true, &[0, 0, 0, 0, 0x50, 0x02, 0, 0])),
+            Pkt::new(tcp_fragment(A, B, 2, false, &tcp_ports_only(1024, 22))),
+        ];
+        let v = run(&*h, HookPoint::Ingress, &mut pkts, 0);
+        assert_eq!(
+            v,
+            vec![
+                Verdict::Drop(DropReason::TinyFragment),
+                Verdict::Drop(DropReason::OverlappingFragment),
+                Verdict::Accept
+            ]
+        );
+        assert_eq!(stat(&*h, "matched"), 0);
     }
 
     #[test]

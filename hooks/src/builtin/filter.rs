@@ -37,7 +37,9 @@
 use crate::conntrack::{ConnTable, CtCommit, CtConfig, CtHint, CtState, CtStats};
 use crate::flow::FlowSummary;
 use crate::lease::Lease;
-use crate::rules::{flow_cache, parse_match, CachedClassifier, ClassifierBuilder, Key, MatchRule};
+use crate::rules::{
+    flow_cache, parse_match, CachedClassifier, ClassifierBuilder, FragmentGuard, Key, MatchRule,
+};
 use crate::rules::{CT_ESTABLISHED, CT_NEW as KEY_CT_NEW, CT_RELATED};
 use crate::worker_counters::{CounterStore, WorkerCounters};
 use crate::{
@@ -133,6 +135,8 @@ pub struct Filter {
     terminal_index: Vec<usize>,
     /// Count rules: config index and match.
     count_rules: Vec<(usize, MatchRule)>,
+    /// The fragments the rules cannot judge, dropped before them.
+    fragments: FragmentGuard,
     policy: Action,
     conntrack: Option<Arc<CtTables>>,
     counts: Arc<WorkerCounters<COUNTERS>>,
@@ -220,6 +224,11 @@ impl Hook for Filter {
                 }
                 continue;
             };
+            if let Some(r) = self.fragments.check(&s) {
+                burst.forget_flow(i);
+                burst.set_verdict(i, Verdict::Drop(r));
+                continue;
+            }
             if stateless {
                 keys[n] = Key::new(&s, p.meta, 0);
             } else {
@@ -604,11 +613,14 @@ impl HookKind for FilterKind {
         } else {
             None
         };
+        let fragments =
+            FragmentGuard::for_rules(terminal.iter().chain(count_rules.iter().map(|c| &c.1)));
         Ok(Arc::new(Filter {
             classifier: CachedClassifier::new(classifier, cx.workers, slots),
             actions,
             terminal_index,
             count_rules,
+            fragments,
             policy,
             conntrack,
             counts: self.counters.for_instance(cx),
@@ -731,6 +743,70 @@ mod tests {
         assert_eq!(v, vec![DROP_RULE, Verdict::Accept, Verdict::Accept]);
         // rule 1 counts both UDP packets; rule 3 only the one rule 2 did not take.
         assert_eq!(stat(&*h, "counted"), 3);
+    }
+
+    /// RFC 1858 with a rule `proto tcp dport 22 drop` under policy accept:
+    /// the ports in a first fragment of 8 bytes, the flags in the one at
+    /// offset 1. Netfilter drops both; so does the filter, under reasons
+    /// of their own, and a later fragment past the header gets the policy.
+    #[test]
+    fn tiny_and_overlapping_fragments_do_not_pass_a_port_rule() {
+        let k = kind();
+        let ssh_drop = r#"
+            policy = "accept"
+            [[rule]]
+            proto = "tcp"
+            dport = 22
+            action = "drop"
+            "#;
+        let h = build(&k, HookPoint::Egress, ssh_drop);
+        let mut full = [0u8; 20];
+        full[..8].copy_from_slice(&tcp_ports_only(1024, 22));
+        full[12] = 0x50;
+        full[13] = SYN;
+        let mut pkts = vec![
+            Pkt::new(tcp_fragment(A, B, 0, true, &tcp_ports_only(1024, 22))),
+            Pkt::new(tcp_fragment(A, B, 1, true, &full[8..16])),
+            Pkt::new(tcp_fragment(A, B, 2, false, &[0; 8])),
+            Pkt::new(tcp_fragment(A, B, 0, true, &full)),
+            Pkt::new(tcp(A, B, 1024, 22, SYN)),
+            Pkt::new(tcp(A, B, 1024, 80, SYN)),
+        ];
+        let v = run(&*h, HookPoint::Egress, &mut pkts, 0);
+        let tiny = Verdict::Drop(DropReason::TinyFragment);
+        let overlap = Verdict::Drop(DropReason::OverlappingFragment);
+        assert_eq!(
+            v,
+            vec![
+                tiny,
+                overlap,
+                Verdict::Accept,
+                DROP_RULE,
+                DROP_RULE,
+                Verdict::Accept
+            ]
+        );
+        assert_eq!(stat(&*h, "policy_accepted"), 2);
+        // Stateful, the same: dropped before the connection table.
+        let stateful = format!("stateful = true\n{ssh_drop}");
+        let h = build(&kind(), HookPoint::Egress, &stateful);
+        let mut pkts = pkts[..3].to_vec();
+        let v = run(&*h, HookPoint::Egress, &mut pkts, 0);
+        assert_eq!(v, vec![tiny, overlap, Verdict::Accept]);
+        // Rules that read no ports leave fragments to the rules, as
+        // netfilter without a TCP match does.
+        let h = build(
+            &kind(),
+            HookPoint::Egress,
+            r#"
+            policy = "accept"
+            [[rule]]
+            src = "10.9.0.0/16"
+            action = "drop"
+            "#,
+        );
+        let v = run(&*h, HookPoint::Egress, &mut pkts, 0);
+        assert_eq!(v, vec![Verdict::Accept; 3]);
     }
 
     /// Packets for the replay tests: every outcome a stateless filter

@@ -52,6 +52,28 @@ pub fn icmp_echo(src: [u8; 4], dst: [u8; 4], ty: u8, id: u16) -> Vec<u8> {
     frame(src, dst, 1, &l4)
 }
 
+/// A fragment of a TCP segment from `src` to `dst`: `l4` bytes of it at
+/// `offset` (in 8-byte units), more fragments following if `more`. The
+/// RFC 1858 pair: an offset-0 fragment with the ports and no flags, and
+/// one at offset 1 carrying the flags.
+pub fn tcp_fragment(src: [u8; 4], dst: [u8; 4], offset: u16, more: bool, l4: &[u8]) -> Vec<u8> {
+    let mut f = frame(src, dst, 6, l4);
+    let word = offset | if more { 0x2000 } else { 0 };
+    f[20..22].copy_from_slice(&word.to_be_bytes());
+    f[24..26].fill(0);
+    let c = checksum::checksum(&f[14..34]);
+    f[24..26].copy_from_slice(&c.to_be_bytes());
+    f
+}
+
+/// The first 8 bytes of a TCP header from `sport` to `dport`: the ports
+/// and sequence number, no flags.
+pub fn tcp_ports_only(sport: u16, dport: u16) -> [u8; 8] {
+    let [a, b] = sport.to_be_bytes();
+    let [c, d] = dport.to_be_bytes();
+    [a, b, c, d, 0, 0, 0, 1]
+}
+
 /// A test packet: frame bytes and the metadata the pipeline would give it.
 #[derive(Clone, Debug)]
 pub struct Pkt {

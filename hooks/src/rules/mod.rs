@@ -12,9 +12,12 @@
 //!   `rte_acl`.
 //! - [`flow_cache`]: a per-worker exact-match cache in front of a
 //!   classifier ([`CachedClassifier`]).
+//! - [`fragment`]: the fragments rules cannot judge (RFC 1858), dropped
+//!   before them ([`FragmentGuard`]).
 
 pub mod classifier;
 pub mod flow_cache;
+pub mod fragment;
 pub mod key;
 pub mod parse;
 pub mod rule;
@@ -23,6 +26,7 @@ pub use classifier::{
     validate_rules, Classifier, ClassifierBuilder, LinearBuilder, LinearClassifier,
 };
 pub use flow_cache::{CacheStats, CachedClassifier};
+pub use fragment::FragmentGuard;
 pub use key::{CtBits, Key, CT_ALL, CT_ESTABLISHED, CT_NEW, CT_RELATED, FLAG_L4};
 pub use parse::{parse_match, MATCH_KEYS};
 pub use rule::{MatchRule, Prefix};

@@ -842,15 +842,26 @@ impl Role {
     fn may_drop_with(self, r: DropReason) -> bool {
         match self {
             Role::Accept | Role::Thief => false,
-            Role::Classify => r == DropReason::ClassifyRule,
+            Role::Classify => matches!(r, DropReason::ClassifyRule) || is_rfc1858(r),
             // A stateful filter drops a blind RST whatever its rules say.
-            Role::Filter { .. } => matches!(
-                r,
-                DropReason::FilterRule | DropReason::FilterPolicy | DropReason::CtInvalid
-            ),
+            Role::Filter { .. } => {
+                matches!(
+                    r,
+                    DropReason::FilterRule | DropReason::FilterPolicy | DropReason::CtInvalid
+                ) || is_rfc1858(r)
+            }
             Role::Policer => r == DropReason::Policed,
         }
     }
+}
+
+/// The fragments a hook whose rules read ports drops before its rules
+/// (`rules::FragmentGuard`).
+fn is_rfc1858(r: DropReason) -> bool {
+    matches!(
+        r,
+        DropReason::TinyFragment | DropReason::OverlappingFragment
+    )
 }
 
 struct Named {

@@ -28,7 +28,7 @@ struct Dnat;
 impl Hook for Dnat {
     fn process(&self, _cx: &HookContext, burst: &mut HookBurst<'_, '_>) {
         burst.for_each_accepted(|_, p| {
-            let l3 = usize::from(p.meta.l3_offset);
+            let l3 = usize::from(p.meta().l3_offset);
             let ip = p.data().get(l3..l3 + 24)?;
             if ip[9] != 17 || ip[22..24] != [0, 53] || ip[16..20] == DNS_SERVER {
                 return None;

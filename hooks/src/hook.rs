@@ -6,10 +6,10 @@ use crate::HookBurst;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum HookPoint {
     /// After L2 type translation, before routing, per input port (like tc
-    /// clsact ingress). `meta.out_port` and `meta.next_hop` are not set yet.
+    /// clsact ingress). `meta().out_port` and `meta().next_hop` are not set yet.
     Ingress,
     /// After routing, before neighbour output, per output port (like the
-    /// netfilter egress hook). `meta.out_port` and `meta.next_hop` are set;
+    /// netfilter egress hook). `meta().out_port` and `meta().next_hop` are set;
     /// the frame still has its input Ethernet header (the output header is
     /// written by the neighbour stage after the chain).
     Egress,
@@ -52,6 +52,11 @@ pub struct HookContext {
 /// that reached this point still accepted. A hook sets verdicts through the
 /// burst; packets it leaves alone are accepted. A hook must not panic on any
 /// input bytes: a property test feeds every built-in hook arbitrary bytes.
+///
+/// At either point a hook may change a packet's mark and class and its
+/// frame's bytes, nothing else ([`HookPacket`](crate::HookPacket) is the
+/// view that says so): the metadata the pipeline routes by is read-only to
+/// it, and a frame it wrote is checked again before it is routed or sent.
 pub trait Hook: Send + Sync {
     /// One burst. Called from several workers at once (each with its own
     /// `cx.worker`), so per-worker state lives behind `cx.worker`.
@@ -69,13 +74,13 @@ pub trait Hook: Send + Sync {
     /// its answer per flow and not call it for a packet of a flow it has
     /// answered (the router's flow memo). A flow-pure hook promises:
     ///
-    /// - its verdict and its changes to `meta` are a function of the
-    ///   packet's [`FlowSummary`](crate::FlowSummary), of `meta` (ports,
+    /// - its verdict and its changes to the mark and class are a function
+    ///   of the packet's [`FlowSummary`](crate::FlowSummary), of `meta()` (ports,
     ///   mark, class, VLAN, packet type; not `next_hop`, which a route
     ///   change may move within one output port), of `cx.point` and
     ///   `cx.port`, and of its configuration: not of the time, of other
     ///   bytes of the frame, or of the packets before;
-    /// - its changes to `meta` matter only to the hooks after it: on a
+    /// - its changes to the mark and class matter only to the hooks after it: on a
     ///   remembered flow they are not made (the memo answers for every
     ///   hook of both points, and the burst leaves without its metadata);
     /// - it never changes the frame's bytes and never steals;

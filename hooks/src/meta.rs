@@ -1,4 +1,5 @@
-//! Per-packet metadata: filled by the pipeline stages, read by hooks. It lives in
+//! Per-packet metadata: filled by the pipeline stages, read by hooks (which
+//! write only the mark and the class, through `HookPacket`). It lives in
 //! the mbuf's private area (`rte_pktmbuf_priv_size`), so its size is fixed and
 //! small: one 32-byte block, half a cache line.
 

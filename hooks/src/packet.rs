@@ -12,13 +12,50 @@ pub const NO_TOKEN: u32 = u32::MAX;
 pub const MAX_BURST: usize = 64;
 
 /// One packet as a hook sees it: the frame from its Ethernet header on, and
-/// the metadata the pipeline filled in (`meta.l3_offset` is where the IPv4
-/// header starts). The bytes are only 2-byte aligned: read them through the
-/// [`wire`](crate::wire) views, never by casting to a struct.
+/// the metadata the pipeline filled in ([`PacketMeta::l3_offset`] is where
+/// the IPv4 header starts). The bytes are only 2-byte aligned: read them
+/// through the [`wire`](crate::wire) views, never by casting to a struct.
+///
+/// What a hook may change is exactly what this view lets it write, as a
+/// kernel hook gets an `skb` whose routing state it cannot touch:
+///
+/// - the mark and the class ([`HookPacket::set_mark`],
+///   [`HookPacket::set_class`]), which later hooks and the rules read;
+/// - the frame's bytes ([`HookPacket::data_mut`]), not its length: a frame
+///   written is checked again by the pipeline (the IPv4 header, as the ip
+///   stage checks it, checksum computed) before it is routed or sent, and
+///   dropped under that check's reason if a hook broke it.
+///
+/// Everything else of the metadata (ports, L3 offset, protocol, VLAN,
+/// packet type, next hop) is the pipeline's and read-only here: the field
+/// is private and [`HookPacket::meta`] gives a shared reference.
+///
+/// ```compile_fail
+/// # use hooks::{HookPacket, PacketMeta};
+/// # let (mut frame, mut meta) = ([0u8; 60], PacketMeta::default());
+/// let mut p = HookPacket::new(&mut frame, &mut meta);
+/// p.meta().l3_offset = 4; // error: behind a `&` reference
+/// ```
+///
+/// ```compile_fail
+/// # use hooks::{HookPacket, PacketMeta};
+/// # let (mut frame, mut meta) = ([0u8; 60], PacketMeta::default());
+/// let mut p = HookPacket::new(&mut frame, &mut meta);
+/// p.meta.out_port = 7; // error: field `meta` is private
+/// ```
+///
+/// ```
+/// # use hooks::{HookPacket, PacketMeta};
+/// # let (mut frame, mut meta) = ([0u8; 60], PacketMeta::default());
+/// let mut p = HookPacket::new(&mut frame, &mut meta);
+/// p.set_mark(7);
+/// p.set_class(2);
+/// assert_eq!((p.meta().mark, p.meta().class, p.meta().next_hop), (7, 2, 0));
+/// ```
 #[derive(Debug)]
 pub struct HookPacket<'p> {
     data: &'p mut [u8],
-    pub meta: &'p mut PacketMeta,
+    meta: &'p mut PacketMeta,
     /// Whether a hook asked for the bytes to change them.
     written: bool,
     /// The flow-pure hook's token of its answer (see
@@ -27,6 +64,9 @@ pub struct HookPacket<'p> {
 }
 
 impl<'p> HookPacket<'p> {
+    /// The view the pipeline hands its hooks over a frame and its
+    /// metadata (which the pipeline keeps writing; the hooks only read it
+    /// but for the mark and the class).
     pub fn new(data: &'p mut [u8], meta: &'p mut PacketMeta) -> Self {
         HookPacket {
             data,
@@ -42,9 +82,9 @@ impl<'p> HookPacket<'p> {
         self.data
     }
 
-    /// The frame's bytes, to change them. Marks the packet written: the
-    /// pipeline checks a written frame again before it acts on what it
-    /// read of the frame before the hooks.
+    /// The frame's bytes, to change them (not their length). Marks the
+    /// packet written: the pipeline checks a written frame's IPv4 header
+    /// again, checksum included, before it routes or sends it.
     #[inline]
     pub fn data_mut(&mut self) -> &mut [u8] {
         self.written = true;
@@ -57,8 +97,28 @@ impl<'p> HookPacket<'p> {
         self.written
     }
 
-    /// The L3 (IPv4) bytes: from `meta.l3_offset` to the end of the frame;
-    /// empty when the offset is beyond the frame.
+    /// The metadata the pipeline filled in, read-only: a hook changes only
+    /// the mark and the class, through [`HookPacket::set_mark`] and
+    /// [`HookPacket::set_class`].
+    #[inline(always)]
+    pub fn meta(&self) -> &PacketMeta {
+        self.meta
+    }
+
+    /// Set the packet's mark (like the kernel's `skb->mark`).
+    #[inline(always)]
+    pub fn set_mark(&mut self, mark: u32) {
+        self.meta.mark = mark;
+    }
+
+    /// Set the packet's traffic class.
+    #[inline(always)]
+    pub fn set_class(&mut self, class: u16) {
+        self.meta.class = class;
+    }
+
+    /// The L3 (IPv4) bytes: from `meta().l3_offset` to the end of the
+    /// frame; empty when the offset is beyond the frame.
     pub fn l3(&self) -> &[u8] {
         self.data
             .get(usize::from(self.meta.l3_offset)..)
@@ -258,6 +318,34 @@ mod tests {
         assert_eq!(b.verdict(1), Some(Verdict::Drop(DropReason::FilterRule)));
         let _ = b;
         assert_eq!(v[0], Verdict::Accept, "new() resets verdicts to accept");
+    }
+
+    /// A hook that changes everything the view lets it: the mark, the
+    /// class and the bytes. The pipeline's routing state (L3 offset,
+    /// ports, next hop, protocol, VLAN, packet type) comes out as it went
+    /// in; there is no way to write it (see the `compile_fail` examples of
+    /// [`HookPacket`]).
+    #[test]
+    fn a_hook_changes_only_mark_class_and_bytes() {
+        let mut frame = [0u8; 60];
+        let mut meta = PacketMeta::received_on(2);
+        meta.out_port = 1;
+        meta.l3_offset = 14;
+        meta.next_hop = 0x0a00_0202;
+        meta.protocol = 0x0800;
+        let before = meta;
+        let mut p = HookPacket::new(&mut frame, &mut meta);
+        p.set_mark(0xdead);
+        p.set_class(9);
+        p.data_mut()[14] = 0x4f;
+        assert!(p.written());
+        assert_eq!(p.meta().mark, 0xdead);
+        assert_eq!(p.l3()[0], 0x4f);
+        let _ = p;
+        assert_eq!(frame[14], 0x4f);
+        let mut want = before;
+        (want.mark, want.class) = (0xdead, 9);
+        assert_eq!(meta, want);
     }
 
     #[test]

@@ -99,7 +99,7 @@ impl Hook for Classify {
         let mut unparsed = 0;
         for i in burst.accepted() {
             let Some(p) = burst.packet(i) else { continue };
-            if p.meta.protocol != ethertype::IPV4 {
+            if p.meta().protocol != ethertype::IPV4 {
                 continue;
             }
             match FlowSummary::parse(p.l3()) {
@@ -109,7 +109,7 @@ impl Hook for Classify {
                         burst.set_verdict(i, Verdict::Drop(r));
                         continue;
                     }
-                    keys[n] = Key::new(&s, p.meta, 0);
+                    keys[n] = Key::new(&s, p.meta(), 0);
                     idx[n] = i as u8;
                     n += 1;
                 }
@@ -139,10 +139,10 @@ impl Hook for Classify {
                 ClassifyAction::Set { mark, class } => {
                     if let Some(p) = burst.packet_mut(i) {
                         if let Some(m) = mark {
-                            p.meta.mark = m;
+                            p.set_mark(m);
                         }
                         if let Some(c) = class {
-                            p.meta.class = c;
+                            p.set_class(c);
                         }
                     }
                 }

@@ -230,7 +230,7 @@ impl Hook for Filter {
                 continue;
             }
             if stateless {
-                keys[n] = Key::new(&s, p.meta, 0);
+                keys[n] = Key::new(&s, p.meta(), 0);
             } else {
                 sums[n] = s;
             }
@@ -268,7 +268,7 @@ impl Hook for Filter {
                     None => 0,
                 };
                 if let Some(p) = burst.packet(usize::from(idx[k])) {
-                    keys[k] = Key::new(&sums[k], p.meta, ct);
+                    keys[k] = Key::new(&sums[k], p.meta(), ct);
                 }
             }
         }

@@ -7,6 +7,7 @@
 
 use super::stages::{Scratch, Verdict};
 use crate::dpdk::{tsc, Mbuf, BURST_SIZE};
+use crate::stage::ip::{ipv4_input, CsumFlag};
 use arrayvec::ArrayVec;
 use hooks::{Chain, HookBurst, HookContext, HookPacket, HookPoint, HookSet, PacketMeta};
 
@@ -35,7 +36,8 @@ pub fn now_ns(ns_per_tick: u64) -> u64 {
 /// Run the chain at `cx.point` of `cx.port` (which has hooks): at ingress
 /// over the packets l2 let through, at egress over the packets routed to
 /// that port (the fast lane's burst, which leaves by that one port).
-/// Returns whether a hook asked to change a frame's bytes. With `record`,
+/// Returns whether a hook asked to change a frame's bytes (the frames were
+/// then checked again, and a broken one dropped). With `record`,
 /// the hooks' tokens are kept in the flow memo's burst for the point, by
 /// packet (or the burst is not recorded, if the chain saw a subset).
 #[inline(never)]
@@ -85,8 +87,7 @@ pub fn egress(
                 now_ns: now_ns(ns_per_tick),
                 ..cx
             };
-            // The neigh stage reads nothing of the frame the hooks may
-            // have changed: no need to know.
+            // A frame a hook wrote was checked again in the chain's run.
             let _written = run_chain(chain, cx, mbufs, s, at_egress, false);
         }
     }
@@ -146,7 +147,39 @@ fn run_chain(
             hooks::Verdict::Stolen => s.verdicts[i] = Verdict::Stolen(cx.point, log.owner[k]),
         }
     }
-    pkts.iter().any(|p| p.written())
+    let written = pkts.iter().any(|p| p.written());
+    drop(pkts);
+    if written {
+        check_written(cx.point, mbufs, s, &idx);
+    }
+    written
+}
+
+/// After a chain that asked to change frames: check each packet it saw and
+/// still lets through as the ip stage checks a header (version, IHL,
+/// checksum computed, total length within the frame), at the L3 offset the
+/// hooks could not move, and drop a frame a hook broke under that check's
+/// reason. At ingress the ip stage would trust the NIC's checksum flag,
+/// which speaks of the bytes before the hooks; at egress nothing after the
+/// chain reads the IPv4 header again. Every packet the chain saw is
+/// checked, not only those marked written: cold, once per burst with a
+/// write.
+#[cold]
+#[inline(never)]
+fn check_written(point: HookPoint, mbufs: &[Mbuf], s: &mut Scratch, idx: &[u8]) {
+    for &i in idx {
+        let i = usize::from(i);
+        let routable = match point {
+            HookPoint::Ingress => s.verdicts[i] == Verdict::Ipv4,
+            HookPoint::Egress => matches!(s.verdicts[i], Verdict::Neigh(_)),
+        };
+        let Some(m) = mbufs.get(i).filter(|_| routable) else {
+            continue;
+        };
+        if let Err(r) = ipv4_input(m.data(), &s.metas[i], CsumFlag::Unknown) {
+            s.verdicts[i] = Verdict::Drop(r);
+        }
+    }
 }
 
 /// Hand a stolen packet to the hook that stole it (entry `entry` of the

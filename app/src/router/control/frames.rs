@@ -99,7 +99,11 @@ pub fn echo_reply_in_place(frame: &mut [u8], our_mac: [u8; 6]) -> Result<(), Ech
         return Err(EchoError::Invalid);
     }
     let (src, dst) = (ip.src_addr(), ip.dst_addr());
-    let icmp_bytes = &mut ip.into_inner()[header_len..total];
+    // The total length may claim more than the frame holds (the caller
+    // trims to it, but this must not panic on any bytes).
+    let Some(icmp_bytes) = ip.into_inner().get_mut(header_len..total) else {
+        return Err(EchoError::Invalid);
+    };
     let Ok(mut msg) = IcmpPacket::new_checked(icmp_bytes) else {
         return Err(EchoError::Invalid);
     };
@@ -285,6 +289,20 @@ mod tests {
         let mut short = ip_packet(1, &[8, 0, 0], 64);
         assert_eq!(
             echo_reply_in_place(&mut short, OUR_MAC),
+            Err(EchoError::Invalid)
+        );
+    }
+
+    /// Found by the control_frames fuzz target: a total length past the
+    /// frame's end panicked (slice out of range) instead of being refused.
+    #[test]
+    fn an_echo_request_longer_than_its_frame_is_refused() {
+        let mut f = echo_request();
+        let mut ip = Ipv4Packet::new_checked(&mut f[HEADER_LEN..]).unwrap();
+        ip.set_total_len(84);
+        ip.fill_checksum();
+        assert_eq!(
+            echo_reply_in_place(&mut f, OUR_MAC),
             Err(EchoError::Invalid)
         );
     }

@@ -95,7 +95,7 @@ pub fn echo_reply_in_place(frame: &mut [u8], our_mac: [u8; 6]) -> Result<(), Ech
     };
     let header_len = ip.header_len();
     let total = usize::from(ip.total_len());
-    if ip.frag_offset() != 0 || ip.more_frags() || total < header_len {
+    if ip.version() != 4 || ip.frag_offset() != 0 || ip.more_frags() || total < header_len {
         return Err(EchoError::Invalid);
     }
     let (src, dst) = (ip.src_addr(), ip.dst_addr());
@@ -301,6 +301,22 @@ mod tests {
         let mut ip = Ipv4Packet::new_checked(&mut f[HEADER_LEN..]).unwrap();
         ip.set_total_len(84);
         ip.fill_checksum();
+        assert_eq!(
+            echo_reply_in_place(&mut f, OUR_MAC),
+            Err(EchoError::Invalid)
+        );
+    }
+
+    /// Found by the control_frames fuzz target: a version 9 header was
+    /// answered with a version 9 reply (the ip stage refuses one before it
+    /// is punted, but the builder must not emit an invalid frame).
+    #[test]
+    fn an_echo_request_not_of_version_4_is_refused() {
+        let mut f = echo_request();
+        f[HEADER_LEN] = 0x95;
+        Ipv4Packet::new_checked(&mut f[HEADER_LEN..])
+            .unwrap()
+            .fill_checksum();
         assert_eq!(
             echo_reply_in_place(&mut f, OUR_MAC),
             Err(EchoError::Invalid)

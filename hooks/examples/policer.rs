@@ -21,7 +21,11 @@
 //! ```
 //!
 //! Packets from a source in none of the prefixes pass untouched; IPv4
-//! packets over their prefix's rate are dropped as `policed`.
+//! packets over their prefix's rate are dropped as `policed`. Like every
+//! hook it reads the packet through its view (`p.l3()`, `p.meta()`) and
+//! sets verdicts; the mark and the class (`set_mark`, `set_class`) and the
+//! frame's bytes (`data_mut`, checked again by the router) are all a hook
+//! may change.
 
 use hooks::{
     BuildContext, DropReason, FlowSummary, Hook, HookArgs, HookBuildError, HookBurst, HookContext,

@@ -29,7 +29,7 @@ pub struct Plain {
 }
 
 /// A port's MAC as the low 48 bits of a little-endian word, to compare with
-/// a frame's first 8 bytes masked with [`DST_AND_SOURCE_GROUP`]; a
+/// a frame's first 8 bytes masked with `DST_AND_SOURCE_GROUP`; a
 /// multicast MAC (never a port's) maps to a value no frame matches.
 pub fn mac_word(mac: &[u8; 6]) -> u64 {
     if mac[0] & 1 != 0 {

@@ -11,11 +11,11 @@
 
 use arbitrary::Arbitrary;
 use fastpath::neigh::store_header;
-use fastpath::stage::ip::{
-    ipv4_forward_ttl, ipv4_forward_ttl_fixed, ipv4_input, is_martian_source, CsumFlag, Ipv4Ok,
-};
+use fastpath::stage::ip::{ipv4_forward_ttl, ipv4_forward_ttl_fixed, ipv4_input, CsumFlag, Ipv4Ok};
 use fastpath::stage::l2::{eth_type_trans, packet_type};
-use fastpath::stage::plain::{forward_plain, mac_word, plain_ipv4, plain_meta, route_plain, Plain};
+use fastpath::stage::plain::{
+    forward_plain, mac_word, plain_ipv4, plain_meta, route_plain, staged_reference,
+};
 use hooks::wire::checksum;
 use hooks::wire::ethernet::{ethertype, HEADER_LEN, MIN_FRAME_LEN};
 use hooks::wire::Ipv4Packet;
@@ -244,35 +244,13 @@ fn check_forward_ttl(frame: &[u8], l3: usize) {
     }
 }
 
-/// The stages' decision restricted to what the lane takes (the reference
-/// of `stage::plain`'s property test).
-fn staged(frame: &[u8], port_mac: &[u8; 6], csum: CsumFlag) -> Option<Plain> {
-    let mut meta = PacketMeta::received_on(0);
-    eth_type_trans(frame, port_mac, &mut meta).ok()?;
-    if meta.packet_type != PacketType::Host
-        || meta.protocol != ethertype::IPV4
-        || meta.vlan != 0
-        || meta.l3_offset != HEADER_LEN as u16
-    {
-        return None;
-    }
-    let ok = ipv4_input(frame, &meta, csum).ok()?;
-    if is_martian_source(ok.src) || ok.ttl <= 1 || ok.l4_offset != 34 {
-        return None;
-    }
-    Some(Plain {
-        dst: u32::from(ok.dst),
-        total_len: ok.trimmed_len - HEADER_LEN as u16,
-    })
-}
-
 /// The fast lane takes what the stages would forward plainly, gives it
 /// l2's metadata, and writes the bytes the stages write.
 fn check_lane(frame: &[u8], port_mac: &[u8; 6], port: u16, csum: CsumFlag, words: [u64; 2]) {
     let plain = plain_ipv4(frame, mac_word(port_mac), csum);
     assert_eq!(
         plain,
-        staged(frame, port_mac, csum),
+        staged_reference(frame, port_mac, csum),
         "lane and stages disagree"
     );
     if plain.is_none() {

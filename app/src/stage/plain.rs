@@ -138,11 +138,36 @@ pub fn plain_meta(port: u16) -> PacketMeta {
     meta
 }
 
+/// What the stages decide for `frame`, restricted to what the lane takes:
+/// an IPv4 packet to us (l2 host, untagged, no IP options) with a valid
+/// header, TTL above 1 and a source that is not martian; `Some((dst, total
+/// length))`. The plain reference the lane is held against, in the property
+/// test below and in the stages fuzz target.
+pub fn staged_reference(frame: &[u8], port_mac: &[u8; 6], csum: CsumFlag) -> Option<Plain> {
+    use super::ip::{ipv4_input, is_martian_source};
+    let mut meta = PacketMeta::received_on(0);
+    super::l2::eth_type_trans(frame, port_mac, &mut meta).ok()?;
+    if meta.packet_type != PacketType::Host
+        || meta.protocol != ethertype::IPV4
+        || meta.vlan != 0
+        || meta.l3_offset != HEADER_LEN as u16
+    {
+        return None;
+    }
+    let ok = ipv4_input(frame, &meta, csum).ok()?;
+    if is_martian_source(ok.src) || ok.ttl <= 1 || ok.l4_offset != 34 {
+        return None;
+    }
+    Some(Plain {
+        dst: u32::from(ok.dst),
+        total_len: ok.trimmed_len - HEADER_LEN as u16,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::neigh::store_header;
-    use crate::stage::ip::{ipv4_input, is_martian_source};
     use crate::stage::l2::eth_type_trans;
     use hooks::wire::checksum;
     use proptest::prelude::*;
@@ -150,28 +175,8 @@ mod tests {
     const MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
     const CSUMS: [CsumFlag; 3] = [CsumFlag::Unknown, CsumFlag::Good, CsumFlag::Bad];
 
-    /// What the stages decide for `frame`, restricted to what the fast lane
-    /// takes: forwardable by l2 and ip (host, IPv4, header checks, TTL > 1,
-    /// source not martian), untagged and without IP options. `Some((dst,
-    /// total length))`.
     fn staged(frame: &[u8], csum: CsumFlag) -> Option<Plain> {
-        let mut meta = PacketMeta::received_on(0);
-        eth_type_trans(frame, &MAC, &mut meta).ok()?;
-        if meta.packet_type != PacketType::Host
-            || meta.protocol != ethertype::IPV4
-            || meta.vlan != 0
-            || meta.l3_offset != HEADER_LEN as u16
-        {
-            return None;
-        }
-        let ok = ipv4_input(frame, &meta, csum).ok()?;
-        if is_martian_source(ok.src) || ok.ttl <= 1 || ok.l4_offset != 34 {
-            return None;
-        }
-        Some(Plain {
-            dst: u32::from(ok.dst),
-            total_len: ok.trimmed_len - HEADER_LEN as u16,
-        })
+        staged_reference(frame, &MAC, csum)
     }
 
     /// Ethernet to MAC + IPv4 (IHL 5, TTL 64, UDP, right checksum) with

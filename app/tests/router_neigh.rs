@@ -10,9 +10,10 @@
 //! rounds: a neighbour's reply is placed after the packets that make us ask.
 
 mod common;
-use common::frames::{eth, ipv4, HOST_A_MAC as HOST_A, PCAP0_MAC as MAC0, PCAP1_MAC as MAC1};
+use common::frames::{
+    eth, ipv4, routed, HOST_A_MAC as HOST_A, PCAP0_MAC as MAC0, PCAP1_MAC as MAC1,
+};
 use common::*;
-use hooks::wire::checksum;
 
 /// Frames per round of the worker's poll of one port.
 const ROUND: usize = 32;
@@ -66,21 +67,6 @@ fn udp_in(port_mac: [u8; 6], src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
     ));
     f.resize(60, 0);
     f
-}
-
-/// What the untagged UDP frame `f` looks like routed out of a port with MAC
-/// `from` to the neighbour `to`.
-fn routed(f: &[u8], from: [u8; 6], to: [u8; 6]) -> Vec<u8> {
-    let mut out = eth(to, from, 0x0800);
-    let mut ip = f[14..].to_vec();
-    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-    ip.truncate(total);
-    ip[8] -= 1;
-    ip[10..12].fill(0);
-    let c = checksum::checksum(&ip[..20]);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    out.extend(ip);
-    out
 }
 
 fn count(frames: &[Vec<u8>], f: &[u8]) -> usize {

@@ -55,18 +55,9 @@ fn udp_to(dst: [u8; 4], ttl: u8) -> Vec<u8> {
     f
 }
 
-/// What `frame` (untagged, IP at 14) looks like routed to `neigh`.
+/// What `frame` (untagged, IP at 14) looks like routed out of port 1 to `neigh`.
 fn routed(frame: &[u8], neigh: [u8; 6]) -> Vec<u8> {
-    let mut out = eth(neigh, MAC1, 0x0800);
-    let mut ip = frame[14..].to_vec();
-    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-    ip.truncate(total);
-    ip[8] -= 1;
-    ip[10..12].fill(0);
-    let c = checksum::checksum(&ip[..20]);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    out.extend(ip);
-    out
+    common::frames::routed(frame, MAC1, neigh)
 }
 
 /// A UDP frame with 8 bytes of IP payload to `dst` with TTL 9, padded

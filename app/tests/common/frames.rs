@@ -69,3 +69,19 @@ pub fn tcp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, flags: u8) -> Vec
     f.extend(ipv4(src, dst, 64, 6, &l4));
     padded(f)
 }
+
+/// What the untagged frame `f` (IPv4 at 14) looks like routed out of a port
+/// with MAC `from` to the neighbour `to`: new Ethernet header, padding
+/// trimmed, TTL - 1, checksum recomputed.
+pub fn routed(f: &[u8], from: [u8; 6], to: [u8; 6]) -> Vec<u8> {
+    let mut out = eth(to, from, 0x0800);
+    let mut ip = f[14..].to_vec();
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    ip.truncate(total);
+    ip[8] -= 1;
+    ip[10..12].fill(0);
+    let c = checksum::checksum(&ip[..20]);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    out.extend(ip);
+    out
+}

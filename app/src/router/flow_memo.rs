@@ -50,10 +50,10 @@ pub const MAX_SLOTS: usize = 1 << 20;
 
 /// Packets per hit-rate window, and the bypass after a poor one: a
 /// worker that answered fewer than 3 packets in 4 from the memo stops
-/// looking for this many bursts (the memo then costs nothing): the splits
-/// around its misses cost more than its runs save (measured on case (4)'s
-/// hooks: at 56 % answered it forwarded 13-25 % fewer packets than no
-/// memo, at 87 % a third more). The window is short and the bypass long
+/// looking for this many bursts (the memo then costs nothing): below that
+/// share, the splits around its misses cost more than its runs save
+/// (bench/RESULTS.md, the flow memo's section, has the measurements). The
+/// window is short and the bypass long
 /// so that such traffic pays for the window rarely. A run counts as
 /// answered when the lane sent it ([`FlowMemo::answered`]).
 const WINDOW: u32 = 8 * 1024;
@@ -1262,9 +1262,7 @@ mod tests {
 
     #[test]
     fn a_memo_four_times_its_flows_holds_nearly_all_of_them() {
-        // Cuckoo paths on record. With two slots per flow and none moved,
-        // case (6)'s 100,000 flows in 262,144 slots were answered 92 %
-        // (measured; one move, 97 %). Here, 10,000 flows in 32,768 slots,
+        // Cuckoo paths on record. Here, 10,000 flows in 32,768 slots,
         // deterministic: with paths of up to MAX_KICKS = 4 moves 9 of 313
         // bursts miss on the second pass and 9,999 flows are held at the
         // end; with one move 65 and 9,981; with none 136 and 9,920.

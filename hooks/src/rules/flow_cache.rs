@@ -5,10 +5,10 @@
 //! cache), and the answer depends on nothing but the key, so a hit is the
 //! classifier's answer, never a stale one.
 //!
-//! Why: DPDK's ACL costs 50-70 cycles per packet at 1,000 rules on the
-//! benchmark host whatever the traffic; most traffic is a few flows at a
-//! time, and a hit costs a hash, one slot read and a 32-byte compare. The
-//! misses of a burst go to the classifier in one call.
+//! Why: DPDK's ACL costs the same per packet whatever the traffic; most
+//! traffic is a few flows at a time, and a hit costs only a hash, one slot
+//! read and a 32-byte compare (bench/RESULTS.md, hooks, has the figures).
+//! The misses of a burst go to the classifier in one call.
 //!
 //! Traffic of many more flows than slots (e.g. 100,000 flows in turn)
 //! misses nearly always, and a miss costs the hash, the compare and the
@@ -32,8 +32,8 @@ pub const MAX_SLOTS: usize = 1 << 20;
 /// Lookups a worker's hit rate is judged over.
 pub const WINDOW: u32 = 4096;
 /// A window with fewer hits than one in this many lookups is a thrashing
-/// cache (break-even is near one in six: a miss costs about 10 cycles more
-/// than no cache, a hit saves 50-70).
+/// cache: what its misses add outweighs what its hits save (the break-even,
+/// measured, is in bench/RESULTS.md).
 pub const BYPASS_BELOW: u32 = 8;
 /// Bursts a thrashing worker sends straight to the classifier before it
 /// tries the cache again.

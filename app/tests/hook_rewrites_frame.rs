@@ -8,9 +8,8 @@
 
 mod common;
 
-use common::frames::{eth, udp, PCAP1_MAC};
+use common::frames::{eth, set_ipv4_checksum, udp, PCAP1_MAC};
 use common::*;
-use hooks::wire::checksum;
 use hooks::{
     BuildContext, Hook, HookArgs, HookBuildError, HookBurst, HookContext, HookKind, HookPoint,
 };
@@ -35,9 +34,7 @@ impl Hook for Dnat {
             }
             let ip = p.data_mut().get_mut(l3..l3 + 20)?;
             ip[16..20].copy_from_slice(&DNS_SERVER);
-            ip[10..12].fill(0);
-            let c = checksum::checksum(ip);
-            ip[10..12].copy_from_slice(&c.to_be_bytes());
+            set_ipv4_checksum(ip);
             None
         });
     }
@@ -77,9 +74,7 @@ fn routed(frame: &[u8], neigh: [u8; 6], dst: [u8; 4]) -> Vec<u8> {
     let mut ip = frame[14..].to_vec();
     ip[8] -= 1;
     ip[16..20].copy_from_slice(&dst);
-    ip[10..12].fill(0);
-    let c = checksum::checksum(&ip[..20]);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    set_ipv4_checksum(&mut ip);
     let mut out = eth(neigh, PCAP1_MAC, 0x0800);
     out.extend(ip);
     out

@@ -5,7 +5,7 @@
 //! never match port rules, and every drop lands under its reason.
 
 mod common;
-use common::frames::{eth, ipv4, padded, tcp, udp, HOST_A_MAC, PCAP0_MAC};
+use common::frames::{eth, ipv4, padded, set_ipv4_checksum, tcp, udp, HOST_A_MAC, PCAP0_MAC};
 use common::*;
 
 const CONFIG: &str = concat!(
@@ -58,9 +58,7 @@ fn later_fragment() -> Vec<u8> {
     let mut ip = ipv4([10, 0, 1, 2], DST, 64, 17, &payload);
     let off: u16 = 1480 / 8;
     ip[6..8].copy_from_slice(&off.to_be_bytes());
-    ip[10..12].fill(0);
-    let c = hooks::wire::checksum::checksum(&ip[..20]);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    set_ipv4_checksum(&mut ip);
     let mut f = eth(PCAP0_MAC, HOST_A_MAC, 0x0800);
     f.extend(ip);
     padded(f)
@@ -74,9 +72,7 @@ fn with_options() -> Vec<u8> {
     ip[0] = 0x46;
     let total = ip.len() as u16;
     ip[2..4].copy_from_slice(&total.to_be_bytes());
-    ip[10..12].fill(0);
-    let c = hooks::wire::checksum::checksum(&ip[..24]);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    set_ipv4_checksum(&mut ip);
     let mut f = eth(PCAP0_MAC, HOST_A_MAC, 0x0800);
     f.extend(ip);
     padded(f)
@@ -173,9 +169,7 @@ fn tcp_fragment(offset: u16, more: bool, l4: &[u8]) -> Vec<u8> {
     let mut ip = ipv4([10, 0, 1, 2], DST, 64, 6, l4);
     let word = offset | if more { 0x2000 } else { 0 };
     ip[6..8].copy_from_slice(&word.to_be_bytes());
-    ip[10..12].fill(0);
-    let c = hooks::wire::checksum::checksum(&ip[..20]);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    set_ipv4_checksum(&mut ip);
     let mut f = eth(PCAP0_MAC, HOST_A_MAC, 0x0800);
     f.extend(ip);
     padded(f)

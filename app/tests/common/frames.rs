@@ -79,9 +79,16 @@ pub fn routed(f: &[u8], from: [u8; 6], to: [u8; 6]) -> Vec<u8> {
     let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
     ip.truncate(total);
     ip[8] -= 1;
-    ip[10..12].fill(0);
-    let c = checksum::checksum(&ip[..20]);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    set_ipv4_checksum(&mut ip);
     out.extend(ip);
     out
+}
+
+/// Recompute the header checksum of the IPv4 header at the start of `ip`
+/// (its length from the IHL).
+pub fn set_ipv4_checksum(ip: &mut [u8]) {
+    let hlen = usize::from(ip[0] & 0x0f) * 4;
+    ip[10..12].fill(0);
+    let c = checksum::checksum(&ip[..hlen]);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
 }

@@ -1,4 +1,6 @@
-//! Side by side over `net_memif`, two processes: `fastpath-bench run` (the
+//! Side by side over `net_memif`, two processes.
+//!
+//! `fastpath-bench run` (the
 //! generator and sink, on core 0) sends the same traffic through each device
 //! under test (its forwarding lcore on core 1): `dpdk-testpmd` io and macswap,
 //! and fastpath without hooks and with the hook setups of the hooks

@@ -1,11 +1,19 @@
-//! What a fastpath hook sees and does, with no DPDK dependency: the per-packet
-//! metadata that travels in the mbuf's private area, header views over byte
-//! slices (`wire`), the named reasons a packet can be dropped for, and the
-//! hook machinery: the [`Hook`] trait (one call per burst, a [`Verdict`] per
-//! packet), chains ordered by priority, the [`HookSet`] snapshot that workers
-//! load once per burst and the control plane replaces as a whole
-//! ([`snapshot`]), the [`Registry`] of hook kinds by name, and per-hook
-//! counters. Everything here works on plain memory and is unit-tested.
+//! What a fastpath hook sees and does, with no DPDK dependency. Everything
+//! here works on plain memory and is unit-tested and fuzzed.
+//!
+//! # Contents
+//!
+//! * the per-packet metadata that travels in the mbuf's private area
+//!   ([`PacketMeta`]) and the named reasons a packet can be dropped for
+//!   ([`DropReason`]);
+//! * header views over byte slices ([`wire`]);
+//! * the hook machinery: the [`Hook`] trait (one call per burst, a
+//!   [`Verdict`] per packet), chains ordered by priority, the [`HookSet`]
+//!   snapshot that workers load once per burst and the control plane
+//!   replaces as a whole ([`snapshot`]), the [`Registry`] of hook kinds by
+//!   name, and per-hook counters;
+//! * the built-in hooks ([`builtin`]), their rules ([`rules`]) and connection
+//!   tracking ([`conntrack`]).
 
 #![forbid(unsafe_code)]
 

@@ -1,15 +1,21 @@
 //! Per-worker punt budgets: how many packets of each kind a worker may hand
-//! to the control plane per period, per input port. A flood of one kind
-//! (ARP, pings to us, unresolvable next hops, TTL 1, unroutable or oversized
-//! traffic) on one port then cannot fill the punt ring and starve the others
-//! or the other ports, nor keep the control lcore from its timers. Over
-//! budget, the worker drops the packet itself.
+//! to the control plane per period, per input port. Over budget, the worker
+//! drops the packet itself.
 //!
-//! ARP has two more tiers: an ARP from a sender the control plane is waiting
-//! for (a resolution or a re-probe in progress, see [`ArpAwaited`]) is taken
-//! from a budget of its own first, so a flood cannot starve the answers to
-//! our own requests; other ARP is limited per source (hashed sender address)
-//! before it reaches the port's budget, so one host cannot spend it alone.
+//! # Why
+//!
+//! A flood of one kind (ARP, pings to us, unresolvable next hops, TTL 1,
+//! unroutable or oversized traffic) on one port then cannot fill the punt
+//! ring and starve the other kinds or the other ports, nor keep the control
+//! lcore from its timers.
+//!
+//! # ARP tiers
+//!
+//! An ARP from a sender the control plane is waiting for (a resolution or a
+//! re-probe in progress, see [`ArpAwaited`]) is taken from a budget of its
+//! own first, so a flood cannot starve the answers to our own requests.
+//! Other ARP is limited per source (hashed sender address) before it reaches
+//! the port's budget, so one host cannot spend it alone.
 
 use super::punt::Punt;
 use hooks::DropReason;

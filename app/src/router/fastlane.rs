@@ -1,22 +1,26 @@
-//! The router's fast lane: a burst whose every packet is a plain forward
-//! (`stage::plain`) to a resolved neighbour, all out of one port, is routed
-//! in three tight loops (check, route, rewrite) with no per-packet metadata
-//! or verdicts. With no ingress hook on its input port the lane takes the
-//! burst as received. With one, the lane's checks run before the chain: a
-//! plain burst gets the metadata l2 would give it without l2, and after the
-//! chain the lane routes it if the hooks left every packet accepted at its
-//! untagged IPv4 header and asked to change no frame's bytes (the hooks'
-//! marks and classes stay in the metadata); otherwise the stages take it.
-//! When the output port has an egress chain, the lane stops after routing
-//! and leaves the burst as the stages' l2 and ip would have (metadata,
-//! verdicts, TTL) for the chain, then finishes a burst the chain left whole.
-//! A burst the flow memo answered for both chains (`flow_memo`) enters
-//! after its checks as `LaneEntry::Remembered` and is routed as with no
-//! hooks, if it still leaves by the remembered port.
+//! The router's fast lane: a burst of plain forwards (`stage::plain`) to one
+//! resolved neighbour, all out of one port, routed in three tight loops
+//! (check, route, rewrite) with no per-packet metadata or verdicts.
+//!
+//! # When the lane takes a burst
+//!
+//! * **No ingress hook** on the input port: the burst as received.
+//! * **An ingress chain:** the lane's checks run first and give the plain
+//!   burst the metadata l2 would have given it; after the chain the lane
+//!   routes it if every packet was accepted at its untagged IPv4 header and
+//!   no frame's bytes changed (marks and classes stay in the metadata).
+//! * **An egress chain** on the output port: the lane stops after routing
+//!   and leaves the burst as the stages' l2 and ip would have (metadata,
+//!   verdicts, TTL), then finishes a burst the chain left whole.
+//! * **Remembered** (`LaneEntry::Remembered`): a burst the flow memo
+//!   answered for both chains enters after its checks and is routed as with
+//!   no hooks, if it still leaves by the remembered port.
+//!
+//! # What it never does
+//!
 //! Any other burst is left untouched for the staged pipeline, so the lane
-//! never reorders packets and never decides anything the stages would
-//! decide otherwise: it only skips their bookkeeping when there is nothing
-//! to decide.
+//! never reorders packets and never decides anything the stages would decide
+//! otherwise: it only skips their bookkeeping when there is nothing to decide.
 
 use super::fib::{HopKind, NEIGH_BY_DST};
 use super::flow_memo::{FlowKey, SlotWarmer};

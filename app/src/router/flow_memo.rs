@@ -1,43 +1,51 @@
 //! The router's flow memo: per worker, a table from a flow (input port and
-//! the flow summary the built-in hooks key on) to what the
-//! hook chains on its path answered: every hook accepted it, it left by
-//! this output port, and each hook's token for its counters. It is kept
-//! only for chains whose every hook is flow-pure (`Hook::flow_pure`: the
-//! answer is a function of the flow summary and the metadata, and for a
-//! hook that confirms, of state it checks before each answer: a stateful
-//! filter's connection state, see `Chain::confirm`), and only
-//! for fast-lane bursts, whose metadata is the same for every packet of a
-//! port. A run of packets whose flows are remembered under the current
-//! hook set's generation, leaving by one port, skips both chains: the
-//! lane routes it as if there were no hooks, and each hook counts it from
-//! its tokens in one call (`Chain::replay`). Like Open vSwitch's
-//! exact-match cache in front of its classifier, one level up: one lookup
-//! per packet instead of one per hook. As there, a flow may live in either
-//! of two slots, so that two flows that hash to one slot both stay; when
-//! both are taken, the flow in the first moves to its own other slot if
-//! that is free (one step of cuckoo hashing), so that a memo a few times
-//! larger than the flows holds nearly all of them.
+//! the flow summary the built-in hooks key on) to what the hook chains on its
+//! path answered, so that runs of remembered flows skip both chains.
 //!
-//! A burst the memo answers only in part is split, in order, so that a
-//! new flow does not send its whole burst through the chains: the packets
-//! before the first run of at least [`MIN_RUN`] remembered ones go through
-//! the chains as a burst of their own (and are recorded), the run is
-//! answered, then the rest is looked up again. Nothing is reordered.
+//! # What is remembered
 //!
-//! A new hook set (a reload) has a new generation, so nothing remembered
-//! under the old one answers. A route change is seen by the lane itself:
-//! it routes every burst, and a packet whose route leaves by another port
-//! than the one remembered makes the burst miss. Drops, steals and
-//! rewritten frames are never remembered: those packets always meet their
-//! hooks; so are packets a hook says moved its state (`NO_TOKEN`), and a
+//! An entry says: every hook accepted the flow, it left by this output port,
+//! and here is each hook's token for its counters. It is kept only for
+//! chains whose every hook is flow-pure (`Hook::flow_pure`: the answer is a
+//! function of the flow summary and the metadata and, for a hook that
+//! confirms, of state it checks before each answer: a stateful filter's
+//! connection state, see `Chain::confirm`), and only for fast-lane bursts,
+//! whose metadata is the same for every packet of a port. Drops, steals,
+//! rewritten frames and packets a hook says moved its state (`NO_TOKEN`) are
+//! never remembered: they always meet their hooks.
+//!
+//! # Answering a burst
+//!
+//! A run of packets whose flows are remembered under the current hook set's
+//! generation, leaving by one port, skips both chains: the lane routes it as
+//! if there were no hooks, and each hook counts it from its tokens in one
+//! call (`Chain::replay`). A burst answered only in part is split in order:
+//! the packets before the first run of at least [`MIN_RUN`] remembered ones
+//! go through the chains as a burst of their own (and are recorded), the run
+//! is answered, then the rest is looked up again. Nothing is reordered. A
 //! remembered run is cut at the first packet a confirming hook does not
 //! confirm.
 //!
-//! A slot also keeps the lease (`hooks::lease`) the egress chain's
-//! confirming hook gave with the flow's last full confirm: while it holds
-//! (at most a second, and only while the hook's connection-table slot is
-//! unwritten), the hook confirms the flow's packets without reading their
-//! connection entry. A flow recorded again starts without one.
+//! # Table
+//!
+//! Like Open vSwitch's exact-match cache in front of its classifier, one
+//! level up: one lookup per packet instead of one per hook. A flow may live
+//! in either of two slots; when both are taken, the flow in the first moves
+//! to its own other slot if that is free (one step of cuckoo hashing), so a
+//! memo a few times larger than the flows holds nearly all of them.
+//!
+//! A slot also keeps the lease (`hooks::lease`) the egress chain's confirming
+//! hook gave with the flow's last full confirm: while it holds (at most a
+//! second, and only while the hook's connection-table slot is unwritten), the
+//! hook confirms the flow's packets without reading their connection entry.
+//! A flow recorded again starts without one.
+//!
+//! # Invalidation
+//!
+//! A new hook set (a reload) has a new generation, so nothing remembered
+//! under the old one answers. A route change is seen by the lane itself: it
+//! routes every burst, and a packet whose route leaves by another port than
+//! the one remembered makes the burst miss.
 
 #[cfg(doc)]
 use hooks::FlowSummary;

@@ -1,9 +1,11 @@
 //! The two hook points of the router pipeline: ingress (after l2, per input
-//! port) and egress (after routing, per output port). Each gathers the
-//! packets that reach it into a [`HookBurst`], runs the port's chain once,
-//! and turns the hooks' verdicts into pipeline verdicts. Out of line: with
-//! no hooks configured the pipeline pays one branch per burst per point
-//! (`HookSet::any_ingress` / `any_egress`), never this code.
+//! port) and egress (after routing, per output port).
+//!
+//! Each gathers the packets that reach it into a [`HookBurst`], runs the
+//! port's chain once, and turns the hooks' verdicts into pipeline verdicts.
+//! The code is out of line: with no hooks configured the pipeline pays one
+//! branch per burst per point (`HookSet::any_ingress` / `any_egress`), never
+//! this code.
 
 use super::stages::{Scratch, Verdict};
 use crate::dpdk::{tsc, Mbuf, BURST_SIZE};

@@ -1,8 +1,11 @@
-//! The plain IPv4 forward, fused: one check over a frame's first 34 bytes
-//! that says whether the staged pipeline (l2 → ip → neigh) would forward it
-//! with no decision left but the route, and the rewrite that follows. The
-//! router's fast lane (`router/fastlane.rs`) runs a whole burst through
+//! The plain IPv4 forward, fused.
+//!
+//! One check over a frame's first 34 bytes says whether the staged
+//! pipeline (l2 → ip → neigh) would forward it with no decision left but
+//! the route; the rewrite follows it. The router's fast lane (`router/fastlane.rs`) runs a whole burst through
 //! these when every packet of it is plain; anything else takes the stages.
+//!
+//! # Plain
 //!
 //! A frame is plain when [`eth_type_trans`](super::l2::eth_type_trans)
 //! gives packet type host, a source MAC a station can have, untagged IPv4

@@ -1,7 +1,11 @@
-//! `filter` (egress, netfilter-like): first-match rules on output and input
-//! port, prefixes, protocol, ports, TCP flags, DSCP, mark, class and (in
-//! stateful mode) connection state; actions accept, drop and count; an
-//! explicit default policy. A packet that cannot be read as IPv4 gets the
+//! `filter` (egress, netfilter-like): first-match rules with an explicit
+//! default policy.
+//!
+//! # Rules
+//!
+//! Rules match output and input port, prefixes, protocol, ports, TCP flags,
+//! DSCP, mark, class and (in stateful mode) connection state; actions are
+//! accept, drop and count. A packet that cannot be read as IPv4 gets the
 //! policy, never a bypass.
 //!
 //! ```toml
@@ -22,7 +26,9 @@
 //! action = "accept"
 //! ```
 //!
-//! Stateful mode: every stateful filter of a process shares one connection
+//! # Stateful mode
+//!
+//! Every stateful filter of a process shares one connection
 //! table per worker, so a flow accepted (and tracked) by the filter on one
 //! port is known to the filter on the port its replies leave by. A new flow
 //! is tracked when a rule (or the policy) accepts its first packet. When the

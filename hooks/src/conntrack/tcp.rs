@@ -1,15 +1,20 @@
 //! TCP sequence windows, after Linux's `tcp_in_window`
-//! (`net/netfilter/nf_conntrack_proto_tcp.c`): per side of a connection,
-//! the highest sequence number it sent (`end`), the right edge of what
-//! the other side lets it send (`maxend`: the other's ACK plus window),
-//! the largest window it advertised (`maxwin`) and the highest ACK it sent
-//! (`maxack`). A segment is in the window when
+//! (`net/netfilter/nf_conntrack_proto_tcp.c`).
+//!
+//! # The window
+//!
+//! Per side of a connection, the highest sequence number it sent (`end`),
+//! the right edge of what the other side lets it send (`maxend`: the other's
+//! ACK plus window), the largest window it advertised (`maxwin`) and the
+//! highest ACK it sent (`maxack`). A segment is in the window when
 //!
 //! 1. `seq <= sender.maxend` (not past what the receiver allows),
 //! 2. `seq + len >= sender.end - receiver.maxwin` (not older than a
 //!    window),
 //! 3. and 4. its ACK is not beyond what the receiver sent, nor more than
 //!    a window (at least 66,000) behind it.
+//!
+//! # What a segment may do
 //!
 //! Only an in-window segment moves the window, so a blind sender cannot
 //! drag it to where its guesses land. A RST must be in the window and not
@@ -18,6 +23,8 @@
 //! SYN exactly (RFC 793, SYN-SENT). Other segments out of the window pass
 //! (Linux's `tcp_be_liberal`) but move nothing, and their FIN closes
 //! nothing.
+//!
+//! # Picking a side up
 //!
 //! A side's first segment starts its window: a SYN (or SYN-ACK) with its
 //! window scale option (RFC 7323: scaling holds only when both SYNs carry

@@ -1,14 +1,21 @@
 //! An exact-match cache in front of a [`Classifier`], like Open vSwitch's
 //! EMC: per worker, a direct-mapped table from a packet's whole 32-byte
-//! [`Key`] to the classifier's answer for it. A rule set is fixed for the
-//! life of a hook instance (a reload builds a new instance, with an empty
-//! cache), and the answer depends on nothing but the key, so a hit is the
-//! classifier's answer, never a stale one.
+//! [`Key`] to the classifier's answer for it.
 //!
-//! Why: DPDK's ACL costs the same per packet whatever the traffic; most
+//! # Never stale
+//!
+//! A rule set is fixed for the life of a hook instance (a reload builds a
+//! new instance, with an empty cache), and the answer depends on nothing but
+//! the key, so a hit is the classifier's answer, never a stale one.
+//!
+//! # Why
+//!
+//! DPDK's ACL costs the same per packet whatever the traffic; most
 //! traffic is a few flows at a time, and a hit costs only a hash, one slot
 //! read and a 32-byte compare (bench/RESULTS.md, hooks, has the figures).
 //! The misses of a burst go to the classifier in one call.
+//!
+//! # Bypass
 //!
 //! Traffic of many more flows than slots (e.g. 100,000 flows in turn)
 //! misses nearly always, and a miss costs the hash, the compare and the

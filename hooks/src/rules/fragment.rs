@@ -1,12 +1,17 @@
 //! The fragments rules cannot judge (RFC 1858), dropped before any rule
-//! sees them, as netfilter's TCP and UDP matches do: a first fragment too
-//! short to hold the header a rule reads ports or flags from (the "tiny
-//! fragment": its ports or flags arrive in a later fragment, which no port
-//! rule matches), and a TCP fragment at offset 1, 8 bytes in, which on
-//! reassembly would overwrite the first fragment's flags ("overlapping
-//! fragment"). A non-first fragment otherwise goes on to the rules: port
-//! and flag rules never match it (its key has no L4 bit), the others do,
-//! and what none decides gets the policy.
+//! sees them, as netfilter's TCP and UDP matches do.
+//!
+//! # Which
+//!
+//! A first fragment too short to hold the header a rule reads ports or flags
+//! from (the "tiny fragment": its ports or flags arrive in a later fragment,
+//! which no port rule matches), and a TCP fragment at offset 1, 8 bytes in,
+//! which on reassembly would overwrite the first fragment's flags
+//! ("overlapping fragment"). A non-first fragment otherwise goes on to the
+//! rules: port and flag rules never match it (its key has no L4 bit), the
+//! others do, and what none decides gets the policy.
+//!
+//! # Whose
 //!
 //! Only a hook whose rules read a protocol's ports or flags drops that
 //! protocol's fragments, as netfilter only drops what a TCP or UDP match

@@ -1,12 +1,20 @@
-//! The control plane, on the main lcore: answers ARP and ICMP echo for our
-//! addresses, resolves next hops for packets the workers could not send
-//! (bounded queue per neighbour, ARP with backoff, failure), updates the
-//! neighbours it knows from ARP (like Linux with `arp_accept=0`: an ARP
-//! packet creates no entry unless it answers a resolution in progress), ages
-//! reachable neighbours to stale and re-probes the used ones, reclaims failed
-//! and long-unused entries, and sends ICMP time exceeded (rate-limited). It
-//! is the neighbour table's single writer. Workers never wait on it: it
-//! talks to them through SPSC rings.
+//! The control plane, on the main lcore: the neighbour table's single writer
+//! and the router's answer to everything the workers punt.
+//!
+//! # What it does
+//!
+//! * answers ARP and ICMP echo for our addresses;
+//! * resolves next hops for packets the workers could not send (a bounded
+//!   queue per neighbour, ARP with backoff, failure);
+//! * updates the neighbours it knows from ARP, like Linux with
+//!   `arp_accept=0`: an ARP packet creates no entry unless it answers a
+//!   resolution in progress;
+//! * ages reachable neighbours to stale, re-probes the used ones, reclaims
+//!   failed and long-unused entries;
+//! * sends ICMP errors (time exceeded, net unreachable, fragmentation
+//!   needed), rate-limited.
+//!
+//! Workers never wait on it: it talks to them through SPSC rings.
 
 pub mod frames;
 pub mod limiter;

@@ -1,13 +1,18 @@
-//! The DPDK ACL classifier agrees with the reference linear one: on ~300
-//! random rules over every field and 20,000 keys (many on the rules' range
-//! and prefix edges), on first-match-wins across overlapping rules, and on
-//! a 10,000-rule set; on rule sets that use only some fields (so only some
-//! ACL input groups are defined), where keys that differ only in the unused
-//! fields classify the same. With 1,000 rules it is far cheaper per key than
-//! the linear scan. Each of DPDK's classify algorithms either gives the
-//! scalar one's results or, when the CPU or EAL's maximum SIMD width does not
-//! allow it, is refused with `ENOTSUP`: which one is expected is read from
-//! the CPU's flags, so nothing is skipped.
+//! The DPDK ACL classifier agrees with the reference linear one.
+//!
+//! # What is checked
+//!
+//! * ~300 random rules over every field and 20,000 keys (many on the rules'
+//!   range and prefix edges); first-match-wins across overlapping rules; a
+//!   10,000-rule set;
+//! * rule sets that use only some fields (so only some ACL input groups are
+//!   defined): keys that differ only in the unused fields classify the same;
+//! * each of DPDK's classify algorithms either gives the scalar one's
+//!   results or, when the CPU or EAL's maximum SIMD width does not allow it,
+//!   is refused with `ENOTSUP`: which one is expected is read from the CPU's
+//!   flags, so nothing is skipped.
+//!
+//! # One EAL
 //!
 //! EAL runs once per process: the first test to need it starts it and the
 //! others share it (`cargo nextest` runs each test in a process of its own,

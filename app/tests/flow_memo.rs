@@ -1,13 +1,15 @@
-//! The flow memo answers a burst of remembered flows for classify and a
-//! stateless filter, and nothing changes but who did the work: the same
-//! frames out, the same drops, the same hook counters as with the memo
-//! off (`--flow-memo 0`), but the hooks' flow caches', which never see
-//! the packets the memo answered. Drops are never remembered. A burst
-//! with a new flow or a dropped packet is split into runs: the packets
-//! before a run of at least eight remembered flows meet their hooks, the
-//! run does not, in order. A stateful filter confirms each remembered
-//! packet's connection state first: a packet whose connection moved meets
-//! the filter.
+//! The flow memo changes who does the work, never the result.
+//!
+//! * A burst of remembered flows is answered for classify and a stateless
+//!   filter with the same frames out, the same drops and the same hook
+//!   counters as with the memo off (`--flow-memo 0`), but for the hooks'
+//!   flow caches, which never see the packets the memo answered.
+//! * Drops are never remembered.
+//! * A burst with a new flow or a dropped packet is split into runs, in
+//!   order: the packets before a run of at least eight remembered flows meet
+//!   their hooks, the run does not.
+//! * A stateful filter confirms each remembered packet's connection state
+//!   first: a packet whose connection moved meets the filter.
 
 mod common;
 

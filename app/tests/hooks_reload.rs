@@ -1,11 +1,14 @@
-//! Rules replaced while traffic runs at full speed: SIGHUP twenty times,
-//! alternating two rule files that agree on what they accept (and one of
-//! which adds and removes a whole ingress chain). No packet both files
-//! accept is dropped, the hook counters carry over and cover every packet,
-//! the counters balance and every mbuf is back. Each SIGHUP is sent once
-//! fastpath has answered the one before (its reload line, with the next hook
-//! generation) and traffic has flowed since, by its `--stats-period` rates:
-//! every signal is answered and nothing waits on a guessed sleep.
+//! Rules replaced while traffic runs at full speed.
+//!
+//! SIGHUP twenty times, alternating two rule files that agree on what they
+//! accept (one of which adds and removes a whole ingress chain). No packet
+//! both files accept is dropped, the hook counters carry over and cover
+//! every packet, the counters balance and every mbuf is back.
+//!
+//! Each SIGHUP is sent once fastpath has answered the one before (its reload
+//! line, with the next hook generation) and traffic has flowed since, by its
+//! `--stats-period` rates: every signal is answered and nothing waits on a
+//! guessed sleep.
 
 mod common;
 use common::frames::udp;

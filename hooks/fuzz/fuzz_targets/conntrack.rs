@@ -1,14 +1,20 @@
-//! The connection table's state machine on arbitrary packet sequences:
-//! a few flows between a few hosts, both directions, TCP with arbitrary
+//! The connection table's state machine on arbitrary packet sequences.
+//!
+//! # Input
+//!
+//! A few flows between a few hosts, both directions: TCP with arbitrary
 //! flags, sequence numbers (near the flow's own, or anywhere), ACKs,
-//! windows, window scale options and payload lengths, with UDP and ICMP
-//! echo mixed in; time advancing by arbitrary steps; the filter's ways of
-//! calling the table (one packet, bursts with hints, confirms with
-//! leases, sweeps). After every step: no panic, the table's invariants
-//! hold (`ConnTable::audit`: entries where lookups find them, at most
-//! `capacity`, none live past its longest timeout), a flow just seen
-//! `Established` is found from the other direction too, and a flow no
-//! packet touched for longer than the longest timeout is `New`.
+//! windows, window scale options and payload lengths, with UDP and ICMP echo
+//! mixed in; time advancing by arbitrary steps; the filter's ways of calling
+//! the table (one packet, bursts with hints, confirms with leases, sweeps).
+//!
+//! # Checked after every step
+//!
+//! * no panic;
+//! * the table's invariants hold (`ConnTable::audit`: entries where lookups
+//!   find them, at most `capacity`, none live past its longest timeout);
+//! * a flow just seen `Established` is found from the other direction too;
+//! * a flow no packet touched for longer than the longest timeout is `New`.
 #![no_main]
 
 use arbitrary::Arbitrary;

@@ -6,16 +6,19 @@
 //!
 //! This is the client side only: it needs no EAL and touches no DPDK state, so
 //! `fastpath health` can ask a running fastpath (or any DPDK 22.11 process)
-//! from another process. std has no `SOCK_SEQPACKET`, hence `libc`.
+//! from another process. std has no `SOCK_SEQPACKET`; the `uds` crate has.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use uds::UnixSeqpacketConn;
 
 /// Telemetry replies are at most `max_output_len` bytes (16 KiB in 22.11);
 /// a larger buffer tells a truncated message from a full one.
 const RECV_BUF: usize = 64 * 1024;
+
+/// The longest path `sockaddr_un.sun_path` holds, its terminating NUL aside.
+const SUN_PATH_MAX: usize = 107;
 
 /// The folder holding one runtime folder per EAL file prefix, chosen as
 /// EAL 22.11 chooses it (`eal_create_runtime_dir`): `/var/run/dpdk` for root
@@ -101,7 +104,7 @@ pub struct Hello {
 /// One connection to a telemetry socket.
 #[derive(Debug)]
 pub struct TelemetryClient {
-    fd: OwnedFd,
+    conn: UnixSeqpacketConn,
     path: PathBuf,
     timeout: Duration,
     hello: Hello,
@@ -112,73 +115,23 @@ impl TelemetryClient {
     /// receive waits at most `timeout`.
     pub fn connect(path: &Path, timeout: Duration) -> Result<Self, TelemetryError> {
         use std::os::unix::ffi::OsStrExt;
-        let bytes = path.as_os_str().as_bytes();
-        // SAFETY: sockaddr_un is plain old data; all zeroes is a valid value.
-        let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-        let max = addr.sun_path.len() - 1; // room for the terminating NUL
-        if bytes.len() > max || bytes.contains(&0) {
+        let len = path.as_os_str().as_bytes().len();
+        let max = SUN_PATH_MAX;
+        if len > max || path.as_os_str().as_bytes().contains(&0) {
             return Err(TelemetryError::PathTooLong {
                 path: path.to_path_buf(),
-                len: bytes.len(),
+                len,
                 max,
             });
         }
-        addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-        for (d, s) in addr.sun_path.iter_mut().zip(bytes) {
-            *d = *s as libc::c_char;
-        }
-        let io_err = |call: &'static str| TelemetryError::Io {
+        let io_err = |call: &'static str, source: io::Error| TelemetryError::Io {
             path: path.to_path_buf(),
             call,
-            source: io::Error::last_os_error(),
+            source,
         };
-
-        // SAFETY: socket(2) with constant arguments; it returns a new
-        // descriptor or -1 and touches no memory of ours.
-        let raw =
-            unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) };
-        if raw < 0 {
-            return Err(io_err("socket"));
-        }
-        // SAFETY: `raw` is a descriptor socket(2) just returned, owned by
-        // nothing else: OwnedFd becomes its only owner and closes it.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-
-        let tv = libc::timeval {
-            tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
-            tv_usec: timeout.subsec_micros() as libc::suseconds_t,
-        };
-        for opt in [libc::SO_RCVTIMEO, libc::SO_SNDTIMEO] {
-            // SAFETY: `tv` is a valid timeval that lives across the call, and
-            // the length passed is its size; `fd` is an open socket.
-            let r = unsafe {
-                libc::setsockopt(
-                    fd.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    opt,
-                    (&tv as *const libc::timeval).cast(),
-                    std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-                )
-            };
-            if r < 0 {
-                return Err(io_err("setsockopt"));
-            }
-        }
-
-        // SAFETY: `addr` is an initialised sockaddr_un whose sun_path is
-        // NUL-terminated (zeroed beyond the copied bytes); the length passed is
-        // its size; `fd` is an open socket.
-        let r = unsafe {
-            libc::connect(
-                fd.as_raw_fd(),
-                (&addr as *const libc::sockaddr_un).cast(),
-                std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t,
-            )
-        };
-        if r < 0 {
-            let e = io::Error::last_os_error();
+        let conn = UnixSeqpacketConn::connect(path).map_err(|e| {
             let path = path.to_path_buf();
-            return Err(match e.raw_os_error() {
+            match e.raw_os_error() {
                 Some(libc::ENOENT) | Some(libc::ENOTDIR) => TelemetryError::NoSocket { path },
                 Some(libc::ECONNREFUSED) => TelemetryError::Refused { path },
                 Some(libc::EACCES) | Some(libc::EPERM) => TelemetryError::Permission { path },
@@ -187,11 +140,15 @@ impl TelemetryClient {
                     call: "connect",
                     source: e,
                 },
-            });
-        }
+            }
+        })?;
+        conn.set_read_timeout(Some(timeout))
+            .map_err(|e| io_err("setsockopt", e))?;
+        conn.set_write_timeout(Some(timeout))
+            .map_err(|e| io_err("setsockopt", e))?;
 
         let mut client = TelemetryClient {
-            fd,
+            conn,
             path: path.to_path_buf(),
             timeout,
             hello: Hello {
@@ -227,21 +184,9 @@ impl TelemetryClient {
     /// not know.
     pub fn command(&mut self, command: &str) -> Result<serde_json::Value, TelemetryError> {
         let what = format!("`{command}`");
-        let msg = command.as_bytes();
-        // SAFETY: `msg` is a live byte slice and the length passed is its
-        // length; `fd` is an open, connected socket. MSG_NOSIGNAL: a closed
-        // peer is an EPIPE error, not a SIGPIPE.
-        let n = unsafe {
-            libc::send(
-                self.fd.as_raw_fd(),
-                msg.as_ptr().cast(),
-                msg.len(),
-                libc::MSG_NOSIGNAL,
-            )
-        };
-        if n < 0 {
-            return Err(self.sys_err("send", &what, io::Error::last_os_error()));
-        }
+        self.conn
+            .send(command.as_bytes())
+            .map_err(|e| self.sys_err("send", &what, e))?;
         let reply = self.recv_json(&what)?;
         // The reply is keyed by the command without its parameters.
         let key = command.split(',').next().unwrap_or(command);
@@ -257,13 +202,10 @@ impl TelemetryClient {
     /// Receive one message and parse it as JSON.
     fn recv_json(&mut self, what: &str) -> Result<serde_json::Value, TelemetryError> {
         let mut buf = vec![0u8; RECV_BUF];
-        // SAFETY: `buf` is a live, writable buffer of `buf.len()` bytes; recv
-        // writes at most that many; `fd` is an open, connected socket.
-        let n = unsafe { libc::recv(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-        if n < 0 {
-            return Err(self.sys_err("recv", what, io::Error::last_os_error()));
-        }
-        let n = n as usize;
+        let n = self
+            .conn
+            .recv(&mut buf)
+            .map_err(|e| self.sys_err("recv", what, e))?;
         if n == 0 {
             return Err(TelemetryError::Closed {
                 path: self.path.clone(),

@@ -243,29 +243,74 @@ impl Port {
         cfg: &PortConfig,
         pool: &Mempool,
     ) -> Result<(Vec<RxQueue>, Vec<TxQueue>), DpdkError> {
-        let what = |s: &str| format!("port {} ({}): {s}", self.id, self.name);
         let info = self.raw_info()?;
+        self.check_queue_counts(cfg, &info)?;
+        let conf = self.eth_conf(cfg, &info);
+        // SAFETY: conf is a fully initialised rte_eth_conf; the port is valid
+        // and not started.
+        let ret =
+            unsafe { sys::rte_eth_dev_configure(self.id, cfg.rx_queues, cfg.tx_queues, &conf) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(self.what("rte_eth_dev_configure"), ret));
+        }
+        let (mut rx_desc, mut tx_desc) = (cfg.rx_desc, cfg.tx_desc);
+        // SAFETY: both pointers are valid u16 in/out parameters.
+        let ret =
+            unsafe { sys::rte_eth_dev_adjust_nb_rx_tx_desc(self.id, &mut rx_desc, &mut tx_desc) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(
+                self.what("adjusting descriptor counts"),
+                ret,
+            ));
+        }
+        let mut rxconf = info.default_rxconf;
+        rxconf.offloads = conf.rxmode.offloads;
+        let rx = self.setup_rx_queues(cfg.rx_queues, rx_desc, &rxconf, pool)?;
+        let mut txconf = info.default_txconf;
+        txconf.offloads = conf.txmode.offloads;
+        let tx = self.setup_tx_queues(cfg.tx_queues, tx_desc, &txconf)?;
+        if cfg.promiscuous {
+            // SAFETY: a plain control call on a valid port. Devices without the
+            // feature answer -ENOTSUP, which is fine: they receive everything.
+            unsafe { sys::rte_eth_promiscuous_enable(self.id) };
+        }
+        self.state = State::Configured;
+        Ok((rx, tx))
+    }
+
+    fn what(&self, s: &str) -> String {
+        format!("port {} ({}): {s}", self.id, self.name)
+    }
+
+    fn check_queue_counts(
+        &self,
+        cfg: &PortConfig,
+        info: &sys::rte_eth_dev_info,
+    ) -> Result<(), DpdkError> {
+        let refuse = |reason: String| DpdkError {
+            what: self.what("configure"),
+            code: libc::EINVAL,
+            reason,
+        };
         if cfg.rx_queues == 0 || cfg.rx_queues > info.max_rx_queues {
-            return Err(DpdkError {
-                what: what("configure"),
-                code: libc::EINVAL,
-                reason: format!(
-                    "asked for {} RX queues; the device supports 1 to {}",
-                    cfg.rx_queues, info.max_rx_queues
-                ),
-            });
+            return Err(refuse(format!(
+                "asked for {} RX queues; the device supports 1 to {}",
+                cfg.rx_queues, info.max_rx_queues
+            )));
         }
         if cfg.tx_queues == 0 || cfg.tx_queues > info.max_tx_queues {
-            return Err(DpdkError {
-                what: what("configure"),
-                code: libc::EINVAL,
-                reason: format!(
-                    "needs {} TX queues (one per worker lcore); the device supports 1 to {}",
-                    cfg.tx_queues, info.max_tx_queues
-                ),
-            });
+            return Err(refuse(format!(
+                "needs {} TX queues (one per worker lcore); the device supports 1 to {}",
+                cfg.tx_queues, info.max_tx_queues
+            )));
         }
+        Ok(())
+    }
 
+    /// The device configuration: RSS over IP, TCP and UDP when there is more
+    /// than one RX queue and the device hashes any of them, and fast mbuf
+    /// free where the device has it.
+    fn eth_conf(&mut self, cfg: &PortConfig, info: &sys::rte_eth_dev_info) -> sys::rte_eth_conf {
         let mut conf = sys::rte_eth_conf::default();
         let rss_hf = (sys::RTE_ETH_RSS_IP as u64
             | sys::RTE_ETH_RSS_TCP as u64
@@ -282,82 +327,64 @@ impl Port {
         if self.fast_free {
             conf.txmode.offloads |= fast_free;
         }
+        conf
+    }
 
-        // SAFETY: conf is a fully initialised rte_eth_conf; the port is valid
-        // and not started.
-        let ret =
-            unsafe { sys::rte_eth_dev_configure(self.id, cfg.rx_queues, cfg.tx_queues, &conf) };
-        if ret != 0 {
-            return Err(DpdkError::from_ret(what("rte_eth_dev_configure"), ret));
-        }
-        let (mut rx_desc, mut tx_desc) = (cfg.rx_desc, cfg.tx_desc);
-        // SAFETY: both pointers are valid u16 in/out parameters.
-        let ret =
-            unsafe { sys::rte_eth_dev_adjust_nb_rx_tx_desc(self.id, &mut rx_desc, &mut tx_desc) };
-        if ret != 0 {
-            return Err(DpdkError::from_ret(
-                what("adjusting descriptor counts"),
-                ret,
-            ));
-        }
-        // SAFETY: a lookup of the port's NUMA node (-1 when unknown: use node 0).
-        let socket = match unsafe { sys::rte_eth_dev_socket_id(self.id) } {
-            s if s < 0 => 0,
-            s => s,
-        };
+    /// The port's NUMA node (node 0 when DPDK does not know it).
+    fn socket(&self) -> u32 {
+        // SAFETY: a lookup of the port's NUMA node (-1 when unknown).
+        let s = unsafe { sys::rte_eth_dev_socket_id(self.id) };
+        s.max(0) as u32
+    }
 
-        let mut rxconf = info.default_rxconf;
-        rxconf.offloads = conf.rxmode.offloads;
-        let mut rx = Vec::with_capacity(cfg.rx_queues as usize);
-        for q in 0..cfg.rx_queues {
-            // SAFETY: the port is configured with this many RX queues; the pool
-            // outlives the port (the owner closes ports before freeing pools).
-            let ret = unsafe {
-                sys::rte_eth_rx_queue_setup(
-                    self.id,
-                    q,
-                    rx_desc,
-                    socket as u32,
-                    &rxconf,
-                    pool.as_ptr(),
-                )
-            };
-            if ret != 0 {
-                return Err(DpdkError::from_ret(
-                    what(&format!("setting up RX queue {q}")),
-                    ret,
-                ));
-            }
-            rx.push(RxQueue {
-                port: self.id,
-                queue: q,
-            });
-        }
-        let mut txconf = info.default_txconf;
-        txconf.offloads = conf.txmode.offloads;
-        let mut tx = Vec::with_capacity(cfg.tx_queues as usize);
-        for q in 0..cfg.tx_queues {
-            // SAFETY: the port is configured with this many TX queues.
-            let ret =
-                unsafe { sys::rte_eth_tx_queue_setup(self.id, q, tx_desc, socket as u32, &txconf) };
-            if ret != 0 {
-                return Err(DpdkError::from_ret(
-                    what(&format!("setting up TX queue {q}")),
-                    ret,
-                ));
-            }
-            tx.push(TxQueue {
-                port: self.id,
-                queue: q,
-            });
-        }
-        if cfg.promiscuous {
-            // SAFETY: a plain control call on a valid port. Devices without the
-            // feature answer -ENOTSUP, which is fine: they receive everything.
-            unsafe { sys::rte_eth_promiscuous_enable(self.id) };
-        }
-        self.state = State::Configured;
-        Ok((rx, tx))
+    fn setup_rx_queues(
+        &self,
+        n: u16,
+        desc: u16,
+        rxconf: &sys::rte_eth_rxconf,
+        pool: &Mempool,
+    ) -> Result<Vec<RxQueue>, DpdkError> {
+        let socket = self.socket();
+        (0..n)
+            .map(|q| {
+                // SAFETY: the port is configured with `n` RX queues; the pool
+                // outlives the port (the owner closes ports before freeing pools).
+                let ret = unsafe {
+                    sys::rte_eth_rx_queue_setup(self.id, q, desc, socket, rxconf, pool.as_ptr())
+                };
+                if ret != 0 {
+                    let what = self.what(&format!("setting up RX queue {q}"));
+                    return Err(DpdkError::from_ret(what, ret));
+                }
+                Ok(RxQueue {
+                    port: self.id,
+                    queue: q,
+                })
+            })
+            .collect()
+    }
+
+    fn setup_tx_queues(
+        &self,
+        n: u16,
+        desc: u16,
+        txconf: &sys::rte_eth_txconf,
+    ) -> Result<Vec<TxQueue>, DpdkError> {
+        let socket = self.socket();
+        (0..n)
+            .map(|q| {
+                // SAFETY: the port is configured with `n` TX queues.
+                let ret = unsafe { sys::rte_eth_tx_queue_setup(self.id, q, desc, socket, txconf) };
+                if ret != 0 {
+                    let what = self.what(&format!("setting up TX queue {q}"));
+                    return Err(DpdkError::from_ret(what, ret));
+                }
+                Ok(TxQueue {
+                    port: self.id,
+                    queue: q,
+                })
+            })
+            .collect()
     }
 
     /// Start the port (after `configure`).

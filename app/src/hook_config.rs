@@ -65,107 +65,119 @@ pub fn parse_hooks(
             line: Some(line),
             message,
         };
-        let t = h.get_ref();
-        let str_field = |key: &str| -> Result<Option<String>, ConfigError> {
-            match t.get(key) {
-                None => Ok(None),
-                Some(toml::Value::String(s)) => Ok(Some(s.clone())),
-                Some(v) => Err(err(format!(
-                    "[[hook]] field `{key}`: expected a string, found {}",
-                    v.type_str()
-                ))),
-            }
-        };
-        let point = match str_field("point")? {
-            Some(p) => HookPoint::from_name(&p).ok_or_else(|| {
-                err(format!(
-                    "[[hook]] field `point`: unknown point {p:?}; expected \"ingress\" (after L2, \
-                     per input port) or \"egress\" (after routing, per output port)"
-                ))
-            })?,
-            None => return Err(err(missing("point", "\"ingress\" or \"egress\""))),
-        };
-        let port = match t.get("port") {
-            Some(toml::Value::String(s)) => DeviceRef::Name(s.clone()),
-            Some(toml::Value::Integer(i)) if (0..=i64::from(u16::MAX)).contains(i) => {
-                DeviceRef::Id(*i as u16)
-            }
-            Some(v) => {
-                return Err(err(format!(
-                    "[[hook]] field `port`: expected the `device` of a [[port]] (a name or a \
-                     port id), found {v}"
-                )))
-            }
-            None => return Err(err(missing("port", "the `device` of a [[port]]"))),
-        };
-        let kind = str_field("kind")?.ok_or_else(|| {
-            err(missing(
-                "kind",
-                "a hook kind, e.g. \"classify\" (ingress) or \"filter\" (egress)",
-            ))
-        })?;
-        let name = str_field("name")?.unwrap_or_else(|| kind.clone());
-        let priority = match t.get("priority") {
-            None => 0,
-            Some(toml::Value::Integer(i)) if i32::try_from(*i).is_ok() => *i as i32,
-            Some(v) => {
-                return Err(err(format!(
-                    "[[hook]] field `priority`: expected an integer in -2147483648..=2147483647 \
-                     (lower runs first), found {v}"
-                )))
-            }
-        };
-        let rules = match t.get("rule") {
-            None => Vec::new(),
-            Some(toml::Value::Array(a)) => a
-                .iter()
-                .map(|v| match v {
-                    toml::Value::Table(t) => Ok(t.clone()),
-                    v => Err(err(format!(
-                        "[[hook]] field `rule`: expected [[hook.rule]] tables, found {}",
-                        v.type_str()
-                    ))),
-                })
-                .collect::<Result<_, _>>()?,
-            Some(v) => {
-                return Err(err(format!(
-                    "[[hook]] field `rule`: expected [[hook.rule]] tables, found {}",
-                    v.type_str()
-                )))
-            }
-        };
-        let params: toml::Table = t
-            .iter()
-            .filter(|(k, _)| !PIPELINE_KEYS.contains(&k.as_str()))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let spec = parse_hook(h.get_ref(), line, &lines).map_err(err)?;
         if let Some(dup) = specs
             .iter()
-            .find(|s| s.point == point && s.port == port && s.name == name)
+            .find(|s| s.point == spec.point && s.port == spec.port && s.name == spec.name)
         {
             return Err(err(format!(
-                "[[hook]] field `name`: a hook named {name:?} is already at {} of port {} \
+                "[[hook]] field `name`: a hook named {:?} is already at {} of port {} \
                  (line {}); give one of them another `name`",
-                point.name(),
-                port,
+                spec.name,
+                spec.point.name(),
+                spec.port,
                 dup.line
             )));
         }
-        let end_line = section_end(&lines, line);
-        let rule_lines = rule_headers(&lines, line, end_line, rules.len());
-        specs.push(HookSpec {
-            point,
-            port,
-            kind,
-            name,
-            priority,
-            args: HookArgs { params, rules },
-            line,
-            rule_lines,
-            end_line,
-        });
+        specs.push(spec);
     }
     Ok(specs)
+}
+
+/// One `[[hook]]` table whose header is at `line`; the error is the message.
+fn parse_hook(t: &toml::Table, line: usize, lines: &[&str]) -> Result<HookSpec, String> {
+    let point = match str_field(t, "point")? {
+        Some(p) => HookPoint::from_name(&p).ok_or_else(|| {
+            format!(
+                "[[hook]] field `point`: unknown point {p:?}; expected \"ingress\" (after L2, \
+                 per input port) or \"egress\" (after routing, per output port)"
+            )
+        })?,
+        None => return Err(missing("point", "\"ingress\" or \"egress\"")),
+    };
+    let port = port_field(t)?;
+    let kind = str_field(t, "kind")?.ok_or_else(|| {
+        missing(
+            "kind",
+            "a hook kind, e.g. \"classify\" (ingress) or \"filter\" (egress)",
+        )
+    })?;
+    let name = str_field(t, "name")?.unwrap_or_else(|| kind.clone());
+    let priority = priority_field(t)?;
+    let rules = rule_tables(t)?;
+    let params: toml::Table = t
+        .iter()
+        .filter(|(k, _)| !PIPELINE_KEYS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let end_line = section_end(lines, line);
+    Ok(HookSpec {
+        point,
+        port,
+        kind,
+        name,
+        priority,
+        rule_lines: rule_headers(lines, line, end_line, rules.len()),
+        args: HookArgs { params, rules },
+        line,
+        end_line,
+    })
+}
+
+fn str_field(t: &toml::Table, key: &str) -> Result<Option<String>, String> {
+    match t.get(key) {
+        None => Ok(None),
+        Some(toml::Value::String(s)) => Ok(Some(s.clone())),
+        Some(v) => Err(format!(
+            "[[hook]] field `{key}`: expected a string, found {}",
+            v.type_str()
+        )),
+    }
+}
+
+fn port_field(t: &toml::Table) -> Result<DeviceRef, String> {
+    match t.get("port") {
+        Some(toml::Value::String(s)) => Ok(DeviceRef::Name(s.clone())),
+        Some(toml::Value::Integer(i)) if (0..=i64::from(u16::MAX)).contains(i) => {
+            Ok(DeviceRef::Id(*i as u16))
+        }
+        Some(v) => Err(format!(
+            "[[hook]] field `port`: expected the `device` of a [[port]] (a name or a \
+             port id), found {v}"
+        )),
+        None => Err(missing("port", "the `device` of a [[port]]")),
+    }
+}
+
+fn priority_field(t: &toml::Table) -> Result<i32, String> {
+    match t.get("priority") {
+        None => Ok(0),
+        Some(toml::Value::Integer(i)) if i32::try_from(*i).is_ok() => Ok(*i as i32),
+        Some(v) => Err(format!(
+            "[[hook]] field `priority`: expected an integer in -2147483648..=2147483647 \
+             (lower runs first), found {v}"
+        )),
+    }
+}
+
+fn rule_tables(t: &toml::Table) -> Result<Vec<toml::Table>, String> {
+    let not_tables = |v: &toml::Value| {
+        format!(
+            "[[hook]] field `rule`: expected [[hook.rule]] tables, found {}",
+            v.type_str()
+        )
+    };
+    match t.get("rule") {
+        None => Ok(Vec::new()),
+        Some(toml::Value::Array(a)) => a
+            .iter()
+            .map(|v| match v {
+                toml::Value::Table(t) => Ok(t.clone()),
+                v => Err(not_tables(v)),
+            })
+            .collect(),
+        Some(v) => Err(not_tables(v)),
+    }
 }
 
 fn missing(field: &str, expected: &str) -> String {
@@ -201,6 +213,16 @@ fn rule_headers(lines: &[&str], line: usize, end: usize, n: usize) -> Vec<usize>
 }
 
 impl HookSpec {
+    /// The line of one of the hook's own keys (the hook's line without it).
+    fn key_line(&self, lines: &[&str], field: &str) -> usize {
+        let e = HookBuildError {
+            rule: None,
+            field: Some(field.into()),
+            message: String::new(),
+        };
+        self.error_line(lines, &e)
+    }
+
     /// The line a kind's error is about: the field's line inside the rule
     /// (or the hook's own keys), else the rule's header, else the hook's.
     fn error_line(&self, lines: &[&str], e: &HookBuildError) -> usize {
@@ -266,51 +288,19 @@ pub fn build_hook_set(
             line: Some(line),
             message,
         };
-        let key_line = |field: &str| {
-            spec.error_line(
-                &lines,
-                &HookBuildError {
-                    rule: None,
-                    field: Some(field.into()),
-                    message: String::new(),
-                },
-            )
-        };
-        let Some(i) = port_index(&spec.port) else {
+        let i = port_index(&spec.port).ok_or_else(|| {
             let known: Vec<String> = port_names.iter().map(|(n, _)| format!("{n:?}")).collect();
-            return Err(err(
-                key_line("port"),
+            err(
+                spec.key_line(&lines, "port"),
                 format!(
                     "[[hook]] field `port`: {} is not a [[port]] of this config; expected one \
                      of {}",
                     spec.port,
                     known.join(", ")
                 ),
-            ));
-        };
+            )
+        })?;
         let port = port_ids[i];
-        let Some(kind) = registry.get(&spec.kind) else {
-            return Err(err(
-                key_line("kind"),
-                format!(
-                    "[[hook]] field `kind`: no hook kind {:?} is registered; expected one of {}",
-                    spec.kind,
-                    registry.names().join(", ")
-                ),
-            ));
-        };
-        if !kind.points().contains(&spec.point) {
-            let points: Vec<&str> = kind.points().iter().map(|p| p.name()).collect();
-            return Err(err(
-                key_line("point"),
-                format!(
-                    "[[hook]] field `point`: a {:?} hook cannot sit at {}; it works at {}",
-                    spec.kind,
-                    spec.point.name(),
-                    points.join(", ")
-                ),
-            ));
-        }
         let cx = BuildContext {
             workers,
             point: spec.point,
@@ -318,18 +308,7 @@ pub fn build_hook_set(
             ports: port_names.to_vec(),
             name: spec.name.clone(),
         };
-        let hook = kind.build(&spec.args, &cx).map_err(|e| {
-            err(
-                spec.error_line(&lines, &e),
-                format!(
-                    "[[hook]] {:?} ({} at {} of {}): {e}",
-                    spec.name,
-                    spec.kind,
-                    spec.point.name(),
-                    spec.port
-                ),
-            )
-        })?;
+        let hook = build_hook(spec, registry, &cx, &lines).map_err(|(l, m)| err(l, m))?;
         let counters = old
             .get(&(spec.point, port, spec.name.as_str()))
             .cloned()
@@ -350,4 +329,46 @@ pub fn build_hook_set(
         set.set(point, port, Chain::new(entries));
     }
     Ok(set)
+}
+
+/// The hook of `spec`, built by its registered kind; an error is its line
+/// in `lines` and its message.
+fn build_hook(
+    spec: &HookSpec,
+    registry: &Registry,
+    cx: &BuildContext,
+    lines: &[&str],
+) -> Result<Arc<dyn hooks::Hook>, (usize, String)> {
+    let Some(kind) = registry.get(&spec.kind) else {
+        return Err((
+            spec.key_line(lines, "kind"),
+            format!(
+                "[[hook]] field `kind`: no hook kind {:?} is registered; expected one of {}",
+                spec.kind,
+                registry.names().join(", ")
+            ),
+        ));
+    };
+    if !kind.points().contains(&spec.point) {
+        let points: Vec<&str> = kind.points().iter().map(|p| p.name()).collect();
+        return Err((
+            spec.key_line(lines, "point"),
+            format!(
+                "[[hook]] field `point`: a {:?} hook cannot sit at {}; it works at {}",
+                spec.kind,
+                spec.point.name(),
+                points.join(", ")
+            ),
+        ));
+    }
+    kind.build(&spec.args, cx).map_err(|e| {
+        let message = format!(
+            "[[hook]] {:?} ({} at {} of {}): {e}",
+            spec.name,
+            spec.kind,
+            spec.point.name(),
+            spec.port
+        );
+        (spec.error_line(lines, &e), message)
+    })
 }

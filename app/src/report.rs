@@ -257,6 +257,17 @@ impl Report {
             "\n== fastpath statistics ({:.2} s, {}) ==",
             self.duration_secs, self.dpdk_version
         );
+        self.write_ports(&mut s);
+        self.write_lcores(&mut s);
+        self.write_drops(&mut s);
+        self.write_totals(&mut s);
+        self.write_details(&mut s);
+        self.write_mbufs(&mut s);
+        s
+    }
+
+    /// One line per port: our counters beside the driver's.
+    fn write_ports(&self, s: &mut String) {
         let _ = writeln!(
             s,
             "{:<5} {:<20} {:>14} {:>14} {:>12} | {:>14} {:>14} {:>10} {:>10} {:>8} {:>8}",
@@ -290,6 +301,10 @@ impl Report {
                 d.tx_errors
             );
         }
+    }
+
+    /// One line per lcore, with its drops by reason.
+    fn write_lcores(&self, s: &mut String) {
         for l in &self.lcores {
             let reasons: Vec<String> = l
                 .drops
@@ -311,6 +326,10 @@ impl Report {
                 }
             );
         }
+    }
+
+    /// Every drop reason that counted something, with what it means.
+    fn write_drops(&self, s: &mut String) {
         let _ = writeln!(
             s,
             "drops by reason:{}",
@@ -332,6 +351,10 @@ impl Report {
                 r.description()
             );
         }
+    }
+
+    /// The accounting: received and originated against where it went.
+    fn write_totals(&self, s: &mut String) {
         let t = &self.totals;
         let verdict = if t.balanced {
             "balanced"
@@ -382,6 +405,10 @@ impl Report {
                 t.consumed
             );
         }
+    }
+
+    /// Stage cycles, control plane events, hooks and neighbours, where any.
+    fn write_details(&self, s: &mut String) {
         if !self.stage_cycles_per_packet.is_empty() {
             let stages: Vec<String> = crate::counters::STAGES
                 .iter()
@@ -413,6 +440,10 @@ impl Report {
                 let _ = writeln!(s, "  {n}");
             }
         }
+    }
+
+    /// Whether every mbuf came back to its pool.
+    fn write_mbufs(&self, s: &mut String) {
         let m = &self.mbufs;
         let _ = writeln!(
             s,
@@ -427,7 +458,6 @@ impl Report {
                 "LEAK"
             }
         );
-        s
     }
 }
 

@@ -442,17 +442,14 @@ mod tests {
         answers.dedup();
         assert_eq!(answers.len(), keys.len(), "every key its own answer");
         let (c, linear, _) = cached(8);
-        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rng = fastrand::Rng::with_seed(0x2545_f491_4f6c_dd1d);
         for _ in 0..2_000 {
             let mut keys = [Key::default(); 40];
             for k in keys.iter_mut() {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                *k = key(x);
+                *k = key(rng.u64(..));
             }
             let mut got = [u32::MAX; 40];
-            c.classify((x % 2) as usize, &keys, &mut got);
+            c.classify(rng.usize(..2), &keys, &mut got);
             let mut want = [0u32; 40];
             linear.classify(&keys, &mut want);
             assert_eq!(got, want, "keys {keys:?}");

@@ -117,12 +117,9 @@ mod tests {
         assert_eq!(fold(0xffff_ffff), 0xffff);
         assert_eq!(fold(0xffff_ffff_ffff), 0xffff);
         // The loop form, for comparison, on a spread of values.
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rng = fastrand::Rng::with_seed(0x9e37_79b9_7f4a_7c15);
         for _ in 0..10_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let v = x >> 24;
+            let v = rng.u64(..) >> 24;
             let mut l = v;
             while l >> 16 != 0 {
                 l = (l & 0xffff) + (l >> 16);
@@ -133,12 +130,9 @@ mod tests {
 
     #[test]
     fn fold_short_equals_fold_below_2_35() {
-        let mut x = 0x0bad_cafe_f00d_d00du64;
+        let mut rng = fastrand::Rng::with_seed(0x0bad_cafe_f00d_d00d);
         for _ in 0..10_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let v = x >> 29;
+            let v = rng.u64(..) >> 29;
             assert_eq!(fold_short(v), fold(v), "{v:#x}");
         }
         assert_eq!(fold_short((1 << 35) - 1), fold((1 << 35) - 1));
@@ -146,15 +140,10 @@ mod tests {
 
     #[test]
     fn verify20_agrees_with_the_sum() {
-        let mut x = 0x0123_4567_89ab_cdefu64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = fastrand::Rng::with_seed(0x0123_4567_89ab_cdef);
         for _ in 0..20_000 {
-            let mut h: [u8; 20] = std::array::from_fn(|_| next() as u8);
+            let mut h = [0u8; 20];
+            rng.fill(&mut h);
             assert_eq!(verify20(&h), sum20(&h) == 0xffff, "{h:02x?}");
             // Make it right, then it must verify.
             h[10..12].fill(0);
@@ -168,14 +157,10 @@ mod tests {
 
     #[test]
     fn sum20_equals_sum() {
-        let mut x = 0x1234_5678_9abc_def0u64;
+        let mut rng = fastrand::Rng::with_seed(0x1234_5678_9abc_def0);
         for _ in 0..1000 {
-            let h: [u8; 20] = std::array::from_fn(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            });
+            let mut h = [0u8; 20];
+            rng.fill(&mut h);
             assert_eq!(sum20(&h), sum(&h));
         }
     }

@@ -248,18 +248,6 @@ mod tests {
     use super::*;
     use std::net::Ipv4Addr;
 
-    /// xorshift64*: enough randomness for messages, no dependency.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-    }
-
     /// The IPv4 header of an echo request captured from iputils `ping
     /// localhost` on Linux (`tcpdump -X`): 127.0.0.1 > 127.0.0.1, id 0x9210,
     /// DF, TTL 64, total length 84.
@@ -439,10 +427,10 @@ mod tests {
                 }
             }
         }
-        let mut rng = Rng(0x0123_4567_89ab_cdef);
+        let mut rng = fastrand::Rng::with_seed(0x0123_4567_89ab_cdef);
         for i in 0..20_000 {
-            let data: Vec<u8> = (0..i % 70).map(|_| rng.next() as u8).collect();
-            let r = rng.next();
+            let data: Vec<u8> = (0..i % 70).map(|_| rng.u8(..)).collect();
+            let r = rng.u64(..);
             assert_reply_matches_recomputation(&request(r as u16, (r >> 16) as u16, &data));
         }
     }
@@ -581,10 +569,10 @@ mod tests {
     /// payload bytes.
     #[test]
     fn emit_error_quotes_options() {
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut rng = fastrand::Rng::with_seed(0x9e37_79b9_7f4a_7c15);
         for ihl in 5..=15u8 {
             let header_len = usize::from(ihl) * 4;
-            let mut orig: Vec<u8> = (0..header_len + 40).map(|_| rng.next() as u8).collect();
+            let mut orig: Vec<u8> = (0..header_len + 40).map(|_| rng.u8(..)).collect();
             orig[0] = 0x40 | ihl;
             if ihl > 5 {
                 // Router alert (RFC 2113) first, as IGMP carries it.

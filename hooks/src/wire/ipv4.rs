@@ -312,24 +312,10 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
 mod tests {
     use super::*;
 
-    /// xorshift64*: enough randomness for headers, no dependency.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-    }
-
     /// A header with the given IHL, filled with random bytes, version 4,
     /// TTL at least 1, and a right checksum.
-    fn random_header(rng: &mut Rng, ihl: u8) -> Vec<u8> {
-        let mut buf: Vec<u8> = (0..usize::from(ihl) * 4)
-            .map(|_| rng.next() as u8)
-            .collect();
+    fn random_header(rng: &mut fastrand::Rng, ihl: u8) -> Vec<u8> {
+        let mut buf: Vec<u8> = (0..usize::from(ihl) * 4).map(|_| rng.u8(..)).collect();
         buf[0] = 0x40 | ihl;
         let mut p = Ipv4Packet::new_checked(&mut buf[..]).unwrap();
         if p.ttl() == 0 {
@@ -438,7 +424,7 @@ mod tests {
 
     #[test]
     fn fill_checksum_covers_options() {
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut rng = fastrand::Rng::with_seed(0x9e37_79b9_7f4a_7c15);
         for ihl in 5..=15 {
             let buf = random_header(&mut rng, ihl);
             let p = Ipv4Packet::new_checked(&buf[..]).unwrap();
@@ -453,7 +439,7 @@ mod tests {
     /// recomputation gives, for many random headers of every length.
     #[test]
     fn ipv4_checksum_after_ttl_minus_1_matches_recomputation() {
-        let mut rng = Rng(0x0123_4567_89ab_cdef);
+        let mut rng = fastrand::Rng::with_seed(0x0123_4567_89ab_cdef);
         for i in 0..20_000 {
             let ihl = 5 + (i % 11) as u8;
             let mut buf = random_header(&mut rng, ihl);
@@ -470,7 +456,7 @@ mod tests {
     /// out as 0xffff (and 0x0000 before must update correctly too).
     #[test]
     fn ipv4_checksum_after_ttl_minus_1_at_zero() {
-        let mut rng = Rng(42);
+        let mut rng = fastrand::Rng::with_seed(42);
         for before in [false, true] {
             let mut buf = random_header(&mut rng, 5);
             let mut p = Ipv4Packet::new_checked(&mut buf[..]).unwrap();
@@ -499,11 +485,11 @@ mod tests {
 
     #[test]
     fn decrement_ttl_equals_rfc1624_and_recomputation() {
-        let mut rng = Rng(0x5eed_1234_abcd_ef01);
+        let mut rng = fastrand::Rng::with_seed(0x5eed_1234_abcd_ef01);
         for _ in 0..20_000 {
             let mut buf = HEADER;
             for b in buf.iter_mut().skip(1) {
-                *b = rng.next() as u8;
+                *b = rng.u8(..);
             }
             buf[0] = 0x45;
             let mut p = Ipv4Packet::new_checked(&mut buf[..]).unwrap();

@@ -24,6 +24,7 @@ mod common;
 use common::*;
 use fastpath::dpdk::acl::AclAlgorithm;
 use fastpath::dpdk::{tsc, tsc_hz, AclBuilder, Eal};
+use fastrand::Rng;
 use hooks::flow::{proto, tcp_flag};
 use hooks::rules::{
     Classifier, ClassifierBuilder, Key, LinearBuilder, MatchRule, Prefix, CT_ESTABLISHED, CT_NEW,
@@ -168,7 +169,7 @@ fn first_match_wins_across_overlapping_rules() {
 fn random_rules_on_every_field_agree_with_linear() {
     let _w = simd_width(DEFAULT_WIDTH);
     let acl = acl();
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng::with_seed(0x9e37_79b9_7f4a_7c15);
     let pools = Pools::new(&mut rng);
     let rules: Vec<MatchRule> = (0..300).map(|_| random_rule(&mut rng, &pools)).collect();
     let keys = aimed_keys(&mut rng, &rules, &pools, 20_000);
@@ -194,7 +195,7 @@ fn random_rules_on_every_field_agree_with_linear() {
 fn random_rules_in_runs_of_7_merge_to_the_first_match() {
     let _w = simd_width(DEFAULT_WIDTH);
     let acl = acl();
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng::with_seed(0x9e37_79b9_7f4a_7c15);
     let pools = Pools::new(&mut rng);
     let rules: Vec<MatchRule> = (0..300).map(|_| random_rule(&mut rng, &pools)).collect();
     let keys = aimed_keys(&mut rng, &rules, &pools, 20_000);
@@ -253,7 +254,7 @@ fn subset_tests_cover_every_subset() {
 fn subset(sub: &Subset, seed: u64) {
     let _w = simd_width(DEFAULT_WIDTH);
     let acl = acl();
-    let mut rng = Rng(seed);
+    let mut rng = Rng::with_seed(seed);
     let pools = Pools::new(&mut rng);
     // Rules with at least one condition (an empty one would hide all
     // later ones).
@@ -295,7 +296,7 @@ fn subset(sub: &Subset, seed: u64) {
             let mut b = *keys[i].as_bytes();
             for (j, x) in b.iter_mut().enumerate() {
                 if !sub.bytes.iter().any(|&(a, b)| (a..b).contains(&j)) {
-                    *x = rng.next() as u8;
+                    *x = rng.u64(..) as u8;
                 }
             }
             Key::from_bytes(b)
@@ -316,7 +317,7 @@ fn subset(sub: &Subset, seed: u64) {
 fn ten_thousand_rules_build_in_one_context_and_agree_with_linear() {
     let _w = simd_width(DEFAULT_WIDTH);
     let acl = acl();
-    let mut rng = Rng(0x0123_4567_89ab_cdef);
+    let mut rng = Rng::with_seed(0x0123_4567_89ab_cdef);
     let rules = firewall_rules(&mut rng, 10_000);
     let t = Instant::now();
     let a = acl.build_acl(&rules).expect("10,000 rules build");
@@ -346,7 +347,7 @@ fn acl_agrees_with_linear(
     seed: u64,
 ) {
     let _w = simd_width(DEFAULT_WIDTH);
-    let mut rng = Rng(seed);
+    let mut rng = Rng::with_seed(seed);
     let rules = rules(&mut rng, 1000);
     let a = acl().build_acl(&rules).expect("1,000 rules");
     let l = LinearBuilder.build(&rules).unwrap();
@@ -414,7 +415,7 @@ type Case = (&'static str, Vec<MatchRule>, Vec<Key>, Vec<u32>);
 /// Rule sets and keys for the algorithm tests, with the scalar algorithm's
 /// results (which the linear classifier's must equal).
 fn algorithm_cases() -> Vec<Case> {
-    let mut rng = Rng(0xa190_7357);
+    let mut rng = Rng::with_seed(0xa190_7357);
     let sets = [
         ("firewall", firewall_rules(&mut rng, 1000)),
         ("5-tuple", five_tuple_rules(&mut rng, 1000)),
@@ -526,24 +527,18 @@ fn algorithm_avx512x32_at_512_bits() {
 // ---------------------------------------------------------------------------
 // Rules, keys and measurements
 
-/// xorshift64*: deterministic, no dependencies.
-struct Rng(u64);
+/// Percent chances and picks from a slice, drawn from the seeded generator.
+trait Draw {
+    fn chance(&mut self, percent: u64) -> bool;
+    fn pick<T: Copy>(&mut self, v: &[T]) -> T;
+}
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
+impl Draw for Rng {
     fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
+        self.u64(..100) < percent
     }
     fn pick<T: Copy>(&mut self, v: &[T]) -> T {
-        v[self.below(v.len() as u64) as usize]
+        v[self.usize(..v.len())]
     }
 }
 
@@ -579,7 +574,7 @@ struct Pools {
 
 impl Pools {
     fn new(rng: &mut Rng) -> Pools {
-        let mut addrs: Vec<u32> = (0..6).map(|_| rng.next() as u32).collect();
+        let mut addrs: Vec<u32> = (0..6).map(|_| rng.u64(..) as u32).collect();
         addrs.extend([
             0,
             u32::MAX,
@@ -602,23 +597,23 @@ impl Pools {
         let a = if rng.chance(50) {
             rng.pick(&self.ports).min(max)
         } else {
-            rng.below(u64::from(max) + 1) as u16
+            rng.u64(..u64::from(max) + 1) as u16
         };
-        let b = match rng.below(4) {
+        let b = match rng.u64(..4) {
             0 => a,
-            1 => a.saturating_add(rng.below(16) as u16).min(max),
+            1 => a.saturating_add(rng.u64(..16) as u16).min(max),
             2 => max,
-            _ => rng.below(u64::from(max) + 1) as u16,
+            _ => rng.u64(..u64::from(max) + 1) as u16,
         };
         (a.min(b), a.max(b))
     }
 
     fn prefix(&self, rng: &mut Rng) -> Prefix {
-        let len = rng.below(33) as u8;
+        let len = rng.u64(..33) as u8;
         let a = if rng.chance(70) {
             rng.pick(&self.addrs)
         } else {
-            rng.next() as u32
+            rng.u64(..) as u32
         };
         let p = Prefix::new(0, len);
         Prefix::new(a & p.mask(), len)
@@ -681,12 +676,12 @@ fn random_conditions_p(rng: &mut Rng, pools: &Pools, p: u64) -> MatchRule {
         r.dport = Some(pools.range16(rng, u16::MAX));
     }
     if rng.chance(p) {
-        let any = rng.next() as u8;
+        let any = rng.u64(..) as u8;
         let m = rng.pick(&[0u8, 0x02, 0x12, 0x17, 0xff, any]);
-        r.tcp_flags = Some((rng.next() as u8 & m, m));
+        r.tcp_flags = Some((rng.u64(..) as u8 & m, m));
     }
     if rng.chance(p) {
-        let (a, b) = (rng.below(64) as u8, rng.below(64) as u8);
+        let (a, b) = (rng.u64(..64) as u8, rng.u64(..64) as u8);
         r.dscp = Some(if rng.chance(10) {
             (a.min(b), 255)
         } else {
@@ -697,12 +692,12 @@ fn random_conditions_p(rng: &mut Rng, pools: &Pools, p: u64) -> MatchRule {
         r.vlan = Some(pools.range16(rng, 4095));
     }
     if rng.chance(p) {
-        let any = rng.next() as u32;
+        let any = rng.u64(..) as u32;
         let m = rng.pick(&[0u32, 0xff, 0xf0, 0xffff_0000, u32::MAX, 0x8000_0001, any]);
         let v = if rng.chance(50) {
-            rng.below(4) as u32
+            rng.u64(..4) as u32
         } else {
-            rng.next() as u32
+            rng.u64(..) as u32
         };
         r.mark = Some((v & m, m));
     }
@@ -710,7 +705,7 @@ fn random_conditions_p(rng: &mut Rng, pools: &Pools, p: u64) -> MatchRule {
         r.class = Some(pools.range16(rng, u16::MAX));
     }
     if rng.chance(p + 5) {
-        r.ct_states = (rng.below(7) as u8 + 1) << 1;
+        r.ct_states = (rng.u64(..7) as u8 + 1) << 1;
     }
     r
 }
@@ -719,19 +714,19 @@ fn random_conditions_p(rng: &mut Rng, pools: &Pools, p: u64) -> MatchRule {
 /// just outside it or anywhere.
 fn near16(rng: &mut Rng, r: Option<(u16, u16)>, miss: u64) -> u16 {
     let Some((lo, hi)) = r else {
-        return rng.next() as u16;
+        return rng.u64(..) as u16;
     };
     if rng.chance(miss) {
-        return match rng.below(3) {
+        return match rng.u64(..3) {
             0 => lo.wrapping_sub(1),
             1 => hi.wrapping_add(1),
-            _ => rng.next() as u16,
+            _ => rng.u64(..) as u16,
         };
     }
-    match rng.below(3) {
+    match rng.u64(..3) {
         0 => lo,
         1 => hi,
-        _ => lo + (rng.below(u64::from(hi - lo) + 1) as u16),
+        _ => lo + (rng.u64(..u64::from(hi - lo) + 1) as u16),
     }
 }
 
@@ -740,22 +735,22 @@ fn near_prefix(rng: &mut Rng, p: Option<Prefix>, pools: &Pools, miss: u64) -> u3
         return if rng.chance(50) {
             rng.pick(&pools.addrs)
         } else {
-            rng.next() as u32
+            rng.u64(..) as u32
         };
     };
     let last = p.addr | !p.mask();
     if rng.chance(miss) {
-        return match rng.below(3) {
+        return match rng.u64(..3) {
             0 => p.addr.wrapping_sub(1),
             1 => last.wrapping_add(1),
             // The last bit of the prefix flipped.
             _ => p.addr ^ (1u32 << (32 - u32::from(p.len.max(1)))),
         };
     }
-    match rng.below(3) {
+    match rng.u64(..3) {
         0 => p.addr,
         1 => last,
-        _ => p.addr | (rng.next() as u32 & !p.mask()),
+        _ => p.addr | (rng.u64(..) as u32 & !p.mask()),
     }
 }
 
@@ -788,7 +783,7 @@ fn key_near(rng: &mut Rng, r: &MatchRule, pools: &Pools, miss: u64) -> Key {
         Some(p) if !rng.chance(miss) => p,
         _ => rng.pick(&pools.protos),
     };
-    let any = rng.next();
+    let any = rng.u64(..);
     b[1] = near_mask(rng, r.tcp_flags, any as u8, miss);
     b[2] = match r.dscp {
         Some((lo, hi)) if rng.chance(miss) => rng.pick(&[
@@ -797,7 +792,7 @@ fn key_near(rng: &mut Rng, r: &MatchRule, pools: &Pools, miss: u64) -> Key {
             (any >> 8) as u8 & 63,
         ]),
         Some((lo, hi)) => rng.pick(&[lo, hi, lo + ((any >> 8) % (u64::from(hi - lo) + 1)) as u8]),
-        None => rng.below(64) as u8,
+        None => rng.u64(..64) as u8,
     };
     let l4 = if !r.needs_l4() || !rng.chance(miss) {
         FLAG_L4
@@ -808,9 +803,9 @@ fn key_near(rng: &mut Rng, r: &MatchRule, pools: &Pools, miss: u64) -> Key {
     let ct = if !states.is_empty() && !rng.chance(miss) {
         rng.pick(&states)
     } else {
-        match rng.below(10) {
+        match rng.u64(..10) {
             0 => 0,
-            1 => rng.next() as u8 & 0x0e, // several state bits: not from packets, but defined
+            1 => rng.u64(..) as u8 & 0x0e, // several state bits: not from packets, but defined
             _ => rng.pick(&[CT_NEW, CT_ESTABLISHED, CT_RELATED]),
         }
     };
@@ -823,7 +818,7 @@ fn key_near(rng: &mut Rng, r: &MatchRule, pools: &Pools, miss: u64) -> Key {
     b[18..20].copy_from_slice(&(near16(rng, r.out_port, miss) & 0x0f).to_be_bytes());
     b[20..22].copy_from_slice(&near16(rng, r.vlan, miss).to_be_bytes());
     b[22..24].copy_from_slice(&near16(rng, r.class, miss).to_be_bytes());
-    let any = rng.next() as u32;
+    let any = rng.u64(..) as u32;
     b[24..28].copy_from_slice(&near_mask(rng, r.mark, any, miss).to_be_bytes());
     Key::from_bytes(b)
 }
@@ -854,14 +849,14 @@ fn aimed_keys(rng: &mut Rng, rules: &[MatchRule], pools: &Pools, n: usize) -> Ve
     let mut keys: Vec<Key> = Vec::with_capacity(n);
     while keys.len() < n {
         if rng.chance(75) {
-            let r = &rules[rng.below(rules.len() as u64) as usize];
+            let r = &rules[rng.usize(..rules.len())];
             let miss = rng.pick(&[0, 10, 30]);
             keys.push(key_near(rng, r, pools, miss));
         } else {
             // Random bytes, with the pools' addresses half the time.
             let mut b = [0u8; 32];
             for x in b.iter_mut() {
-                *x = rng.next() as u8;
+                *x = rng.u64(..) as u8;
             }
             if rng.chance(50) {
                 b[4..8].copy_from_slice(&rng.pick(&pools.addrs).to_be_bytes());
@@ -969,14 +964,14 @@ fn firewall_rules(rng: &mut Rng, n: usize) -> Vec<MatchRule> {
         .map(|_| {
             let mut r = MatchRule::any();
             if rng.chance(70) {
-                let len = 8 + rng.below(25) as u8;
+                let len = 8 + rng.u64(..25) as u8;
                 let p = Prefix::new(0, len);
-                r.src = Some(Prefix::new(rng.next() as u32 & p.mask(), len));
+                r.src = Some(Prefix::new(rng.u64(..) as u32 & p.mask(), len));
             }
             {
-                let len = 16 + rng.below(17) as u8;
+                let len = 16 + rng.u64(..17) as u8;
                 let p = Prefix::new(0, len);
-                r.dst = Some(Prefix::new(rng.next() as u32 & p.mask(), len));
+                r.dst = Some(Prefix::new(rng.u64(..) as u32 & p.mask(), len));
             }
             if rng.chance(90) {
                 r.proto = Some(if rng.chance(70) {
@@ -985,11 +980,11 @@ fn firewall_rules(rng: &mut Rng, n: usize) -> Vec<MatchRule> {
                     proto::UDP
                 });
                 if rng.chance(80) {
-                    let p = rng.below(65536) as u16;
+                    let p = rng.u64(..65536) as u16;
                     r.dport = Some(if rng.chance(80) {
                         (p, p)
                     } else {
-                        (p, p.saturating_add(rng.below(1000) as u16))
+                        (p, p.saturating_add(rng.u64(..1000) as u16))
                     });
                 }
                 if rng.chance(10) {
@@ -1000,7 +995,7 @@ fn firewall_rules(rng: &mut Rng, n: usize) -> Vec<MatchRule> {
                 r.ct_states = rng.pick(&[CT_NEW, CT_ESTABLISHED | CT_RELATED]);
             }
             if rng.chance(10) {
-                let p = rng.below(4) as u16;
+                let p = rng.u64(..4) as u16;
                 r.in_port = Some((p, p));
             }
             r
@@ -1014,15 +1009,15 @@ fn keys_for(rng: &mut Rng, rules: &[MatchRule], n: usize) -> Vec<Key> {
     (0..n)
         .map(|i| {
             if i % 2 == 0 {
-                let r = &rules[rng.below(rules.len() as u64) as usize];
+                let r = &rules[rng.usize(..rules.len())];
                 let pick = |p: Option<Prefix>, x: u32| p.map_or(x, |p| p.addr | (x & !p.mask()));
                 let s = FlowSummary {
                     proto: r.proto.unwrap_or(proto::TCP),
-                    src: pick(r.src, rng.next() as u32),
-                    dst: pick(r.dst, rng.next() as u32),
+                    src: pick(r.src, rng.u64(..) as u32),
+                    dst: pick(r.dst, rng.u64(..) as u32),
                     l4: true,
-                    sport: r.sport.map_or(rng.next() as u16, |s| s.0),
-                    dport: r.dport.map_or(rng.next() as u16, |d| d.1),
+                    sport: r.sport.map_or(rng.u64(..) as u16, |s| s.0),
+                    dport: r.dport.map_or(rng.u64(..) as u16, |d| d.1),
                     tcp_flags: tcp_flag::ACK,
                     ..FlowSummary::default()
                 };
@@ -1032,10 +1027,10 @@ fn keys_for(rng: &mut Rng, rules: &[MatchRule], n: usize) -> Vec<Key> {
             } else {
                 key(
                     rng.pick(&[proto::TCP, proto::UDP]),
-                    rng.next() as u32,
-                    rng.next() as u32,
-                    rng.next() as u16,
-                    rng.next() as u16,
+                    rng.u64(..) as u32,
+                    rng.u64(..) as u32,
+                    rng.u64(..) as u16,
+                    rng.u64(..) as u16,
                     0,
                     CT_NEW,
                 )
@@ -1077,22 +1072,22 @@ fn five_tuple_rules(rng: &mut Rng, n: usize) -> Vec<MatchRule> {
                 proto::UDP
             });
             if rng.chance(60) {
-                let len = 8 + rng.below(25) as u8;
+                let len = 8 + rng.u64(..25) as u8;
                 let p = Prefix::new(0, len);
-                r.src = Some(Prefix::new(rng.next() as u32 & p.mask(), len));
+                r.src = Some(Prefix::new(rng.u64(..) as u32 & p.mask(), len));
             }
-            let len = 16 + rng.below(17) as u8;
+            let len = 16 + rng.u64(..17) as u8;
             let p = Prefix::new(0, len);
-            r.dst = Some(Prefix::new(rng.next() as u32 & p.mask(), len));
+            r.dst = Some(Prefix::new(rng.u64(..) as u32 & p.mask(), len));
             if rng.chance(20) {
                 r.sport = Some((1024, 65535));
             }
             if rng.chance(85) {
-                let p = rng.below(65536) as u16;
+                let p = rng.u64(..65536) as u16;
                 r.dport = Some(if rng.chance(80) {
                     (p, p)
                 } else {
-                    (p, p.saturating_add(rng.below(1000) as u16))
+                    (p, p.saturating_add(rng.u64(..1000) as u16))
                 });
             }
             r

@@ -354,17 +354,11 @@ fn text(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
 }
 
-/// Deterministic pseudo-random bytes.
+/// Pseudo-random bytes, the same for the same seed.
 fn blob(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    let mut bytes = vec![0; len];
+    fastrand::Rng::with_seed(seed).fill(&mut bytes);
+    bytes
 }
 
 /// A command in side's namespace, bounded by `timeout secs`.

@@ -690,11 +690,9 @@ mod tests {
         let cap = 64;
         let (t, mut w) = NeighTable::new(cap);
         let mut live: Vec<u32> = Vec::new();
-        let mut x = 0x1234_5678u32;
+        let mut rng = fastrand::Rng::with_seed(0x1234_5678);
         for round in 0..20_000u32 {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
+            let x = rng.u32(..);
             let a = 0x0a00_0000 | (x & 0xffff);
             if live.len() == cap || (x >> 20).is_multiple_of(3) && !live.is_empty() {
                 let k = live.swap_remove((x >> 8) as usize % live.len());

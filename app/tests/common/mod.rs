@@ -94,19 +94,15 @@ pub fn run(cmd: Command, limit: Duration) -> Run {
     wait(spawn(cmd), limit)
 }
 
-/// `n` frames of pseudo-random content and length 60..=1514 (deterministic).
+/// `n` frames of pseudo-random content and length 60..=1514 (the same for
+/// the same seed).
 pub fn random_frames(n: usize, seed: u64) -> Vec<Vec<u8>> {
-    let mut x = seed | 1;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut rng = fastrand::Rng::with_seed(seed);
     (0..n)
         .map(|_| {
-            let len = 60 + (next() % (1514 - 60 + 1)) as usize;
-            (0..len).map(|_| next() as u8).collect()
+            let mut frame = vec![0; rng.usize(60..=1514)];
+            rng.fill(&mut frame);
+            frame
         })
         .collect()
 }

@@ -281,42 +281,27 @@ impl Rule {
     }
 }
 
-/// Deterministic pseudo-random numbers (splitmix64). Kept here rather than
-/// taken from fastrand as the tests do: the rules it draws are the
-/// benchmark's workload, recorded in bench/RESULTS.md (each hook's first
-/// rules, and the figures measured with them), so its stream must not change
-/// with a dependency's version, which fastrand does not promise.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+/// The rules' random numbers: one seeded generator, as in the tests. The
+/// workload is the seed's stream under the `fastrand` that Cargo.lock pins;
+/// bench/RESULTS.md records each hook's first rules with its figures.
+type Rng = fastrand::Rng;
 
 /// A prefix inside 172.16.0.0/12 of length 16..=32, host bits zero: the
 /// traffic (198.18.0.0/15) never falls in one.
 fn private_prefix(r: &mut Rng) -> (Ipv4Addr, u8) {
-    let len = 16 + r.below(17) as u8;
+    let len = r.u8(16..=32);
     let base = u32::from(Ipv4Addr::new(172, 16, 0, 0));
-    let a = base | (r.next() as u32 & 0x000f_ffff);
+    let a = base | (r.u32(..) & 0x000f_ffff);
     let mask = u32::MAX << (32 - u32::from(len));
     (Ipv4Addr::from(a & mask), len)
 }
 
 fn port_range(r: &mut Rng) -> (u16, u16) {
-    let lo = r.below(65536) as u16;
-    if r.below(2) == 0 {
+    let lo = r.u16(..);
+    if r.bool() {
         (lo, lo)
     } else {
-        (lo, lo.saturating_add(1 + r.below(1024) as u16))
+        (lo, lo.saturating_add(r.u16(1..=1024)))
     }
 }
 
@@ -324,37 +309,37 @@ fn port_range(r: &mut Rng) -> (u16, u16) {
 /// destination in 172.16.0.0/12. Classify rules set a class, a mark or both
 /// (one in 32 drops); filter rules accept or drop.
 fn generated(seed: u64, n: usize, classify: bool) -> Vec<Rule> {
-    let mut r = Rng(seed);
+    let mut r = Rng::with_seed(seed);
     (0..n)
         .map(|_| {
             let mut rule = Rule {
                 dst: Some(private_prefix(&mut r)),
-                proto: Some(if r.below(2) == 0 { "udp" } else { "tcp" }),
+                proto: Some(if r.bool() { "udp" } else { "tcp" }),
                 ..Default::default()
             };
-            if r.below(2) == 0 {
+            if r.bool() {
                 rule.src = Some(private_prefix(&mut r));
             }
-            if r.below(5) < 3 {
+            if r.u8(..5) < 3 {
                 rule.dport = Some(port_range(&mut r));
             }
-            if r.below(5) == 0 {
+            if r.u8(..5) == 0 {
                 rule.sport = Some(port_range(&mut r));
             }
             if classify {
-                if r.below(32) == 0 {
+                if r.u8(..32) == 0 {
                     rule.action = Some("drop");
                 } else {
-                    let which = r.below(3);
+                    let which = r.u8(..3);
                     if which != 2 {
-                        rule.set_class = Some(2 + r.below(14) as u16);
+                        rule.set_class = Some(r.u16(2..16));
                     }
                     if which != 0 {
-                        rule.set_mark = Some(r.next() as u32 | 1);
+                        rule.set_mark = Some(r.u32(..) | 1);
                     }
                 }
             } else {
-                rule.action = Some(if r.below(2) == 0 { "accept" } else { "drop" });
+                rule.action = Some(if r.bool() { "accept" } else { "drop" });
             }
             rule
         })

@@ -86,6 +86,15 @@ impl Eal {
             .into_owned()
     }
 
+    /// EAL's runtime folder of this process (`/var/run/dpdk/<file prefix>`
+    /// for root): where its sockets live.
+    pub fn runtime_dir(&self) -> std::path::PathBuf {
+        // SAFETY: returns a pointer to EAL's static, NUL-terminated path,
+        // set during init.
+        let dir = unsafe { CStr::from_ptr(sys::rte_eal_get_runtime_dir()) };
+        std::path::PathBuf::from(dir.to_string_lossy().into_owned())
+    }
+
     /// Socket (NUMA node) of the calling lcore.
     pub fn socket_id(&self) -> i32 {
         // SAFETY: reads the calling thread's per-lcore socket id.

@@ -1,11 +1,20 @@
 //! IPv4 longest-prefix-match table (`rte_lpm`, DIR-24-8): built by the control
-//! plane at start, then only read, by every worker, one bulk lookup per burst.
+//! plane at start, read by every worker (one bulk lookup per burst), and
+//! changed at run time by its one writer ([`LpmWriter`]) while they read.
+//!
+//! `rte_lpm` lets one writer change the table under lock-free readers: each
+//! tbl24/tbl8 entry is written with one atomic store, and `rte_lpm_add` on an
+//! existing prefix overwrites its next hop in place (no miss in between). What
+//! readers may still follow after a delete, a tbl8 group, is freed only after
+//! a grace period of the QSBR variable attached with `rte_lpm_rcu_qsbr_add`.
 
+use super::rcu::Qsbr;
 use super::DpdkError;
 use dpdk_sys as sys;
 use std::ffi::CString;
 use std::net::Ipv4Addr;
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 /// A next-hop value no route has: what [`Lpm::lookup_bulk`] stores on a miss.
 pub const LPM_MISS: u32 = u32::MAX;
@@ -14,18 +23,60 @@ pub const LPM_MISS: u32 = u32::MAX;
 pub const LPM_MAX_NEXT_HOP: u32 = (1 << 24) - 1;
 
 /// An LPM table. Changes take `&mut self`; lookups take `&self`, so once it is
-/// shared (`Arc<Lpm>`) it is read-only and lock-free for every lcore.
+/// shared (`Arc<Lpm>`) only its [`LpmWriter`] changes it.
 #[derive(Debug)]
 pub struct Lpm {
     raw: NonNull<sys::rte_lpm>,
     rules: u32,
+    /// The grace periods of its tbl8 groups, once shared with a writer.
+    qsbr: Option<Arc<Qsbr>>,
 }
 
 // SAFETY: the handle points to DPDK-allocated tables; lookups only read them and
-// changes need &mut self, so sharing &Lpm across lcores never races a write.
+// changes need &mut self or the one LpmWriter, whose writes rte_lpm makes safe
+// for concurrent lookups (atomic entry stores, RCU-deferred tbl8 frees).
 unsafe impl Send for Lpm {}
 // SAFETY: as above; rte_lpm lookups are safe to run concurrently.
 unsafe impl Sync for Lpm {}
+
+/// The one writer of a shared [`Lpm`]: adds (an existing prefix's next hop
+/// is replaced in place) and deletes (the covering prefix takes over entry
+/// by entry) while workers look up. Not `Clone`.
+#[derive(Debug)]
+pub struct LpmWriter {
+    lpm: Arc<Lpm>,
+}
+
+impl LpmWriter {
+    /// See [`Lpm::add`]; readers see each entry old or new, never torn.
+    pub fn add(&mut self, prefix: Ipv4Addr, depth: u8, next_hop: u32) -> Result<(), DpdkError> {
+        self.lpm.add_shared(prefix, depth, next_hop)
+    }
+
+    /// Delete `prefix/depth`; false when it was not in the table.
+    pub fn delete(&mut self, prefix: Ipv4Addr, depth: u8) -> Result<bool, DpdkError> {
+        if !(1..=32).contains(&depth) {
+            return Ok(false);
+        }
+        // SAFETY: the only writer (self is unique); concurrent lookups are
+        // what rte_lpm supports, with tbl8 groups freed after the QSBR grace
+        // period attached in into_shared.
+        let ret = unsafe { sys::rte_lpm_delete(self.lpm.raw.as_ptr(), u32::from(prefix), depth) };
+        match ret {
+            0 => Ok(true),
+            r if r == -libc::EINVAL => Ok(false),
+            r => Err(DpdkError::from_ret(
+                format!("LPM delete {prefix}/{depth}"),
+                r,
+            )),
+        }
+    }
+
+    /// The table, for lookups.
+    pub fn table(&self) -> &Arc<Lpm> {
+        &self.lpm
+    }
+}
 
 impl Lpm {
     /// A table for up to `max_rules` prefixes and `tbl8s` groups for prefixes
@@ -51,12 +102,40 @@ impl Lpm {
         Ok(Lpm {
             raw,
             rules: max_rules,
+            qsbr: None,
         })
+    }
+
+    /// Share the table with workers and keep one writer: tbl8 groups a
+    /// delete frees are reused only after `qsbr`'s grace period (defer-queue
+    /// mode: the writer never waits for readers).
+    pub fn into_shared(mut self, qsbr: Arc<Qsbr>) -> Result<(Arc<Lpm>, LpmWriter), DpdkError> {
+        let mut cfg = sys::rte_lpm_rcu_config {
+            v: qsbr.as_ptr(),
+            mode: sys::RTE_LPM_QSBR_MODE_DQ,
+            ..Default::default()
+        };
+        // SAFETY: self is unique (no reader yet); cfg is valid for the call
+        // and qsbr outlives the table (kept in self.qsbr, dropped after it).
+        let ret = unsafe { sys::rte_lpm_rcu_qsbr_add(self.raw.as_ptr(), &mut cfg) };
+        if ret != 0 {
+            return Err(DpdkError::from_rte_errno(
+                "attaching RCU QSBR to the LPM table",
+            ));
+        }
+        self.qsbr = Some(qsbr);
+        let lpm = Arc::new(self);
+        Ok((lpm.clone(), LpmWriter { lpm }))
     }
 
     /// Add `prefix/depth` with `next_hop` (at most [`LPM_MAX_NEXT_HOP`]);
     /// replaces the next hop of an existing identical prefix.
     pub fn add(&mut self, prefix: Ipv4Addr, depth: u8, next_hop: u32) -> Result<(), DpdkError> {
+        self.add_shared(prefix, depth, next_hop)
+    }
+
+    /// [`Lpm::add`] for `&mut self` or the one [`LpmWriter`].
+    fn add_shared(&self, prefix: Ipv4Addr, depth: u8, next_hop: u32) -> Result<(), DpdkError> {
         if depth > 32 || next_hop > LPM_MAX_NEXT_HOP {
             return Err(DpdkError {
                 what: format!("LPM add {prefix}/{depth} -> {next_hop}"),
@@ -64,7 +143,8 @@ impl Lpm {
                 reason: "depth above 32 or next hop above 2^24 - 1".into(),
             });
         }
-        // SAFETY: &mut self: no lookup runs concurrently; arguments are plain values.
+        // SAFETY: called with &mut self (no reader) or by the one LpmWriter,
+        // whose adds rte_lpm makes safe under concurrent lookups; plain values.
         let ret =
             unsafe { sys::rte_lpm_add(self.raw.as_ptr(), u32::from(prefix), depth, next_hop) };
         if ret < 0 {
@@ -116,7 +196,9 @@ impl Lpm {
 
 impl Drop for Lpm {
     fn drop(&mut self) {
-        // SAFETY: we own the table; no reference to it outlives self.
+        // SAFETY: we own the table; no reference to it outlives self. The
+        // QSBR variable (self.qsbr) is dropped after this, as rte_lpm_free
+        // still uses it for the defer queue.
         unsafe { sys::rte_lpm_free(self.raw.as_ptr()) }
     }
 }

@@ -190,6 +190,19 @@ impl Mbuf {
         }
     }
 
+    /// The NIC's RSS hash of the packet's flow, when it gave one
+    /// (`RTE_MBUF_F_RX_RSS_HASH`).
+    #[inline(always)]
+    pub fn rss_hash(&self) -> Option<u32> {
+        let raw = self.raw();
+        if raw.ol_flags & u64::from(sys::RTE_MBUF_F_RX_RSS_HASH) == 0 {
+            return None;
+        }
+        // SAFETY: every member of the hash union is plain integers; with the
+        // RSS flag set, the driver wrote `rss`.
+        Some(unsafe { raw.__bindgen_anon_2.hash.rss })
+    }
+
     /// The packet's metadata in the private area.
     #[inline(always)]
     pub fn meta(&self) -> &PacketMeta {

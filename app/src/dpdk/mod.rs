@@ -11,6 +11,7 @@ pub mod mbuf;
 pub mod mempool;
 pub mod pmdinfo;
 pub mod port;
+pub mod rcu;
 pub mod ring;
 pub mod telemetry_client;
 
@@ -18,10 +19,11 @@ pub use acl::{AclBuilder, AclClassifier};
 pub use burst::{Drain, MbufBurst, BURST_SIZE};
 pub use eal::Eal;
 pub use error::DpdkError;
-pub use lpm::{Lpm, LPM_MISS};
+pub use lpm::{Lpm, LpmWriter, LPM_MISS};
 pub use mbuf::Mbuf;
 pub use mempool::Mempool;
 pub use port::{Port, PortConfig, PortStats, RxQueue, TxQueue};
+pub use rcu::{Qsbr, QsbrReader};
 pub use ring::{mbuf_ring, RingConsumer, RingProducer};
 
 use dpdk_sys as sys;

@@ -20,6 +20,10 @@
 //! prefix = "192.0.2.0/24"
 //! device = "net_af_packet1"        # connected (on-link) route; exactly one of via/device
 //!
+//! [[route]]
+//! prefix = "198.51.100.0/24"
+//! via = ["10.0.1.2", "10.0.1.3"]   # ECMP: flows spread over up to 16 next hops
+//!
 //! [[neighbour]]                    # optional static neighbours (never age); also [[neighbor]]
 //! address = "10.0.1.2"
 //! mac = "02:00:00:00:01:02"
@@ -169,9 +173,22 @@ pub struct RouteSpec {
     /// 0..=32.
     pub prefix_len: u8,
     pub next_hop: NextHopSpec,
+    /// The next hops after `next_hop` of a multipath (ECMP) route: `via`
+    /// with several gateways. Empty for a single next hop.
+    pub multipath: Vec<NextHopSpec>,
     /// 1-based line of the `[[route]]` header.
     pub line: usize,
 }
+
+impl RouteSpec {
+    /// Every next hop, `next_hop` first.
+    pub fn next_hops(&self) -> impl Iterator<Item = NextHopSpec> + '_ {
+        std::iter::once(self.next_hop).chain(self.multipath.iter().copied())
+    }
+}
+
+/// Most next hops of one route (ECMP).
+pub const MAX_NEXT_HOPS: usize = 16;
 
 /// Where a route sends packets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -252,6 +269,121 @@ impl RouterConfig {
     }
 }
 
+// ---------------------------------------------------------------------------
+// Changes at run time (`fastpath ctl`): checked by the file's own rules
+// ---------------------------------------------------------------------------
+
+/// A route or neighbour given at run time, to check against a running
+/// config's ports exactly as a `[[route]]` or `[[neighbour]]` of its file.
+pub enum RuntimeItem<'a> {
+    /// `route add PREFIX via IP[,IP...]` (`device`: None) or `dev PORT`.
+    Route {
+        prefix: &'a str,
+        via: &'a [String],
+        device: Option<&'a DeviceRef>,
+    },
+    /// `neigh add IP MAC`.
+    Neighbour { address: &'a str, mac: &'a str },
+}
+
+impl RouterConfig {
+    /// Check a route given at run time; the error says what is wrong and why,
+    /// in the words of the file's checks (without the section and line).
+    pub fn check_route(
+        &self,
+        prefix: &str,
+        via: &[String],
+        device: Option<&DeviceRef>,
+    ) -> Result<RouteSpec, String> {
+        let raw = self.runtime_raw(RuntimeItem::Route {
+            prefix,
+            via,
+            device,
+        })?;
+        let ctx = Ctx {
+            path: &self.path,
+            text: &raw.1,
+        };
+        let r = raw.0.route.first().ok_or("no route given")?;
+        ctx.route(&self.ports, r)
+            .map_err(|e| runtime_message(&e.message))
+    }
+
+    /// Check a static neighbour given at run time (see [`Self::check_route`]).
+    pub fn check_neighbour(&self, address: &str, mac: &str) -> Result<NeighbourSpec, String> {
+        let raw = self.runtime_raw(RuntimeItem::Neighbour { address, mac })?;
+        let ctx = Ctx {
+            path: &self.path,
+            text: &raw.1,
+        };
+        let n = raw.0.neighbour.first().ok_or("no neighbour given")?;
+        ctx.neighbour(&self.ports, n)
+            .map_err(|e| runtime_message(&e.message))
+    }
+
+    /// The item as the one section of a file (so that the file's parser and
+    /// its spans serve), parsed.
+    fn runtime_raw(&self, item: RuntimeItem<'_>) -> Result<(RawConfig, String), String> {
+        let mut t = toml::Table::new();
+        let section = match item {
+            RuntimeItem::Route {
+                prefix,
+                via,
+                device,
+            } => {
+                t.insert("prefix".into(), prefix.into());
+                match (via, device) {
+                    ([one], None) => {
+                        t.insert("via".into(), one.as_str().into());
+                    }
+                    (_, None) => {
+                        let list = via.iter().map(|v| toml::Value::from(v.as_str()));
+                        t.insert("via".into(), toml::Value::Array(list.collect()));
+                    }
+                    (_, Some(DeviceRef::Name(n))) => {
+                        t.insert("device".into(), n.as_str().into());
+                    }
+                    (_, Some(DeviceRef::Id(id))) => {
+                        t.insert("device".into(), i64::from(*id).into());
+                    }
+                }
+                "route"
+            }
+            RuntimeItem::Neighbour { address, mac } => {
+                t.insert("address".into(), address.into());
+                t.insert("mac".into(), mac.into());
+                "neighbour"
+            }
+        };
+        let mut doc = toml::Table::new();
+        doc.insert(
+            section.into(),
+            toml::Value::Array(vec![toml::Value::Table(t)]),
+        );
+        let text = toml::to_string(&doc).map_err(|e| e.to_string())?;
+        let raw: RawConfig = toml::from_str(&text).map_err(|e| e.message().to_string())?;
+        Ok((raw, text))
+    }
+}
+
+/// A check's message without its `[[section]] field `name`: ` or
+/// `[[section]] ` lead: the command names what it is about.
+fn runtime_message(m: &str) -> String {
+    for lead in ["[[route]] ", "[[neighbour]] "] {
+        if let Some(rest) = m.strip_prefix(lead) {
+            return match rest
+                .strip_prefix("field `")
+                .and_then(|r| r.split_once("`: "))
+            {
+                Some((field, msg)) => format!("{field}: {msg}"),
+                // "{prefix}/{len}: ..." (the command names the prefix).
+                None => rest.split_once(": ").map_or(rest, |(_, m)| m).to_string(),
+            };
+        }
+    }
+    m.to_string()
+}
+
 /// Parses a MAC address, `aa:bb:cc:dd:ee:ff` or `aa-bb-cc-dd-ee-ff`, any case.
 pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
     let sep = if s.contains('-') { '-' } else { ':' };
@@ -319,8 +451,37 @@ struct RawPort {
 #[serde(deny_unknown_fields)]
 struct RawRoute {
     prefix: Spanned<String>,
-    via: Option<Spanned<String>>,
+    via: Option<Spanned<RawVia>>,
     device: Option<Spanned<RawDevice>>,
+}
+
+/// `via`: one gateway (a string) or several (an array of strings: ECMP).
+enum RawVia {
+    One(String),
+    Many(Vec<Spanned<String>>),
+}
+
+impl<'de> Deserialize<'de> for RawVia {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawVia;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a next hop address (string) or an array of them (ECMP)")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawVia, E> {
+                Ok(RawVia::One(v.to_owned()))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<RawVia, A::Error> {
+                let mut out = Vec::new();
+                while let Some(v) = seq.next_element::<Spanned<String>>()? {
+                    out.push(v);
+                }
+                Ok(RawVia::Many(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Deserialize)]
@@ -686,8 +847,13 @@ impl Ctx<'_> {
         let (prefix, prefix_len) = route_prefix(r.prefix.get_ref())
             .map_err(|m| self.field_error("route", "prefix", &r.prefix, m))?;
         let what = format!("[[route]] {prefix}/{prefix_len}");
+        let mut multipath = Vec::new();
         let next_hop = match (&r.via, &r.device) {
-            (Some(via), None) => self.route_via(ports, via)?,
+            (Some(via), None) => {
+                let mut hops = self.route_vias(ports, via)?;
+                multipath = hops.split_off(1);
+                hops[0]
+            }
             (None, Some(device)) => NextHopSpec::Connected {
                 port: self.port_of_device(ports, "route", device)?,
             },
@@ -716,8 +882,54 @@ impl Ctx<'_> {
             prefix,
             prefix_len,
             next_hop,
+            multipath,
             line,
         })
+    }
+
+    /// `via`: one next hop, or 1 to `MAX_NEXT_HOPS` different ones.
+    fn route_vias(
+        &self,
+        ports: &[PortSpec],
+        via: &Spanned<RawVia>,
+    ) -> Result<Vec<NextHopSpec>, ConfigError> {
+        let list = match via.get_ref() {
+            RawVia::One(s) => {
+                return Ok(vec![
+                    self.route_via(ports, &Spanned::new(via.span(), s.clone()))?
+                ])
+            }
+            RawVia::Many(list) => list,
+        };
+        if list.is_empty() || list.len() > MAX_NEXT_HOPS {
+            return Err(self.field_error(
+                "route",
+                "via",
+                via,
+                format!(
+                    "{} next hops; expected 1 to {MAX_NEXT_HOPS} (an array of addresses, e.g. \
+                     [\"10.0.1.2\", \"10.0.1.3\"])",
+                    list.len()
+                ),
+            ));
+        }
+        let mut hops: Vec<NextHopSpec> = Vec::with_capacity(list.len());
+        for v in list {
+            let hop = self.route_via(ports, v)?;
+            if hops.contains(&hop) {
+                return Err(self.field_error(
+                    "route",
+                    "via",
+                    v,
+                    format!(
+                        "next hop {} is given twice; expected each next hop once",
+                        v.get_ref().trim()
+                    ),
+                ));
+            }
+            hops.push(hop);
+        }
+        Ok(hops)
     }
 
     /// A route into space that is never forwarded (multicast, 0/8, 127/8,
@@ -1166,7 +1378,8 @@ fn port_address(s: &str) -> Result<(Ipv4Addr, u8), String> {
 }
 
 /// A route `prefix`: 0..=32 long, no host bits set.
-fn route_prefix(s: &str) -> Result<(Ipv4Addr, u8), String> {
+/// A route's `prefix`, e.g. "192.0.2.0/24" (no host bits set).
+pub fn route_prefix(s: &str) -> Result<(Ipv4Addr, u8), String> {
     let (addr, len) = split_prefix(s, "192.0.2.0/24")?;
     let masked = Ipv4Addr::from(u32::from(addr) & prefix_mask(len));
     if masked != addr {
@@ -1451,18 +1664,21 @@ queues = [
                         gateway: Ipv4Addr::new(10, 0, 1, 2),
                         port: 0,
                     },
+                    multipath: vec![],
                     line: 17,
                 },
                 RouteSpec {
                     prefix: Ipv4Addr::new(192, 0, 2, 0),
                     prefix_len: 24,
                     next_hop: NextHopSpec::Connected { port: 1 },
+                    multipath: vec![],
                     line: 21,
                 },
                 RouteSpec {
                     prefix: Ipv4Addr::new(10, 0, 2, 0),
                     prefix_len: 24,
                     next_hop: NextHopSpec::Connected { port: 1 },
+                    multipath: vec![],
                     line: 25,
                 },
                 RouteSpec {
@@ -1472,6 +1688,7 @@ queues = [
                         gateway: Ipv4Addr::new(192, 168, 7, 10),
                         port: 2,
                     },
+                    multipath: vec![],
                     line: 29,
                 },
             ],

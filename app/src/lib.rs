@@ -11,6 +11,7 @@ pub mod builtin_hooks;
 pub mod cli;
 pub mod config;
 pub mod counters;
+pub mod ctl;
 pub mod doctor;
 #[allow(unsafe_code)]
 pub mod dpdk;

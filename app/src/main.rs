@@ -1,4 +1,5 @@
-//! `fastpath [EAL options] -- [options]`; `fastpath doctor ...` checks the host first, `fastpath health` asks a running one.
+//! `fastpath [EAL options] -- [options]`; `fastpath doctor ...` checks the host first, `fastpath health` asks a running one,
+//! `fastpath ctl ...` changes it.
 
 #![forbid(unsafe_code)]
 
@@ -15,6 +16,10 @@ fn main() {
     // `fastpath health ...`: ask a running fastpath through DPDK telemetry.
     if argv.get(1).map(String::as_str) == Some("health") {
         std::process::exit(fastpath::health::main(&argv[1..]));
+    }
+    // `fastpath ctl ...`: change or ask a running one through its control socket.
+    if argv.get(1).map(String::as_str) == Some("ctl") {
+        std::process::exit(fastpath::ctl::client::main(&argv[1..]));
     }
     let (eal_args, app_args) = split_args(argv.clone());
     // `fastpath --help` (no `--`): the app's help, not DPDK's EAL usage.

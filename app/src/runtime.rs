@@ -85,11 +85,8 @@ pub fn run_with_registry(
         None => None,
     };
     let stop = Arc::new(AtomicBool::new(false));
-    // SIGHUP reloads the hooks of a router config that has any.
-    let reload = config
-        .as_ref()
-        .filter(|c| !c.hooks.is_empty())
-        .map(|_| Arc::new(AtomicBool::new(false)));
+    // SIGHUP reloads a router config (routes, neighbours, hooks).
+    let reload = config.as_ref().map(|_| Arc::new(AtomicBool::new(false)));
     install_signal_handler(stop.clone(), reload.clone());
 
     check_vdev_drivers(argv)?;
@@ -138,7 +135,7 @@ fn check_vdev_drivers(argv: &[String]) -> Result<(), RunError> {
 
 /// SIGINT, SIGTERM and SIGHUP stop fastpath cleanly, and a second one while
 /// stopping ends the process at once (exit 130). With `reload`, SIGHUP
-/// instead sets that flag (the router re-reads its hooks).
+/// instead sets that flag (the router re-reads its config file).
 fn install_signal_handler(stop: Arc<AtomicBool>, reload: Option<Arc<AtomicBool>>) {
     let on_int = stop.clone();
     let _ = ctrlc::set_handler(move || {

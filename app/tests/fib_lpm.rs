@@ -54,7 +54,7 @@ fn longest_prefix_wins() {
     let lpm = Lpm::new("fib_test", 64, 64, eal.socket_id()).expect("lpm");
     let fib = Fib::build(lpm, &entries).expect("fib");
 
-    let hop = |a: [u8; 4]| fib.lookup(Ipv4Addr::from(a)).copied();
+    let hop = |a: [u8; 4]| fib.lookup(Ipv4Addr::from(a));
     let gw = |a: [u8; 4]| u32::from(Ipv4Addr::from(a));
 
     let h = hop([198, 51, 100, 7]).unwrap();

@@ -240,7 +240,17 @@ fn emit(cfg: &RouterConfig) -> String {
     }
     for r in &cfg.routes {
         let _ = writeln!(t, "[[route]]\nprefix = \"{}/{}\"", r.prefix, r.prefix_len);
+        let gateways: Vec<String> = r
+            .next_hops()
+            .filter_map(|h| match h {
+                NextHopSpec::Via { gateway, .. } => Some(format!("\"{gateway}\"")),
+                NextHopSpec::Connected { .. } => None,
+            })
+            .collect();
         let _ = match r.next_hop {
+            NextHopSpec::Via { .. } if gateways.len() > 1 => {
+                writeln!(t, "via = [{}]", gateways.join(", "))
+            }
             NextHopSpec::Via { gateway, .. } => writeln!(t, "via = \"{gateway}\""),
             NextHopSpec::Connected { port } => {
                 writeln!(t, "device = {}", device(&cfg.ports[port].device))

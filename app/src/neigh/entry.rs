@@ -61,6 +61,11 @@ impl NeighFlags {
     pub const fn union(self, other: NeighFlags) -> NeighFlags {
         NeighFlags(self.0 | other.0)
     }
+
+    /// These flags without `other`'s.
+    pub const fn without(self, other: NeighFlags) -> NeighFlags {
+        NeighFlags(self.0 & !other.0)
+    }
 }
 
 /// A neighbour entry. Address 0.0.0.0 marks a free slot.

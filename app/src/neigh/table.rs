@@ -43,6 +43,8 @@ pub enum NeighError {
     Static(Ipv4Addr),
     #[error("neighbour {0} is a route's gateway")]
     Held(Ipv4Addr),
+    #[error("neighbour {0} is not static (learned by ARP)")]
+    NotStatic(Ipv4Addr),
 }
 
 /// Where a probe for an address ended.
@@ -241,6 +243,23 @@ impl NeighWriter {
             self.publish(i, addr);
         }
         Ok(i)
+    }
+
+    /// A static neighbour is no longer configured: a route's gateway stays
+    /// (to be resolved by ARP: incomplete, its header no longer used),
+    /// anything else is reclaimed. Refused for a neighbour that is not static.
+    pub fn remove_static(&mut self, addr: Ipv4Addr) -> Result<(), NeighError> {
+        let i = self.table.lookup(addr).ok_or(NeighError::NotFound(addr))?;
+        let e = &self.table.entries[i];
+        if !e.is_static() {
+            return Err(NeighError::NotStatic(addr));
+        }
+        e.set_state(NeighState::Incomplete);
+        e.set_flags(e.flags().without(NeighFlags::STATIC));
+        if e.is_held() {
+            return Ok(());
+        }
+        self.reclaim(addr)
     }
 
     /// Set a learned neighbour's state (e.g. failed after unanswered probes).

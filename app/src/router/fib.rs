@@ -1,13 +1,28 @@
-//! The forwarding table: `rte_lpm` maps a destination to a next-hop id; the id
-//! indexes a small array of next hops (what to do, which port, which
-//! neighbour). Built once by the control plane at start, then read-only.
+//! The forwarding table: `rte_lpm` maps a destination to a next-hop id; the
+//! id indexes a fixed-capacity array of next hops (what to do, which port,
+//! which neighbour), or of ECMP groups whose members are next hops. Built by
+//! the control plane at start and changed by it at run time
+//! ([`FibWriter`]) while workers look up: see `writer` for how a change
+//! reaches them whole.
+
+mod ecmp;
+mod hops;
+mod writer;
+
+pub use ecmp::{flow_hash, MAX_PATHS};
+pub use writer::{FibWriter, Origin, Rule, HOP_CAPACITY};
 
 use crate::config::{NextHopSpec, RouterConfig};
-use crate::dpdk::{DpdkError, Lpm, LPM_MISS};
+use crate::dpdk::{DpdkError, Lpm, Qsbr, LPM_MISS};
+use hops::HopTable;
 use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::Arc;
 
-/// What a route does with a packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What a route does with a packet (its code in the next-hop array is its
+/// discriminant).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
 pub enum HopKind {
     /// Forward out of `port` to the neighbour (`gateway`, or the destination).
     Forward,
@@ -17,6 +32,9 @@ pub enum HopKind {
     NotUnicast,
     /// A destination never routed (RFC 1812 5.3.7): 0/8, 127/8, 240/4.
     Martian,
+    /// An ECMP group: a flow's hash picks one of its live members
+    /// ([`Fib::member`]); `neigh` holds the members' place and count.
+    Group,
 }
 
 /// `NextHop::neigh` when the neighbour is the destination itself (on-link
@@ -24,25 +42,28 @@ pub enum HopKind {
 pub const NEIGH_BY_DST: u32 = u32::MAX;
 
 /// One next hop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct NextHop {
     pub kind: HopKind,
     /// Output port id (for `Local`: the port that owns the address).
     pub port: u16,
     /// Gateway address, host order; 0 when on-link (the destination is the neighbour).
     pub gateway: u32,
-    /// Index of the gateway in the neighbour table, or [`NEIGH_BY_DST`].
+    /// Index of the gateway in the neighbour table, or [`NEIGH_BY_DST`]; for
+    /// a `Group`, its members' chunk and live count (see `hops`).
     pub neigh: u32,
     /// MTU of the output port: larger packets are dropped (no fragmentation).
     pub mtu: u16,
 }
 
-/// One LPM prefix and the next hop it maps to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One LPM prefix, the next hops it maps to (several: ECMP), and where it
+/// comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FibEntry {
     pub prefix: Ipv4Addr,
     pub len: u8,
-    pub hop: NextHop,
+    pub hops: Vec<NextHop>,
+    pub origin: Origin,
 }
 
 /// The prefixes a config installs, in order: the configured routes, every
@@ -59,102 +80,141 @@ pub fn fib_entries(
     mut gateway_neigh: impl FnMut(Ipv4Addr) -> u32,
 ) -> Vec<FibEntry> {
     let mut out = Vec::new();
-    let hop = |kind, i: usize, gateway: u32, neigh: u32| NextHop {
-        kind,
-        port: port_ids[i],
-        gateway,
-        neigh,
-        mtu: cfg.ports[i].mtu,
-    };
     for r in &cfg.routes {
-        let h = match r.next_hop {
-            NextHopSpec::Via { gateway, port } => hop(
-                HopKind::Forward,
-                port,
-                u32::from(gateway),
-                gateway_neigh(gateway),
-            ),
-            NextHopSpec::Connected { port } => hop(HopKind::Forward, port, 0, NEIGH_BY_DST),
-        };
+        let hops = r
+            .next_hops()
+            .map(|h| route_hop(cfg, port_ids, h, &mut gateway_neigh))
+            .collect();
         out.push(FibEntry {
             prefix: r.prefix,
             len: r.prefix_len,
-            hop: h,
+            hops,
+            origin: Origin::Config,
         });
     }
-    for (i, p) in cfg.ports.iter().enumerate() {
-        out.push(FibEntry {
-            prefix: Ipv4Addr::from(p.network()),
-            len: p.prefix_len,
-            hop: hop(HopKind::Forward, i, 0, NEIGH_BY_DST),
-        });
-    }
-    for (i, p) in cfg.ports.iter().enumerate() {
-        out.push(FibEntry {
-            prefix: p.address,
-            len: 32,
-            hop: hop(HopKind::Local, i, 0, NEIGH_BY_DST),
-        });
-        if p.prefix_len <= 30 {
-            out.push(FibEntry {
-                prefix: p.broadcast(),
-                len: 32,
-                hop: hop(HopKind::NotUnicast, i, 0, NEIGH_BY_DST),
-            });
-        }
-    }
-    for (prefix, len, kind) in [
-        (Ipv4Addr::BROADCAST, 32, HopKind::NotUnicast),
-        (Ipv4Addr::new(224, 0, 0, 0), 4, HopKind::NotUnicast),
-        (Ipv4Addr::new(0, 0, 0, 0), 8, HopKind::Martian),
-        (Ipv4Addr::new(127, 0, 0, 0), 8, HopKind::Martian),
-        (Ipv4Addr::new(240, 0, 0, 0), 4, HopKind::Martian),
-    ] {
-        out.push(FibEntry {
-            prefix,
-            len,
-            hop: hop(kind, 0, 0, NEIGH_BY_DST),
-        });
-    }
-    // 255.255.255.255 lies in 240/4: it must stay "not unicast".
-    out.push(FibEntry {
-        prefix: Ipv4Addr::BROADCAST,
-        len: 32,
-        hop: hop(HopKind::NotUnicast, 0, 0, NEIGH_BY_DST),
-    });
+    out.extend(fixed_entries(cfg, port_ids));
     out
 }
 
-/// The LPM table and its next hops.
+/// The next hop a route's `via` or `device` names.
+pub fn route_hop(
+    cfg: &RouterConfig,
+    port_ids: &[u16],
+    spec: NextHopSpec,
+    mut gateway_neigh: impl FnMut(Ipv4Addr) -> u32,
+) -> NextHop {
+    match spec {
+        NextHopSpec::Via { gateway, port } => NextHop {
+            kind: HopKind::Forward,
+            port: port_ids[port],
+            gateway: u32::from(gateway),
+            neigh: gateway_neigh(gateway),
+            mtu: cfg.ports[port].mtu,
+        },
+        NextHopSpec::Connected { port } => NextHop {
+            kind: HopKind::Forward,
+            port: port_ids[port],
+            gateway: 0,
+            neigh: NEIGH_BY_DST,
+            mtu: cfg.ports[port].mtu,
+        },
+    }
+}
+
+/// The entries no route changes: connected subnets, our addresses, the
+/// broadcasts, multicast and the martian ranges.
+fn fixed_entries(cfg: &RouterConfig, port_ids: &[u16]) -> Vec<FibEntry> {
+    let mut out = Vec::new();
+    let hop = |kind, i: usize| NextHop {
+        kind,
+        port: port_ids[i],
+        gateway: 0,
+        neigh: NEIGH_BY_DST,
+        mtu: cfg.ports[i].mtu,
+    };
+    let mut push = |prefix, len, h, origin| {
+        out.push(FibEntry {
+            prefix,
+            len,
+            hops: vec![h],
+            origin,
+        })
+    };
+    for (i, p) in cfg.ports.iter().enumerate() {
+        let origin = Origin::Connected(port_ids[i]);
+        push(
+            Ipv4Addr::from(p.network()),
+            p.prefix_len,
+            hop(HopKind::Forward, i),
+            origin,
+        );
+    }
+    for (i, p) in cfg.ports.iter().enumerate() {
+        let id = port_ids[i];
+        push(
+            p.address,
+            32,
+            hop(HopKind::Local, i),
+            Origin::Fixed(format!("our own address on port {id}")),
+        );
+        if p.prefix_len <= 30 {
+            push(
+                p.broadcast(),
+                32,
+                hop(HopKind::NotUnicast, i),
+                Origin::Fixed(format!("the subnet broadcast of port {id}")),
+            );
+        }
+    }
+    for (prefix, len, kind, what) in [
+        (
+            Ipv4Addr::BROADCAST,
+            32,
+            HopKind::NotUnicast,
+            "the limited broadcast",
+        ),
+        (
+            Ipv4Addr::new(224, 0, 0, 0),
+            4,
+            HopKind::NotUnicast,
+            "multicast",
+        ),
+        (
+            Ipv4Addr::new(0, 0, 0, 0),
+            8,
+            HopKind::Martian,
+            "\"this network\"",
+        ),
+        (Ipv4Addr::new(127, 0, 0, 0), 8, HopKind::Martian, "loopback"),
+        (Ipv4Addr::new(240, 0, 0, 0), 4, HopKind::Martian, "reserved"),
+    ] {
+        push(prefix, len, hop(kind, 0), Origin::Fixed(what.to_string()));
+    }
+    // 255.255.255.255 lies in 240/4: it must stay "not unicast".
+    push(
+        Ipv4Addr::BROADCAST,
+        32,
+        hop(HopKind::NotUnicast, 0),
+        Origin::Fixed("the limited broadcast".into()),
+    );
+    out
+}
+
+/// The LPM table and its next hops, as the workers read them.
 pub struct Fib {
-    lpm: Lpm,
-    hops: Vec<NextHop>,
+    lpm: Arc<Lpm>,
+    hops: HopTable,
     /// Next-hop id of the default route (`0.0.0.0/0`), which `rte_lpm` cannot
     /// hold (depth 1..=32): a miss becomes this id. `LPM_MISS` when none.
-    default: u32,
+    default: AtomicU32,
 }
 
 impl Fib {
-    /// Install `entries` (later ones replace earlier identical prefixes)
-    /// into `lpm`; identical next hops share one id.
-    pub fn build(mut lpm: Lpm, entries: &[FibEntry]) -> Result<Fib, DpdkError> {
-        let mut hops: Vec<NextHop> = Vec::new();
-        let mut default = LPM_MISS;
-        for e in entries {
-            let id = match hops.iter().position(|h| *h == e.hop) {
-                Some(id) => id,
-                None => {
-                    hops.push(e.hop);
-                    hops.len() - 1
-                }
-            };
-            if e.len == 0 {
-                default = id as u32;
-            } else {
-                lpm.add(e.prefix, e.len, id as u32)?;
-            }
-        }
-        Ok(Fib { lpm, hops, default })
+    /// A table of `entries` that nothing changes later (later entries
+    /// replace earlier identical prefixes; identical next hops share an id).
+    pub fn build(lpm: Lpm, entries: &[FibEntry]) -> Result<Arc<Fib>, DpdkError> {
+        let (fib, _writer) = FibWriter::new(lpm, Qsbr::new(1)?, entries)?;
+        Ok(fib)
     }
 
     /// Next-hop ids of a burst of destinations (host order); a miss is the
@@ -162,10 +222,11 @@ impl Fib {
     #[inline(always)]
     pub fn lookup_bulk(&self, dsts: &[u32], ids: &mut [u32]) {
         self.lpm.lookup_bulk(dsts, ids);
-        if self.default != LPM_MISS {
+        let default = self.default.load(Relaxed);
+        if default != LPM_MISS {
             for id in ids.iter_mut() {
                 if *id == LPM_MISS {
-                    *id = self.default;
+                    *id = default;
                 }
             }
         }
@@ -173,16 +234,27 @@ impl Fib {
 
     /// The next hop of an id from `lookup_bulk` (`None` for a miss).
     #[inline(always)]
-    pub fn hop(&self, id: u32) -> Option<&NextHop> {
+    pub fn hop(&self, id: u32) -> Option<NextHop> {
         if id == LPM_MISS {
             return None;
         }
-        self.hops.get(id as usize)
+        self.hops.get(id)
     }
 
-    /// The next hop for one destination.
-    pub fn lookup(&self, dst: Ipv4Addr) -> Option<&NextHop> {
-        let id = self.lpm.lookup(dst).unwrap_or(self.default);
+    /// The member of an ECMP group that a flow of hash `hash` takes: the
+    /// same one for as long as the group is unchanged.
+    /// (`group` is the group's `neigh` word.)
+    #[inline]
+    pub fn member(&self, group: u32, hash: u32) -> Option<NextHop> {
+        self.hops.member(group, hash)
+    }
+
+    /// The next hop for one destination (a group as is).
+    pub fn lookup(&self, dst: Ipv4Addr) -> Option<NextHop> {
+        let id = self
+            .lpm
+            .lookup(dst)
+            .unwrap_or_else(|| self.default.load(Relaxed));
         self.hop(id)
     }
 }

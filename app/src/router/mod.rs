@@ -5,6 +5,7 @@
 
 pub mod budget;
 pub mod control;
+mod ctl_requests;
 pub mod fastlane;
 pub mod fib;
 pub mod flow_memo;

@@ -4,7 +4,7 @@
 //! everything down so every mbuf comes back.
 
 use super::control::{ControlPlane, NeighParams, PortAddr};
-use super::fib::{fib_entries, Fib};
+use super::fib::{fib_entries, FibWriter};
 use super::stages::Pipeline;
 use super::txbuf::TxBuffer;
 use super::worker::{Handback, RouterWorker};
@@ -13,7 +13,7 @@ use crate::config::{DeviceRef, RouterConfig};
 use crate::counters::{LcoreCounters, STAGES};
 use crate::dpdk::port::describe_ports;
 use crate::dpdk::{
-    lcore, mbuf_ring, DpdkError, Eal, Lpm, Mempool, Port, PortConfig, RxQueue, TxQueue,
+    lcore, mbuf_ring, DpdkError, Eal, Lpm, Mempool, Port, PortConfig, Qsbr, RxQueue, TxQueue,
 };
 use crate::forward;
 use crate::hook_config::build_hook_set;
@@ -349,21 +349,25 @@ fn route(
     if let Some(e) = neigh_err {
         return Err(RunError::Usage(format!("{}: {e}", cfg.path.display())));
     }
-    // A tbl8 group serves each /24 that holds longer prefixes.
+    // A tbl8 group serves each /24 that holds longer prefixes; room for
+    // routes added at run time (`fastpath ctl`, reloads).
     let long = entries.iter().filter(|e| e.len > 24).count() as u32;
     let lpm = Lpm::new(
         "fib",
-        (entries.len() as u32 * 2).max(1024),
-        (long * 2).max(256),
+        (entries.len() as u32 * 2).max(65536),
+        (long * 2).max(1024),
         eal.socket_id(),
     )?;
-    let fib = Arc::new(Fib::build(lpm, &entries).map_err(|e| {
+    // Workers report quiescent states to it; the FIB's writer (the control
+    // plane) reuses what it unpublished, and the LPM its tbl8 groups, after them.
+    let qsbr = Qsbr::new(n_workers as u32)?;
+    let (fib, fib_writer) = FibWriter::new(lpm, qsbr.clone(), &entries).map_err(|e| {
         RunError::Usage(format!(
             "{}: the routes do not fit the LPM table ({e}); fewer routes longer than /24 \
              would help",
             cfg.path.display()
         ))
-    })?);
+    })?;
     let macs: Arc<[[u8; 6]]> = macs.into();
     let pad_short: Arc<[bool]> = pad_short.into();
 
@@ -384,8 +388,8 @@ fn route(
     };
     let publisher = Publisher::new(hooks.build(cfg, None)?);
     log_hooks(&publisher.current());
-    // SIGHUP sets `reload` when the config has hooks (else it stops
-    // fastpath, like SIGTERM): see runtime::install_signal_handler.
+    // SIGHUP sets `reload` (routes, neighbours and hooks): see
+    // runtime::install_signal_handler.
     let reload = reload.unwrap_or_default();
 
     // Workers.
@@ -400,12 +404,12 @@ fn route(
     // launch would return with that worker still polling ports and the pool
     // that the caller is about to close and free.
     let mut worker_rings = Vec::new();
-    for (lcore_id, _) in placement {
+    for (w, (lcore_id, _)) in placement.iter().enumerate() {
         let punt = mbuf_ring(&format!("punt_{lcore_id}"), RING_SIZE, eal.socket_id())?;
         let inject = mbuf_ring(&format!("inject_{lcore_id}"), RING_SIZE, eal.socket_id())?;
-        worker_rings.push((punt, inject));
+        worker_rings.push((punt, inject, qsbr.reader(w as u32)?));
     }
-    for ((w, (lcore_id, queues)), ((punt_p, punt_c), (inj_p, inj_c))) in
+    for ((w, (lcore_id, queues)), ((punt_p, punt_c), (inj_p, inj_c), rcu)) in
         placement.iter().enumerate().zip(worker_rings)
     {
         punt_rx.push(punt_c);
@@ -441,6 +445,7 @@ fn route(
             },
             hooks: publisher.subscribe(),
             neigh_grace: table.grace_reader(),
+            rcu,
             timed: args.stage_cycles,
             flow_memo: args.flow_memo,
         };
@@ -468,7 +473,7 @@ fn route(
     let main = Arc::new(LcoreCounters::new(lcore::main_lcore(), max_port));
     let mut control = ControlPlane::new(
         &addrs,
-        fib.clone(),
+        fib_writer,
         writer,
         NeighParams {
             reachable: Duration::from_secs_f64(args.neigh_reachable),
@@ -488,6 +493,15 @@ fn route(
                 None => String::new(),
             }
         );
+        // `fastpath ctl` and SIGHUP: handled on this loop (ctl_requests).
+        let mut requests = super::ctl_requests::CtlRequests {
+            run: super::control::changes::Running { cfg, port_ids },
+            hooks: &hooks,
+            publisher: &publisher,
+            last: cfg.clone(),
+            counters: counters.iter().chain([&main]).cloned().collect(),
+        };
+        let mut ctl = start_ctl(eal);
         // The control plane is not a poll-mode core: it naps while idle.
         main_lcore_loop(
             args,
@@ -497,11 +511,15 @@ fn route(
             Duration::from_micros(500),
             || {
                 if reload.swap(false, Ordering::SeqCst) {
-                    hooks.reload(&publisher);
+                    requests.sighup(&mut control);
                 }
-                control.poll() > 0
+                let asked = ctl
+                    .as_mut()
+                    .map_or(0, |c| c.serve(|r| requests.handle(&mut control, r)));
+                control.poll() + asked > 0
             },
         );
+        drop(ctl);
     }
     stop.store(true, Ordering::SeqCst);
     let failed = join_workers(jobs);
@@ -538,6 +556,7 @@ fn route(
     }
     counters.push(main);
     drop(fib);
+    drop(qsbr);
     if let Some(e) = launch_err {
         return Err(e.into());
     }
@@ -576,8 +595,27 @@ fn route(
     ))
 }
 
+/// The control socket (`ctl`), in EAL's runtime folder; without it (say,
+/// a read-only folder) fastpath runs on and says so.
+fn start_ctl(eal: &Eal) -> Option<crate::ctl::server::CtlServer> {
+    let path = eal.runtime_dir().join(crate::ctl::SOCKET_NAME);
+    match crate::ctl::server::CtlServer::start(&path) {
+        Ok(s) => {
+            eprintln!("fastpath: control socket {}", path.display());
+            Some(s)
+        }
+        Err(e) => {
+            eprintln!(
+                "fastpath: no control socket at {}: {e}; `fastpath ctl` cannot reach this run",
+                path.display()
+            );
+            None
+        }
+    }
+}
+
 /// What building the hook chains needs, kept for reloads.
-struct HookChains<'a> {
+pub(super) struct HookChains<'a> {
     cfg: &'a RouterConfig,
     registry: &'a Registry,
     port_ids: &'a [u16],
@@ -589,7 +627,11 @@ struct HookChains<'a> {
 impl HookChains<'_> {
     /// The chains of `file`'s [[hook]] sections (ports resolved against the
     /// running config).
-    fn build(&self, file: &RouterConfig, previous: Option<&HookSet>) -> Result<HookSet, RunError> {
+    pub(super) fn build(
+        &self,
+        file: &RouterConfig,
+        previous: Option<&HookSet>,
+    ) -> Result<HookSet, RunError> {
         build_hook_set(
             &file.path,
             &file.text,
@@ -604,43 +646,9 @@ impl HookChains<'_> {
         )
         .map_err(|e| RunError::Usage(e.to_string()))
     }
-
-    /// SIGHUP: re-read the file and replace the hook set as a whole. A file
-    /// that does not parse or whose hooks do not build changes nothing.
-    #[cold]
-    fn reload(&self, publisher: &Publisher<HookSet>) {
-        let path = &self.cfg.path;
-        let file = match RouterConfig::load(path) {
-            Ok(f) => f,
-            Err(e) => {
-                eprintln!("fastpath: SIGHUP: {e}; the running hooks stay");
-                return;
-            }
-        };
-        if &file != self.cfg {
-            eprintln!(
-                "fastpath: SIGHUP: {} changed outside [[hook]] sections; only hooks are \
-                 reloaded, ports, routes, neighbours and lcores need a restart",
-                path.display()
-            );
-        }
-        match self.build(&file, Some(&publisher.current())) {
-            Ok(set) => {
-                let n = set.entries().count();
-                log_hooks(&set);
-                let _retired = publisher.publish(set);
-                eprintln!(
-                    "fastpath: SIGHUP: hooks reloaded from {} ({n} hooks, generation {})",
-                    path.display(),
-                    publisher.generation()
-                );
-            }
-            Err(e) => eprintln!("fastpath: SIGHUP: {e}; the running hooks stay"),
-        }
-    }
 }
 
-fn log_hooks(set: &HookSet) {
+pub(super) fn log_hooks(set: &HookSet) {
     for (point, port, e) in set.entries() {
         eprintln!(
             "fastpath: hook {:?} ({}) at {} of port {port}, priority {}",

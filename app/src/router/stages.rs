@@ -6,7 +6,7 @@
 
 use super::budget::{over_budget_reason, ArpAwaited, PuntBudgets};
 use super::fastlane::{FastScratch, Lane, LaneEntry};
-use super::fib::{Fib, HopKind, NEIGH_BY_DST};
+use super::fib::{flow_hash, Fib, HopKind, NextHop, NEIGH_BY_DST};
 use super::flow_memo::{FlowKey, FlowMemo, Run};
 use super::hook_points;
 use super::punt::Punt;
@@ -671,8 +671,18 @@ impl Pipeline {
             // For an ICMP net unreachable, within the worker's budget.
             return Verdict::Punt(Punt::NoRoute);
         };
+        // (By value, so that a plain next hop stays in registers.)
+        let hop = if hop.kind == HopKind::Group {
+            match self.group_member(m, meta, ok, hop.neigh) {
+                Some(h) => h,
+                None => return Verdict::Punt(Punt::NoRoute),
+            }
+        } else {
+            hop
+        };
         match hop.kind {
             HopKind::Forward => {}
+            HopKind::Group => return Verdict::Punt(Punt::NoRoute),
             HopKind::Martian => return Verdict::Drop(DropReason::Martian),
             HopKind::Local if ok.protocol == IPPROTO_ICMP => return Verdict::Punt(Punt::LocalIcmp),
             HopKind::Local => return Verdict::Drop(DropReason::LocalUnsupported),
@@ -705,6 +715,23 @@ impl Pipeline {
             u32::from(ok.dst)
         };
         Verdict::Neigh(hop.neigh)
+    }
+}
+
+impl Pipeline {
+    /// The member of the ECMP group whose word is `group` (its `neigh`)
+    /// that this packet's flow takes (by the NIC's RSS hash, or the
+    /// 5-tuple's). Out of line: only ECMP routes come here.
+    #[inline(never)]
+    fn group_member(
+        &self,
+        m: &Mbuf,
+        meta: &PacketMeta,
+        ok: &Ipv4Ok,
+        group: u32,
+    ) -> Option<NextHop> {
+        let hash = flow_hash(m, ok, usize::from(meta.l3_offset));
+        self.fib.member(group, hash)
     }
 }
 

@@ -4,7 +4,7 @@
 use super::stages::{Outputs, Pipeline, Scratch};
 use super::txbuf::TxBuffer;
 use crate::counters::LcoreCounters;
-use crate::dpdk::{MbufBurst, RingConsumer, RingProducer, RxQueue};
+use crate::dpdk::{MbufBurst, QsbrReader, RingConsumer, RingProducer, RxQueue};
 use crate::neigh::GraceReader;
 use hooks::snapshot::Subscriber;
 use hooks::{DropReason, HookSet};
@@ -34,6 +34,9 @@ pub struct RouterWorker {
     /// Reports the quiescent point to the neighbour table, whose reclaimed
     /// slots are reused only after every worker passed one.
     pub neigh_grace: GraceReader,
+    /// Reports the quiescent point to the FIB (RCU QSBR): next hops and
+    /// LPM groups a route change unpublished are reused only after it.
+    pub rcu: QsbrReader,
     /// Time each stage with the TSC.
     pub timed: bool,
     /// Slots of this worker's flow memo (0: off).
@@ -56,9 +59,10 @@ impl RouterWorker {
         let mut scratch = Box::new(Scratch::new(self.flow_memo));
         while !stop.load(Relaxed) {
             // The quiescent point: between bursts, nothing of the old
-            // snapshot is held, and no neighbour index.
+            // snapshot is held, no neighbour index, no next-hop id.
             let hooks = self.hooks.quiescent();
             self.neigh_grace.quiescent();
+            self.rcu.quiescent();
             for q in self.rx.iter_mut() {
                 let n = q.rx_burst(&mut burst);
                 if n == 0 {

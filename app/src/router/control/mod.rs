@@ -16,12 +16,13 @@
 //!
 //! Workers never wait on it: it talks to them through SPSC rings.
 
+pub mod changes;
 pub mod frames;
 pub mod limiter;
 pub mod policy;
 
 use super::budget::ArpAwaited;
-use super::fib::{Fib, HopKind};
+use super::fib::{FibWriter, HopKind};
 use super::punt::Punt;
 use crate::counters::LcoreCounters;
 use crate::dpdk::{Mbuf, MbufBurst, Mempool, RingConsumer, RingProducer};
@@ -184,9 +185,10 @@ struct Resolution {
 /// The control plane's state.
 pub struct ControlPlane<'a> {
     ports: Vec<Option<PortAddr>>,
-    /// The FIB, to know which addresses are on-link out of which port
+    /// The FIB's writer (route changes, ECMP members leaving and coming
+    /// back), and to know which addresses are on-link out of which port
     /// (connected subnets and `device =` routes).
-    fib: Arc<Fib>,
+    fib: FibWriter,
     neigh: NeighWriter,
     params: NeighParams,
     /// Resolutions in progress, by address. A neighbour enters the table
@@ -219,7 +221,7 @@ impl<'a> ControlPlane<'a> {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         ports: &[PortAddr],
-        fib: Arc<Fib>,
+        fib: FibWriter,
         neigh: NeighWriter,
         params: NeighParams,
         punt: Vec<RingConsumer>,
@@ -291,6 +293,7 @@ impl<'a> ControlPlane<'a> {
             }
         }
         self.timers(Instant::now());
+        self.fib.collect();
         handled
     }
 
@@ -330,6 +333,7 @@ impl<'a> ControlPlane<'a> {
         port.has_host(a)
             || self
                 .fib
+                .table()
                 .lookup(a)
                 .is_some_and(|h| h.kind == HopKind::Forward && h.gateway == 0 && h.port == port.id)
                 && a != port.addr
@@ -435,6 +439,8 @@ impl<'a> ControlPlane<'a> {
             Ok(i) => {
                 self.stats.neigh_learned += 1;
                 self.failed_at.remove(&arp.sender_ip);
+                // A gateway that failed is back in its ECMP groups.
+                self.fib.set_gateway_state(u32::from(arp.sender_ip), true);
                 if !known {
                     self.last_used.insert(arp.sender_ip, now);
                 }
@@ -696,6 +702,8 @@ impl<'a> ControlPlane<'a> {
         // Only neighbours already in the table (answered before, or a
         // configured gateway) have an entry to mark.
         let _ = self.neigh.set_state(target, NeighState::Failed);
+        // Out of its ECMP groups until it answers (re-probed by `age`).
+        self.fib.set_gateway_state(u32::from(target), false);
         self.stats.neigh_failed += 1;
         self.failed_at.insert(target, now);
         self.queued -= res.queue.len();
@@ -745,6 +753,25 @@ impl<'a> ControlPlane<'a> {
         self.neigh.collect();
         for (target, hdr) in probe {
             self.reprobe(target, hdr, now);
+        }
+        self.probe_down_gateways(now);
+    }
+
+    /// ECMP members that failed get no packets, so nothing would ask for
+    /// them again: once their hold is over, one ARP request each.
+    fn probe_down_gateways(&mut self, now: Instant) {
+        for (gateway, port) in self.fib.down_gateways() {
+            let target = Ipv4Addr::from(gateway);
+            let held = self
+                .failed_at
+                .get(&target)
+                .is_some_and(|at| now.saturating_duration_since(*at) < self.params.failed_hold);
+            let Some(p) = self.port(port) else { continue };
+            if held || self.pending.contains_key(&target) {
+                continue;
+            }
+            self.start_resolution(target, port, 1, None, now);
+            self.solicit(target, p, now);
         }
     }
 

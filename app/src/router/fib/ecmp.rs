@@ -1,0 +1,77 @@
+//! ECMP: which member of a group a packet takes. The flow's hash is the
+//! NIC's RSS hash when the mbuf carries one (`RTE_MBUF_F_RX_RSS_HASH`), else
+//! a hash of the 5-tuple computed here (addresses and protocol only for
+//! fragments and protocols without ports, so all fragments of a datagram
+//! and all its packets go one way).
+
+use crate::dpdk::Mbuf;
+use crate::stage::ip::Ipv4Ok;
+
+/// Most next hops of one route.
+pub const MAX_PATHS: usize = 16;
+
+const TCP: u8 = 6;
+const UDP: u8 = 17;
+const SCTP: u8 = 132;
+
+/// The flow hash of a checked IPv4 packet (`ok` from the ip stage's checks,
+/// `l3` its header's offset).
+#[inline]
+pub fn flow_hash(m: &Mbuf, ok: &Ipv4Ok, l3: usize) -> u32 {
+    if let Some(h) = m.rss_hash() {
+        return h;
+    }
+    let data = m.data();
+    let fragment = data
+        .get(l3 + 6..l3 + 8)
+        .is_some_and(|f| u16::from_be_bytes([f[0], f[1]]) & 0x3fff != 0);
+    let ports = match ok.protocol {
+        TCP | UDP | SCTP if !fragment => {
+            let at = usize::from(ok.l4_offset);
+            data.get(at..at + 4)
+                .map_or(0, |p| u32::from_be_bytes([p[0], p[1], p[2], p[3]]))
+        }
+        _ => 0,
+    };
+    tuple_hash(u32::from(ok.src), u32::from(ok.dst), ok.protocol, ports)
+}
+
+/// A well-mixed hash of (source, destination, protocol, ports): the
+/// finaliser of MurmurHash3 over the packed tuple.
+#[inline]
+pub fn tuple_hash(src: u32, dst: u32, protocol: u8, ports: u32) -> u32 {
+    let mut h = (u64::from(src) << 32 | u64::from(dst)) ^ u64::from(ports).rotate_left(17);
+    h ^= u64::from(protocol) << 56;
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^= h >> 33;
+    (h >> 32) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Over 4 members, by the writer's multiply-shift: 1,000 flows that
+    /// differ in their source port land within 10 % of even.
+    #[test]
+    fn a_thousand_flows_spread_evenly_over_four() {
+        let mut per = [0u32; 4];
+        for sport in 0..1000u32 {
+            let h = tuple_hash(0x0a00_0102, 0xc633_6401, UDP, (10_000 + sport) << 16 | 53);
+            per[((u64::from(h) * 4) >> 32) as usize] += 1;
+        }
+        for n in per {
+            assert!((225..=275).contains(&n), "{per:?}");
+        }
+    }
+
+    #[test]
+    fn one_flow_one_hash() {
+        let a = tuple_hash(1, 2, TCP, 3 << 16 | 4);
+        assert_eq!(a, tuple_hash(1, 2, TCP, 3 << 16 | 4));
+        assert_ne!(a, tuple_hash(1, 2, TCP, 4 << 16 | 3));
+    }
+}

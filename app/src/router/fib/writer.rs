@@ -1,0 +1,388 @@
+//! The FIB's one writer, on the control lcore: routes added, replaced and
+//! deleted while the workers look up.
+//!
+//! How a change reaches the workers whole:
+//! - a route's next hop (or ECMP group) is written into a free slot of the
+//!   next-hop array first, and only then is its id stored in the LPM;
+//! - a route that changes is overwritten (`rte_lpm_add` on the existing
+//!   prefix replaces its id entry by entry), never deleted and added again,
+//!   so an address both the old and the new table route always finds one;
+//! - a delete lets the covering prefix take over entry by entry;
+//! - a slot (or member chunk) that no route uses any more is reused only
+//!   after every worker reported a quiescent state since (DPDK's RCU QSBR,
+//!   the same variable that defers the LPM's tbl8 frees), so a worker that
+//!   looked an id up before the change still reads what it found.
+//!
+//! An ECMP group's members leave it when their gateway fails resolution and
+//! come back when it answers ([`FibWriter::set_gateway_state`]): a new chunk
+//! of live members, then one store of the group's word.
+
+use super::hops::{group_word, HopTable};
+use super::{Fib, FibEntry, HopKind, NextHop, MAX_PATHS};
+use crate::dpdk::{DpdkError, Lpm, LpmWriter, Qsbr, LPM_MISS};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU32, Ordering::Release};
+use std::sync::Arc;
+
+/// Next hops and groups the table holds at once.
+pub const HOP_CAPACITY: usize = 4096;
+/// Member chunks (`MAX_PATHS` each) for ECMP groups, with room for the
+/// chunks still in their grace period.
+const CHUNKS: usize = 1024;
+
+/// Where a route comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// A `[[route]]` of the config file (replaced by a reload).
+    Config,
+    /// Added by `fastpath ctl` (kept by a reload unless the file names it).
+    Ctl,
+    /// A port's connected subnet (DPDK port id).
+    Connected(u16),
+    /// What no route may change: our addresses, broadcasts, multicast,
+    /// martian ranges (what it is).
+    Fixed(String),
+}
+
+impl Origin {
+    /// Whether routes may replace or delete it.
+    pub fn is_route(&self) -> bool {
+        matches!(self, Origin::Config | Origin::Ctl)
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Origin::Config => "config",
+            Origin::Ctl => "ctl",
+            Origin::Connected(_) => "connected",
+            Origin::Fixed(_) => "fixed",
+        }
+    }
+}
+
+/// One prefix of the table.
+#[derive(Clone, Debug)]
+pub struct Rule {
+    /// Its next hops (several: an ECMP group).
+    pub hops: Vec<NextHop>,
+    pub origin: Origin,
+    /// The id the LPM holds.
+    id: u32,
+    /// For a group: its member chunk and members' ids.
+    group: Option<Group>,
+}
+
+/// An ECMP group's member chunk and its members' ids (in `hops` order).
+type Group = (u32, Vec<u32>);
+
+/// What waits for a grace period before reuse.
+#[derive(Debug)]
+enum Retired {
+    Id(u32),
+    Chunk(u32),
+}
+
+/// The FIB's writer. Not `Clone`: the control plane owns the only one.
+pub struct FibWriter {
+    fib: Arc<Fib>,
+    lpm: LpmWriter,
+    qsbr: Arc<Qsbr>,
+    rules: BTreeMap<(u32, u8), Rule>,
+    /// Plain next hops in use: their id and how many routes and groups use them.
+    shared: HashMap<NextHop, (u32, usize)>,
+    free_ids: Vec<u32>,
+    free_chunks: Vec<u32>,
+    /// Unpublished slots and chunks, with the QSBR token after which they are free.
+    retiring: VecDeque<(Retired, u64)>,
+    /// Gateways whose resolution failed: out of their groups.
+    down: HashSet<u32>,
+}
+
+fn full(what: &str, n: usize) -> DpdkError {
+    DpdkError {
+        what: format!("the FIB's {what}"),
+        code: libc::ENOSPC,
+        reason: format!("all {n} in use"),
+    }
+}
+
+impl FibWriter {
+    /// Share `lpm` with readers under `qsbr` and install `entries` (later
+    /// ones replace earlier identical prefixes).
+    pub fn new(
+        lpm: Lpm,
+        qsbr: Arc<Qsbr>,
+        entries: &[FibEntry],
+    ) -> Result<(Arc<Fib>, FibWriter), DpdkError> {
+        let (table, lpm) = lpm.into_shared(qsbr.clone())?;
+        let fib = Arc::new(Fib {
+            lpm: table,
+            hops: HopTable::new(HOP_CAPACITY, CHUNKS),
+            default: AtomicU32::new(LPM_MISS),
+        });
+        let mut w = FibWriter {
+            fib: fib.clone(),
+            lpm,
+            qsbr,
+            rules: BTreeMap::new(),
+            shared: HashMap::new(),
+            free_ids: (0..HOP_CAPACITY as u32).rev().collect(),
+            free_chunks: (0..CHUNKS as u32).rev().collect(),
+            retiring: VecDeque::new(),
+            down: HashSet::new(),
+        };
+        for e in entries {
+            w.set(e.prefix, e.len, e.hops.clone(), e.origin.clone())?;
+        }
+        Ok((fib, w))
+    }
+
+    /// The table the workers read.
+    pub fn table(&self) -> &Arc<Fib> {
+        &self.fib
+    }
+
+    /// The rule of exactly `prefix/len`.
+    pub fn rule(&self, prefix: Ipv4Addr, len: u8) -> Option<&Rule> {
+        self.rules.get(&(u32::from(prefix), len))
+    }
+
+    /// Every rule, by prefix.
+    pub fn rules(&self) -> impl Iterator<Item = (Ipv4Addr, u8, &Rule)> {
+        self.rules
+            .iter()
+            .map(|((p, l), r)| (Ipv4Addr::from(*p), *l, r))
+    }
+
+    /// Whether `gateway` (host order) is out of its groups.
+    pub fn is_down(&self, gateway: u32) -> bool {
+        self.down.contains(&gateway)
+    }
+
+    /// The gateways out of their groups, with their output port.
+    pub fn down_gateways(&self) -> Vec<(u32, u16)> {
+        let mut out: Vec<(u32, u16)> = Vec::new();
+        for r in self.rules.values().filter(|r| r.group.is_some()) {
+            for h in r.hops.iter().filter(|h| self.down.contains(&h.gateway)) {
+                if !out.iter().any(|(g, _)| *g == h.gateway) {
+                    out.push((h.gateway, h.port));
+                }
+            }
+        }
+        out
+    }
+
+    /// Route `prefix/len` by `hops` (one, or an ECMP group of up to
+    /// `MAX_PATHS`), replacing what it had in place.
+    pub fn set(
+        &mut self,
+        prefix: Ipv4Addr,
+        len: u8,
+        hops: Vec<NextHop>,
+        origin: Origin,
+    ) -> Result<(), DpdkError> {
+        if hops.is_empty() || hops.len() > MAX_PATHS {
+            return Err(DpdkError {
+                what: format!("route {prefix}/{len}"),
+                code: libc::EINVAL,
+                reason: format!("{} next hops; expected 1 to {MAX_PATHS}", hops.len()),
+            });
+        }
+        let (id, group) = self.acquire(&hops)?;
+        let installed = if len == 0 {
+            self.fib.default.store(id, Release);
+            Ok(())
+        } else {
+            self.lpm.add(prefix, len, id)
+        };
+        let rule = Rule {
+            hops,
+            origin,
+            id,
+            group,
+        };
+        if let Err(e) = installed {
+            self.release(rule);
+            return Err(e);
+        }
+        if let Some(old) = self.rules.insert((u32::from(prefix), len), rule) {
+            self.release(old);
+        }
+        Ok(())
+    }
+
+    /// Delete `prefix/len`: its addresses fall to the covering prefix.
+    pub fn remove(&mut self, prefix: Ipv4Addr, len: u8) -> Result<Option<Rule>, DpdkError> {
+        let key = (u32::from(prefix), len);
+        if !self.rules.contains_key(&key) {
+            return Ok(None);
+        }
+        if len == 0 {
+            self.fib.default.store(LPM_MISS, Release);
+        } else {
+            self.lpm.delete(prefix, len)?;
+        }
+        let rule = self.rules.remove(&key);
+        if let Some(r) = &rule {
+            self.release(r.clone());
+        }
+        Ok(rule)
+    }
+
+    /// A gateway failed resolution (`up` false) or answered again: the
+    /// groups holding it get a new member list. Returns how many changed.
+    pub fn set_gateway_state(&mut self, gateway: u32, up: bool) -> usize {
+        let keys: Vec<(u32, u8)> = self
+            .rules
+            .iter()
+            .filter(|(_, r)| r.group.is_some() && r.hops.iter().any(|h| h.gateway == gateway))
+            .map(|(k, _)| *k)
+            .collect();
+        let changed = if up {
+            self.down.remove(&gateway)
+        } else {
+            !keys.is_empty() && self.down.insert(gateway)
+        };
+        if !changed {
+            return 0;
+        }
+        let mut n = 0;
+        for key in keys {
+            let Some(chunk) = self.free_chunks.pop() else {
+                break;
+            };
+            let rule = &self.rules[&key];
+            let (old, ids) = rule.group.clone().unwrap_or_default();
+            let live = self.live(&rule.hops, &ids);
+            self.fib.hops.write_chunk(chunk, &live);
+            self.fib
+                .hops
+                .set_group_word(rule.id, group_word(chunk, live.len()));
+            if let Some(r) = self.rules.get_mut(&key) {
+                r.group = Some((chunk, ids));
+            }
+            self.retire(Retired::Chunk(old));
+            n += 1;
+        }
+        n
+    }
+
+    /// Make what passed its grace period reusable. Cheap: call every round.
+    pub fn collect(&mut self) {
+        while let Some((_, token)) = self.retiring.front() {
+            if !self.qsbr.passed(*token) {
+                break;
+            }
+            match self.retiring.pop_front().map(|(r, _)| r) {
+                Some(Retired::Id(id)) => self.free_ids.push(id),
+                Some(Retired::Chunk(c)) => self.free_chunks.push(c),
+                None => {}
+            }
+        }
+    }
+
+    /// The members of a group that are not down (all of them if every one is).
+    fn live(&self, hops: &[NextHop], ids: &[u32]) -> Vec<u32> {
+        let up: Vec<u32> = hops
+            .iter()
+            .zip(ids)
+            .filter(|(h, _)| !self.down.contains(&h.gateway))
+            .map(|(_, id)| *id)
+            .collect();
+        if up.is_empty() {
+            ids.to_vec()
+        } else {
+            up
+        }
+    }
+
+    /// A written, unpublished id for `hops`: a shared one for a single next
+    /// hop, a new group otherwise.
+    fn acquire(&mut self, hops: &[NextHop]) -> Result<(u32, Option<Group>), DpdkError> {
+        if let [hop] = hops {
+            return Ok((self.hop_id(hop)?, None));
+        }
+        self.collect();
+        if self.free_ids.is_empty() {
+            return Err(full("next-hop slots", HOP_CAPACITY));
+        }
+        let Some(chunk) = self.free_chunks.pop() else {
+            return Err(full("ECMP member lists", CHUNKS));
+        };
+        let mut ids = Vec::with_capacity(hops.len());
+        for h in hops {
+            match self.hop_id(h) {
+                Ok(id) => ids.push(id),
+                Err(e) => {
+                    hops[..ids.len()].iter().for_each(|h| self.unref(h));
+                    self.free_chunks.push(chunk);
+                    return Err(e);
+                }
+            }
+        }
+        let Some(id) = self.free_ids.pop() else {
+            hops.iter().for_each(|h| self.unref(h));
+            self.free_chunks.push(chunk);
+            return Err(full("next-hop slots", HOP_CAPACITY));
+        };
+        let live = self.live(hops, &ids);
+        self.fib.hops.write_chunk(chunk, &live);
+        let group = NextHop {
+            kind: HopKind::Group,
+            port: 0,
+            gateway: 0,
+            neigh: group_word(chunk, live.len()),
+            mtu: 0,
+        };
+        self.fib.hops.write(id, &group);
+        Ok((id, Some((chunk, ids))))
+    }
+
+    /// The id of plain next hop `hop`, written if new; counts one more user.
+    fn hop_id(&mut self, hop: &NextHop) -> Result<u32, DpdkError> {
+        if let Some((id, users)) = self.shared.get_mut(hop) {
+            *users += 1;
+            return Ok(*id);
+        }
+        self.collect();
+        let id = self
+            .free_ids
+            .pop()
+            .ok_or_else(|| full("next-hop slots", HOP_CAPACITY))?;
+        self.fib.hops.write(id, hop);
+        self.shared.insert(*hop, (id, 1));
+        Ok(id)
+    }
+
+    /// One user fewer of plain next hop `hop`; unused, it retires.
+    fn unref(&mut self, hop: &NextHop) {
+        let Some((id, users)) = self.shared.get_mut(hop) else {
+            return;
+        };
+        *users -= 1;
+        if *users == 0 {
+            let id = *id;
+            self.shared.remove(hop);
+            self.retire(Retired::Id(id));
+        }
+    }
+
+    /// A rule no LPM entry holds any more: its ids retire.
+    fn release(&mut self, rule: Rule) {
+        if let Some((chunk, _)) = rule.group {
+            self.retire(Retired::Id(rule.id));
+            self.retire(Retired::Chunk(chunk));
+        }
+        for h in &rule.hops {
+            self.unref(h);
+        }
+    }
+
+    /// Reuse `r` after the grace period that starts now (after the stores
+    /// that unpublished it).
+    fn retire(&mut self, r: Retired) {
+        let token = self.qsbr.start();
+        self.retiring.push_back((r, token));
+    }
+}

@@ -130,6 +130,7 @@ pub fn assert_success(r: &Run) {
         r.stderr
     );
 }
+pub mod ctl;
 pub mod frames;
 pub mod watch;
 

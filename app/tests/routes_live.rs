@@ -1,0 +1,318 @@
+//! Routes changed while traffic runs: a pcap replayed forever into port 0,
+//! port 1's output read from a FIFO as it leaves. Next hops are static
+//! neighbours with their own MACs, so each frame says which next hop it
+//! left by. A route is added (a /24 inside a /16), changed, and deleted
+//! (back to the /16) with `fastpath ctl`: the /24's frames leave by the old
+//! next hop, then by the new one, never back, and no packet is dropped as
+//! `no_route` (every address is routed by every table). ECMP spreads 1,000
+//! flows over 4 next hops evenly and keeps each flow on one.
+
+mod common;
+use common::ctl::{ctl_ok, fifo, prefix, Frames};
+use common::frames::udp;
+use common::watch::Watched;
+use common::*;
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+const A: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 0x22];
+const B: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 0x23];
+const C: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 0x24];
+const D: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 0x25];
+
+const PORTS: &str = r#"
+[[port]]
+device = "net_pcap0"
+address = "10.0.1.1/24"
+
+[[port]]
+device = "net_pcap1"
+address = "10.0.2.1/24"
+
+[[neighbour]]
+address = "10.0.2.2"
+mac = "02:bb:00:00:00:22"
+
+[[neighbour]]
+address = "10.0.2.3"
+mac = "02:bb:00:00:00:23"
+
+[[neighbour]]
+address = "10.0.2.4"
+mac = "02:bb:00:00:00:24"
+
+[[neighbour]]
+address = "10.0.2.5"
+mac = "02:bb:00:00:00:25"
+"#;
+
+/// A router replaying `frames` forever into port 0, port 1's output on a FIFO.
+struct Live {
+    _dir: tempfile::TempDir,
+    child: Watched,
+    out: Frames,
+    json: std::path::PathBuf,
+    prefix: String,
+}
+
+impl Live {
+    fn start(test: &str, routes: &str, frames: &[Vec<u8>]) -> Live {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n);
+        std::fs::write(p("router.toml"), format!("{PORTS}{routes}")).unwrap();
+        write_pcap(&p("in0.pcap"), frames);
+        write_pcap(&p("in1.pcap"), &[]);
+        let out1 = fifo(dir.path(), "out1.pcap");
+        let out = Frames::read(&out1);
+        let vdevs = [
+            format!(
+                "net_pcap0,rx_pcap={},tx_pcap={},infinite_rx=1",
+                p("in0.pcap").display(),
+                p("out0.pcap").display()
+            ),
+            format!(
+                "net_pcap1,rx_pcap={},tx_pcap={}",
+                p("in1.pcap").display(),
+                out1.display()
+            ),
+        ];
+        let mut cmd = fastpath();
+        cmd.args(eal_args(test, &vdevs))
+            .args(["--", "--config"])
+            .arg(p("router.toml"))
+            .args(["--mbufs", "16383", "--stats-json"])
+            .arg(p("stats.json"));
+        let mut child = Watched::spawn(cmd);
+        child.wait_stderr("fastpath: control socket", LIMIT);
+        Live {
+            json: p("stats.json"),
+            _dir: dir,
+            child,
+            out,
+            prefix: prefix(test),
+        }
+    }
+
+    /// Stop (SIGINT), read the rest of the output; the final statistics.
+    fn stop(mut self, mut each: impl FnMut(&[u8])) -> serde_json::Value {
+        self.child.signal("-INT");
+        self.out.rest(&mut each);
+        let r = self.child.finish(LIMIT);
+        assert_success(&r);
+        read_json(&self.json)
+    }
+}
+
+fn dst_ip(f: &[u8]) -> [u8; 4] {
+    [f[30], f[31], f[32], f[33]]
+}
+
+fn dst_mac(f: &[u8]) -> [u8; 6] {
+    f[..6].try_into().unwrap()
+}
+
+fn drops(stats: &serde_json::Value, reason: &str) -> u64 {
+    stats["totals"]["drops"][reason].as_u64().unwrap_or(0)
+}
+
+/// What the /24's frames left by, in order, as runs of one MAC.
+#[derive(Default)]
+struct Runs(Vec<([u8; 6], u64)>);
+
+impl Runs {
+    fn push(&mut self, mac: [u8; 6]) {
+        match self.0.last_mut() {
+            Some((m, n)) if *m == mac => *n += 1,
+            _ => self.0.push((mac, 1)),
+        }
+    }
+}
+
+#[test]
+fn routes_added_changed_and_deleted_under_traffic_move_packets_without_loss() {
+    // Into the /24 that changes, and into the /16 only (never changes).
+    let mut frames = Vec::new();
+    for i in 0..32u8 {
+        frames.push(udp(
+            [10, 0, 1, 2],
+            [198, 51, 100, i + 1],
+            1000 + u16::from(i),
+            53,
+        ));
+        frames.push(udp(
+            [10, 0, 1, 2],
+            [198, 51, 7, i + 1],
+            2000 + u16::from(i),
+            53,
+        ));
+    }
+    let routes = "\n[[route]]\nprefix = \"198.51.0.0/16\"\nvia = \"10.0.2.2\"\n";
+    let mut live = Live::start("routes_live", routes, &frames);
+    let mut runs = Runs::default();
+    let mut other = BTreeMap::new();
+    let mut see = |f: &[u8], runs: &mut Runs| {
+        if dst_ip(f)[2] == 100 {
+            runs.push(dst_mac(f));
+        } else {
+            *other.entry(dst_mac(f)).or_insert(0u64) += 1;
+        }
+    };
+    // 2,000 frames of the /24 by `mac` since the last change.
+    let mut wait_for = |live: &mut Live, runs: &mut Runs, mac: [u8; 6], what: &str| {
+        live.out.until(what, LIMIT, |f| {
+            see(f, runs);
+            matches!(runs.0.last(), Some((m, n)) if *m == mac && *n >= 2000)
+        });
+    };
+    let p = live.prefix.clone();
+    wait_for(&mut live, &mut runs, A, "the /16's next hop");
+    ctl_ok(&p, &["route", "add", "198.51.100.0/24", "via", "10.0.2.3"]);
+    wait_for(&mut live, &mut runs, B, "the added /24's next hop");
+    ctl_ok(&p, &["route", "add", "198.51.100.0/24", "via", "10.0.2.4"]);
+    wait_for(&mut live, &mut runs, C, "the changed /24's next hop");
+    ctl_ok(&p, &["route", "del", "198.51.100.0/24"]);
+    wait_for(&mut live, &mut runs, A, "the /16 again after the delete");
+    let stats = live.stop(|f| {
+        if dst_ip(f)[2] == 100 {
+            runs.push(dst_mac(f));
+        }
+    });
+
+    let order: Vec<[u8; 6]> = runs.0.iter().map(|(m, _)| *m).collect();
+    assert_eq!(
+        order,
+        vec![A, B, C, A],
+        "the /24 left by each next hop in turn, never back: {:?}",
+        runs.0
+    );
+    assert_eq!(
+        other.keys().copied().collect::<Vec<_>>(),
+        vec![A],
+        "the /16 alone never changed"
+    );
+    assert_eq!(drops(&stats, "no_route"), 0, "{stats}");
+    assert_eq!(
+        stats["totals"]["drops"]
+            .as_object()
+            .map_or(0, |d| d.values().filter_map(|v| v.as_u64()).sum::<u64>()),
+        drops(&stats, "shutdown_drain"),
+        "no drops but the shutdown's: {stats}"
+    );
+}
+
+#[test]
+fn ecmp_spreads_a_thousand_flows_over_four_next_hops_and_keeps_each_on_one() {
+    const FLOWS: u16 = 1000;
+    let frames: Vec<Vec<u8>> = (0..FLOWS)
+        .map(|i| udp([10, 0, 1, 2], [198, 51, 100, 1], 10_000 + i, 53))
+        .collect();
+    let routes = "\n[[route]]\nprefix = \"198.51.100.0/24\"\n\
+                  via = [\"10.0.2.2\", \"10.0.2.3\", \"10.0.2.4\", \"10.0.2.5\"]\n";
+    let mut live = Live::start("ecmp_spread", routes, &frames);
+    // Each flow's next hops, over the first 5 rounds of the pcap.
+    let mut by_flow: HashMap<u16, Vec<[u8; 6]>> = HashMap::new();
+    let mut n = 0;
+    live.out.until("5 rounds of 1,000 flows", LIMIT, |f| {
+        let sport = u16::from_be_bytes([f[34], f[35]]);
+        let macs = by_flow.entry(sport).or_default();
+        if !macs.contains(&dst_mac(f)) {
+            macs.push(dst_mac(f));
+        }
+        n += 1;
+        n >= 5 * usize::from(FLOWS)
+    });
+    let stats = live.stop(|_| {});
+
+    assert_eq!(
+        by_flow.len(),
+        usize::from(FLOWS),
+        "every flow was forwarded"
+    );
+    let split: Vec<_> = by_flow.iter().filter(|(_, m)| m.len() > 1).collect();
+    assert!(
+        split.is_empty(),
+        "flows on more than one next hop: {split:?}"
+    );
+    let mut per_hop: BTreeMap<[u8; 6], u32> = BTreeMap::new();
+    for macs in by_flow.values() {
+        *per_hop.entry(macs[0]).or_default() += 1;
+    }
+    assert_eq!(
+        per_hop.keys().copied().collect::<Vec<_>>(),
+        vec![A, B, C, D],
+        "{per_hop:?}"
+    );
+    eprintln!("flows per next hop: {per_hop:02x?}");
+    let even = u32::from(FLOWS) / 4;
+    for (mac, flows) in &per_hop {
+        assert!(
+            flows.abs_diff(even) * 10 <= even,
+            "{mac:02x?} has {flows} flows, not within 10 % of {even}: {per_hop:?}"
+        );
+    }
+    assert_eq!(drops(&stats, "no_route"), 0, "{stats}");
+}
+
+#[test]
+fn an_ecmp_next_hop_that_fails_resolution_leaves_the_group_until_it_answers() {
+    const FLOWS: u16 = 64;
+    let frames: Vec<Vec<u8>> = (0..FLOWS)
+        .map(|i| udp([10, 0, 1, 2], [198, 51, 100, 1], 20_000 + i, 53))
+        .collect();
+    // 10.0.2.9 has no static entry and nobody answers its ARP.
+    let routes = "\n[[route]]\nprefix = \"198.51.100.0/24\"\nvia = [\"10.0.2.2\", \"10.0.2.9\"]\n";
+    let mut live = Live::start("ecmp_failover", routes, &frames);
+    let sport = |f: &[u8]| u16::from_be_bytes([f[34], f[35]]);
+    let is_ipv4 = |f: &[u8]| f[12..14] == [0x08, 0x00];
+    let mut asked = 0;
+    // Until its resolution failed: every flow leaves by 10.0.2.2.
+    let mut on_a = std::collections::HashSet::new();
+    live.out.until("every flow on 10.0.2.2", LIMIT, |f| {
+        if !is_ipv4(f) {
+            asked += usize::from(f[12..14] == [0x08, 0x06] && f[38..42] == [10, 0, 2, 9]);
+            return false;
+        }
+        if dst_mac(f) == A {
+            on_a.insert(sport(f));
+        }
+        on_a.len() == usize::from(FLOWS)
+    });
+    assert!(asked >= 1, "no ARP request for 10.0.2.9");
+    // It answers (here: made static): back in the group, flows by both.
+    ctl_ok(
+        &live.prefix,
+        &["neigh", "add", "10.0.2.9", "02:bb:00:00:00:23"],
+    );
+    let mut by_flow: HashMap<u16, [u8; 6]> = HashMap::new();
+    let mut split = Vec::new();
+    let mut n = 0;
+    live.out.until("flows by both next hops again", LIMIT, |f| {
+        if !is_ipv4(f) {
+            return false;
+        }
+        if dst_mac(f) == B || !by_flow.is_empty() {
+            if let Some(m) = by_flow.insert(sport(f), dst_mac(f)) {
+                if m != dst_mac(f) {
+                    split.push(sport(f));
+                }
+            }
+            n += 1;
+        }
+        n >= 20 * usize::from(FLOWS)
+    });
+    let stats = live.stop(|_| {});
+    assert!(split.is_empty(), "flows on two next hops: {split:?}");
+    let on_b = by_flow.values().filter(|m| **m == B).count();
+    assert!(
+        on_b > 0 && on_b < usize::from(FLOWS),
+        "{on_b} of {FLOWS} flows by 10.0.2.9"
+    );
+    assert!(
+        stats["control"]["neigh_failed"].as_u64().unwrap_or(0) >= 1,
+        "{}",
+        stats["control"]
+    );
+    assert_eq!(drops(&stats, "no_route"), 0, "{stats}");
+}

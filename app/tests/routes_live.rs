@@ -244,7 +244,11 @@ fn ecmp_spreads_a_thousand_flows_over_four_next_hops_and_keeps_each_on_one() {
         vec![A, B, C, D],
         "{per_hop:?}"
     );
-    eprintln!("flows per next hop: {per_hop:02x?}");
+    let said: Vec<String> = per_hop
+        .iter()
+        .map(|(m, n)| format!("{:02x}: {n}", m[5]))
+        .collect();
+    eprintln!("flows per next hop (last MAC byte): {}", said.join(", "));
     let even = u32::from(FLOWS) / 4;
     for (mac, flows) in &per_hop {
         assert!(

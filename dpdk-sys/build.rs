@@ -47,6 +47,8 @@ const FUNCTIONS: &[&str] = &[
     "rte_rcu_qsbr_.*",
     "rte_acl_.*",
     "rte_seqlock_.*",
+    "rte_tel_data_.*",
+    "rte_telemetry_register_cmd",
     "fastpath_.*",
 ];
 

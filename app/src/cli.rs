@@ -87,9 +87,21 @@ pub struct AppArgs {
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
 
-    /// Print per-port rates every SECS seconds (0: only the final statistics).
-    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
-    pub stats_period: f64,
+    /// Print the live view every SECS seconds (0: only the final statistics):
+    /// on a terminal a table (per port Mpps, Gbit/s, drops and their top
+    /// reasons; per worker the busy share), otherwise one line per period.
+    /// Default: the table every second on a terminal, nothing otherwise.
+    #[arg(long, value_name = "SECS")]
+    pub stats_period: Option<f64>,
+
+    /// No live view and no periodic lines (the final statistics stay).
+    #[arg(long, conflicts_with = "stats_period")]
+    pub quiet: bool,
+
+    /// Serve the counters at http://ADDR:PORT/metrics in the Prometheus text
+    /// format (e.g. 127.0.0.1:9101, or :9101 for every address).
+    #[arg(long, value_name = "ADDR:PORT", value_parser = crate::ops::http::parse_addr)]
+    pub metrics: Option<std::net::SocketAddr>,
 
     /// Also write the final statistics as JSON to FILE.
     #[arg(long, value_name = "FILE")]
@@ -155,6 +167,25 @@ pub fn split_args(args: Vec<String>) -> (Vec<String>, Vec<String>) {
 }
 
 impl AppArgs {
+    /// The live view's style and period, if any: `--quiet` and
+    /// `--stats-period 0` none; on a terminal a table (every second unless
+    /// `--stats-period` says otherwise); elsewhere lines, only with
+    /// `--stats-period`.
+    pub fn live_view(&self, stdout_is_tty: bool) -> Option<(crate::ops::live::Style, f64)> {
+        use crate::ops::live::Style;
+        let style = if stdout_is_tty {
+            Style::Table
+        } else {
+            Style::Lines
+        };
+        match (self.quiet, self.stats_period, stdout_is_tty) {
+            (true, _, _) => None,
+            (false, Some(p), _) if p > 0.0 => Some((style, p)),
+            (false, None, true) => Some((style, 1.0)),
+            _ => None,
+        }
+    }
+
     /// Check what can be checked before EAL starts.
     pub fn validate(&self) -> Result<(), String> {
         // A year is plenty, and keeps Instant arithmetic far from overflow.
@@ -176,14 +207,12 @@ impl AppArgs {
                 self.neigh_reachable
             ));
         }
-        if !(self.stats_period.is_finite()
-            && self.stats_period >= 0.0
-            && self.stats_period <= MAX_SECS)
-        {
-            return Err(format!(
-                "--stats-period {}: give 0 (off) or a positive number of seconds",
-                self.stats_period
-            ));
+        if let Some(p) = self.stats_period {
+            if !(p.is_finite() && (0.0..=MAX_SECS).contains(&p)) {
+                return Err(format!(
+                    "--stats-period {p}: give 0 (off) or a positive number of seconds"
+                ));
+            }
         }
         Ok(())
     }
@@ -248,6 +277,32 @@ mod tests {
         assert!(a.stage_cycles);
         let e = parse(&["--config", "r.toml", "--forward", "0:1"]).unwrap_err();
         assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict);
+    }
+
+    #[test]
+    fn live_view_follows_the_terminal_and_the_flags() {
+        use crate::ops::live::Style;
+        let v = |args: &[&str], tty| parse(args).unwrap().live_view(tty);
+        assert_eq!(v(&[], true), Some((Style::Table, 1.0)));
+        assert_eq!(v(&[], false), None);
+        assert_eq!(
+            v(&["--stats-period", "2"], false),
+            Some((Style::Lines, 2.0))
+        );
+        assert_eq!(v(&["--stats-period", "0"], true), None);
+        assert_eq!(v(&["--quiet"], true), None);
+        assert!(parse(&["--quiet", "--stats-period", "1"]).is_err());
+    }
+
+    #[test]
+    fn metrics_address_errors_name_the_fix() {
+        let e = parse(&["--metrics", "127.0.0.1"]).unwrap_err().to_string();
+        assert!(
+            e.contains("has no port") && e.contains("--metrics 127.0.0.1:9101"),
+            "{e}"
+        );
+        let a = parse(&["--metrics", "127.0.0.1:9101"]).unwrap();
+        assert_eq!(a.metrics.unwrap().port(), 9101);
     }
 
     #[test]

@@ -66,12 +66,23 @@ pub struct StageCycles {
     pub packets: AtomicU64,
 }
 
+/// TSC cycles of a worker's poll loop, split by whether the round received
+/// anything (busy) or found every queue empty (idle): one TSC read per
+/// round, counted into the round before it.
+#[repr(align(64))]
+#[derive(Debug, Default)]
+pub struct PollCycles {
+    /// `[idle, busy]`, indexed by whether the round received packets.
+    pub cycles: [AtomicU64; 2],
+}
+
 /// Counters of one lcore, one block per port id.
 #[derive(Debug)]
 pub struct LcoreCounters {
     pub lcore: u32,
     pub ports: Box<[PortCounters]>,
     pub stages: StageCycles,
+    pub poll: PollCycles,
 }
 
 /// Add `n` to a counter that only the calling lcore writes.
@@ -87,7 +98,22 @@ impl LcoreCounters {
             lcore,
             ports: (0..port_count).map(|_| PortCounters::default()).collect(),
             stages: StageCycles::default(),
+            poll: PollCycles::default(),
         }
+    }
+
+    /// Count the `cycles` of one poll round, busy when it received packets.
+    #[inline(always)]
+    pub fn poll_round(&self, busy: bool, cycles: u64) {
+        bump(&self.poll.cycles[usize::from(busy)], cycles);
+    }
+
+    /// Busy and idle poll cycles so far.
+    pub fn poll_snapshot(&self) -> (u64, u64) {
+        (
+            self.poll.cycles[1].load(Relaxed),
+            self.poll.cycles[0].load(Relaxed),
+        )
     }
 
     /// Count packets received on `port`.
@@ -157,6 +183,31 @@ impl LcoreCounters {
             std::array::from_fn(|i| self.stages.cycles[i].load(Relaxed)),
             self.stages.packets.load(Relaxed),
         )
+    }
+
+    /// Into `out` (one per port), the counters a packet ends in: tx,
+    /// drops, consumed, stolen. Read these for every lcore before
+    /// [`Self::read_starts`]: a packet is counted where it starts before
+    /// where it ends, so a running fastpath never shows more ended than
+    /// started.
+    pub fn read_ends(&self, out: &mut [PortCount]) {
+        for (p, o) in self.ports.iter().zip(out.iter_mut()) {
+            o.tx = p.tx.load(Relaxed);
+            o.consumed = p.consumed.load(Relaxed);
+            o.stolen = p.stolen.load(Relaxed);
+            o.drops = hooks::DropCounters(std::array::from_fn(|i| p.drops[i].load(Relaxed)));
+        }
+    }
+
+    /// Into `out`, the other counters (rx, originated, punted, ...).
+    pub fn read_starts(&self, out: &mut [PortCount]) {
+        for (p, o) in self.ports.iter().zip(out.iter_mut()) {
+            o.rx = p.rx.load(Relaxed);
+            o.originated = p.originated.load(Relaxed);
+            o.punted = p.punted.load(Relaxed);
+            o.fast_lane = p.fast_lane.load(Relaxed);
+            o.flow_memo = p.flow_memo.load(Relaxed);
+        }
     }
 
     /// A plain copy of this lcore's counters.

@@ -113,12 +113,21 @@ pub fn run_worker(
     handback: Arc<Mutex<Vec<RxQueue>>>,
 ) -> i32 {
     let mut burst = MbufBurst::new();
+    // Busy vs idle: one TSC read per round, counted into the round before
+    // it (busy when it received anything).
+    let mut round_start = crate::dpdk::tsc();
+    let mut received = false;
     while !stop.load(Relaxed) {
+        let now = crate::dpdk::tsc();
+        counters.poll_round(received, now.wrapping_sub(round_start));
+        round_start = now;
+        received = false;
         for s in plan.streams.iter_mut() {
             let n = s.rx.rx_burst(&mut burst);
             if n == 0 {
                 continue;
             }
+            received = true;
             counters.rx(s.rx.port(), n as u64);
             let txq = &mut plan.tx[s.tx_slot];
             let out = txq.tx_burst(&mut burst);

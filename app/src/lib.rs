@@ -19,6 +19,7 @@ pub mod forward;
 pub mod health;
 pub mod hook_config;
 pub mod neigh;
+pub mod ops;
 pub mod pcap;
 pub mod report;
 pub mod router;

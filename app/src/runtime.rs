@@ -8,6 +8,9 @@ use crate::counters::LcoreCounters;
 use crate::dpdk::port::{describe_ports, read_stats};
 use crate::dpdk::{lcore, DpdkError, Eal, Mempool, Port, PortConfig, PortStats, BURST_SIZE};
 use crate::forward;
+use crate::ops::live::Live;
+use crate::ops::sample::Sample;
+use crate::ops::state::{Mode, Ops, PortName};
 use crate::report::{MbufReport, Report};
 use clap::Parser;
 use std::collections::{BTreeMap, BTreeSet};
@@ -89,6 +92,11 @@ pub fn run_with_registry(
     let reload = config.as_ref().map(|_| Arc::new(AtomicBool::new(false)));
     install_signal_handler(stop.clone(), reload.clone());
 
+    // A taken --metrics port fails before EAL starts.
+    let metrics = match args.metrics {
+        Some(addr) => Some(crate::ops::http::bind(addr).map_err(RunError::Usage)?),
+        None => None,
+    };
     check_vdev_drivers(argv)?;
     let (eal, rest) = Eal::init(argv).map_err(RunError::Eal)?;
     if let Err(e) = crate::dpdk::pmdinfo::check_mbuf_pool_ops() {
@@ -112,12 +120,42 @@ pub fn run_with_registry(
             &rest[1.min(rest.len())..end]
         )));
     }
+    if let Err(e) = crate::ops::commands::register_all() {
+        eprintln!("fastpath: warning: telemetry commands not available: {e}");
+    }
+    let server = match metrics.map(start_metrics).transpose() {
+        Ok(s) => s,
+        Err(e) => {
+            drop(eal);
+            return Err(e);
+        }
+    };
     let result = match &config {
         Some(cfg) => crate::router::setup::run(&eal, args, cfg, registry, stop, reload),
         None => run_with_eal(&eal, args, stop),
     };
+    crate::ops::state::retire();
+    if let Some(s) = server {
+        s.stop();
+    }
     drop(eal);
     result
+}
+
+/// Serve `--metrics` on a thread pinned to the main lcore's CPU.
+fn start_metrics(
+    listener: std::net::TcpListener,
+) -> Result<crate::ops::http::MetricsServer, RunError> {
+    let cpu = lcore::cpu_of(lcore::main_lcore());
+    let server = crate::ops::http::MetricsServer::start(listener, cpu)
+        .map_err(|e| RunError::Usage(format!("--metrics: cannot start the metrics thread: {e}")))?;
+    eprintln!(
+        "fastpath: metrics at http://{}/metrics{}",
+        server.addr,
+        cpu.map(|c| format!(" (thread on CPU {c}, the main lcore's)"))
+            .unwrap_or_default()
+    );
+    Ok(server)
 }
 
 /// Every `--vdev` among the EAL arguments has a driver in this build: a
@@ -353,6 +391,14 @@ fn configure_and_forward(
         }
     }
     if launch_err.is_none() {
+        let ops = Arc::new(Ops::new(
+            Mode::Forward,
+            started,
+            port_names(ports),
+            counters.clone(),
+            None,
+        ));
+        crate::ops::state::install(ops.clone());
         eprintln!(
             "fastpath: forwarding{}; Ctrl-C to stop",
             match args.duration {
@@ -360,10 +406,12 @@ fn configure_and_forward(
                 None => String::new(),
             }
         );
-        control_loop(args, &stop, started, ports);
+        control_loop(args, &stop, started, &ops);
     }
     stop.store(true, Ordering::SeqCst);
     let failed = join_workers(jobs);
+    // Readers stop before the ports do.
+    crate::ops::state::retire();
     let duration = started.elapsed();
     // Every worker has stopped: drain what devices still hold for us, at most
     // as many packets per queue as mbufs are out (more cannot be ours).
@@ -430,49 +478,52 @@ pub(crate) fn log_port_up(port: &Port, cfg: &PortConfig) {
     );
 }
 
-/// The main lcore: wait for a stop signal or the end of `--duration`, printing
-/// per-port rates every `--stats-period`.
-fn control_loop(args: &AppArgs, stop: &AtomicBool, started: Instant, ports: &[Port]) {
-    main_lcore_loop(
-        args,
-        stop,
-        started,
-        ports,
-        Duration::from_millis(20),
-        || false,
-    );
+/// The ports as the operations plane names them.
+pub(crate) fn port_names(ports: &[Port]) -> Vec<PortName> {
+    ports
+        .iter()
+        .map(|p| PortName {
+            id: p.id(),
+            name: p.name().to_string(),
+        })
+        .collect()
+}
+
+/// The main lcore: wait for a stop signal or the end of `--duration`, with
+/// the live view.
+fn control_loop(args: &AppArgs, stop: &AtomicBool, started: Instant, ops: &Ops) {
+    main_lcore_loop(args, stop, started, ops, Duration::from_millis(20), || {
+        false
+    });
 }
 
 /// The main lcore's loop in either mode: run `work` (the control plane; true
 /// when it did something) until a stop signal or the end of `--duration`,
-/// print per-port rates every `--stats-period`, and nap `idle` when idle.
+/// draw the live view (see [`AppArgs::live_view`]), and nap `idle` when idle.
 pub(crate) fn main_lcore_loop(
     args: &AppArgs,
     stop: &AtomicBool,
     started: Instant,
-    ports: &[Port],
+    ops: &Ops,
     idle: Duration,
     mut work: impl FnMut() -> bool,
 ) {
+    use std::io::IsTerminal;
     let deadline = args.duration.map(|d| started + Duration::from_secs_f64(d));
-    let period = (args.stats_period > 0.0).then(|| Duration::from_secs_f64(args.stats_period));
-    let mut last_at = Instant::now();
-    let mut last: Vec<PortStats> = ports.iter().map(|p| p.stats()).collect();
-    let mut next_print = period.map(|p| last_at + p);
+    let mut live = args
+        .live_view(std::io::stdout().is_terminal())
+        .map(|(style, secs)| Live::new(style, Duration::from_secs_f64(secs), Instant::now()));
+    if let Some(l) = live.as_mut() {
+        l.start(Sample::take(ops));
+    }
     while !stop.load(Ordering::Relaxed) {
         let busy = work();
         let now = Instant::now();
         if deadline.is_some_and(|d| now >= d) {
             break;
         }
-        if let (Some(at), Some(p)) = (next_print, period) {
-            if now >= at {
-                let cur: Vec<PortStats> = ports.iter().map(|p| p.stats()).collect();
-                print_rates(started, now - last_at, ports, &last, &cur);
-                last = cur;
-                last_at = now;
-                next_print = Some(at + p);
-            }
+        if let Some(l) = live.as_mut().filter(|l| l.due(now)) {
+            l.print(started.elapsed(), Sample::take(ops));
         }
         if !busy {
             let nap = match deadline {
@@ -482,26 +533,4 @@ pub(crate) fn main_lcore_loop(
             std::thread::sleep(nap);
         }
     }
-}
-
-#[cold]
-fn print_rates(
-    started: Instant,
-    dt: Duration,
-    ports: &[Port],
-    last: &[PortStats],
-    cur: &[PortStats],
-) {
-    let secs = dt.as_secs_f64().max(1e-9);
-    let mut line = format!("[{:>7.1}s]", started.elapsed().as_secs_f64());
-    for ((p, a), b) in ports.iter().zip(last).zip(cur) {
-        line.push_str(&format!(
-            " port {} rx-pps {:.0} tx-pps {:.0} missed {} |",
-            p.id(),
-            (b.rx_packets - a.rx_packets) as f64 / secs,
-            (b.tx_packets - a.tx_packets) as f64 / secs,
-            b.rx_missed - a.rx_missed,
-        ));
-    }
-    println!("{}", line.trim_end_matches(" |"));
 }

@@ -24,6 +24,7 @@
 #include <rte_acl.h>
 #include <rte_seqlock.h>
 #include <rte_prefetch.h>
+#include <rte_telemetry.h>
 
 /* Hand-written helpers for what is a macro, not a function, in DPDK. */
 int fastpath_rte_errno(void);

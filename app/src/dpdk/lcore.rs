@@ -79,3 +79,11 @@ where
     }
     Ok(LcoreJob { lcore })
 }
+
+/// The CPU that `lcore` runs on (`None` for an lcore EAL does not use).
+pub fn cpu_of(lcore: u32) -> Option<usize> {
+    let id = c_int::try_from(lcore).ok()?;
+    // SAFETY: a getter of EAL's lcore table; -1 for an unknown lcore.
+    let cpu = unsafe { sys::rte_lcore_to_cpu_id(id) };
+    usize::try_from(cpu).ok()
+}

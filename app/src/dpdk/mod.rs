@@ -13,6 +13,7 @@ pub mod pmdinfo;
 pub mod port;
 pub mod rcu;
 pub mod ring;
+pub mod telemetry;
 pub mod telemetry_client;
 
 pub use acl::{AclBuilder, AclClassifier};

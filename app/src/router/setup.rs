@@ -18,6 +18,8 @@ use crate::dpdk::{
 use crate::forward;
 use crate::hook_config::build_hook_set;
 use crate::neigh::{EthHeader, NeighTable};
+use crate::ops::state::{Mode, Ops};
+use crate::ops::view::ControlView;
 use crate::report::HookReport;
 use crate::report::Report;
 use crate::runtime::{
@@ -486,6 +488,16 @@ fn route(
         awaited,
     );
     if launch_err.is_none() {
+        let ops = Arc::new(Ops::new(
+            Mode::Router,
+            started,
+            crate::runtime::port_names(ports),
+            counters.clone(),
+            Some(main.clone()),
+        ));
+        ops.publish(control_view(&control, &publisher.current()));
+        crate::ops::state::install(ops.clone());
+        let mut next_view = Instant::now() + VIEW_PERIOD;
         eprintln!(
             "fastpath: routing{}; Ctrl-C to stop",
             match args.duration {
@@ -507,22 +519,35 @@ fn route(
             args,
             &stop,
             started,
-            ports,
+            &ops,
             Duration::from_micros(500),
             || {
                 if reload.swap(false, Ordering::SeqCst) {
                     requests.sighup(&mut control);
+                    next_view = Instant::now();
                 }
                 let asked = ctl
                     .as_mut()
                     .map_or(0, |c| c.serve(|r| requests.handle(&mut control, r)));
-                control.poll() + asked > 0
+                // A change made here (a route, a neighbour, a reload) shows
+                // at once; otherwise every VIEW_PERIOD.
+                if asked > 0 {
+                    next_view = Instant::now();
+                }
+                let handled = control.poll();
+                if Instant::now() >= next_view {
+                    ops.publish(control_view(&control, &publisher.current()));
+                    next_view = Instant::now() + VIEW_PERIOD;
+                }
+                handled + asked > 0
             },
         );
         drop(ctl);
     }
     stop.store(true, Ordering::SeqCst);
     let failed = join_workers(jobs);
+    // Readers stop before the ports do.
+    crate::ops::state::retire();
     let duration = started.elapsed();
     // Workers are gone: the hooks' counters are final, and dropping the
     // last snapshot frees whatever packets hooks still hold.
@@ -611,6 +636,24 @@ fn start_ctl(eal: &Eal) -> Option<crate::ctl::server::CtlServer> {
             );
             None
         }
+    }
+}
+
+/// How often the main lcore publishes the control view (routes,
+/// neighbours, hooks) for telemetry and metrics; a change made on the main
+/// lcore (`fastpath ctl`, a reload) publishes at once.
+const VIEW_PERIOD: Duration = Duration::from_millis(500);
+
+/// The control plane's state for the operations plane: the one place the
+/// published routes, neighbours and hook counters come from.
+pub(crate) fn control_view(control: &ControlPlane, hooks: &HookSet) -> ControlView {
+    ControlView {
+        seq: 0,
+        built: Some(Instant::now()),
+        routes: control.routes(),
+        neighbours: control.neighbours(),
+        hooks: HookReport::of(hooks),
+        control: control.stats().fields().to_vec(),
     }
 }
 

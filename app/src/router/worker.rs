@@ -57,7 +57,15 @@ impl RouterWorker {
         let mut punt = MbufBurst::new();
         let mut injected = MbufBurst::new();
         let mut scratch = Box::new(Scratch::new(self.flow_memo));
+        // Busy vs idle: one TSC read per round, counted into the round
+        // before it (busy when it received anything).
+        let mut round_start = crate::dpdk::tsc();
+        let mut received = false;
         while !stop.load(Relaxed) {
+            let now = crate::dpdk::tsc();
+            counters.poll_round(received, now.wrapping_sub(round_start));
+            round_start = now;
+            received = false;
             // The quiescent point: between bursts, nothing of the old
             // snapshot is held, no neighbour index, no next-hop id.
             let hooks = self.hooks.quiescent();
@@ -68,6 +76,7 @@ impl RouterWorker {
                 if n == 0 {
                     continue;
                 }
+                received = true;
                 let port = q.port();
                 counters.rx(port, n as u64);
                 let mut out = Outputs {

@@ -191,14 +191,18 @@ pub struct PortRates {
 }
 
 /// The rates of a `--stats-period` line ("[    0.1s] port 0 rx-pps 1 tx-pps
-/// 2 missed 0 | port 1 ..."), `None` for any other line.
+/// 2 missed 0 rx-gbps .. | port 1 .. | lcore 1 busy-pct ..": per port, then
+/// per worker), `None` for any other line. Fields after the first three of
+/// a port, and the worker parts, are not needed here and skipped.
 pub fn rates(line: &str) -> Option<Vec<PortRates>> {
     let rest = line.strip_prefix('[')?.split_once("s]")?.1;
-    rest.split('|')
+    let ports: Vec<PortRates> = rest
+        .split('|')
+        .filter(|part| part.trim_start().starts_with("port "))
         .map(|part| {
             let w: Vec<&str> = part.split_whitespace().collect();
             match w[..] {
-                ["port", port, "rx-pps", rx, "tx-pps", tx, "missed", _] => Some(PortRates {
+                ["port", port, "rx-pps", rx, "tx-pps", tx, "missed", _, ..] => Some(PortRates {
                     port: port.parse().ok()?,
                     rx_pps: rx.parse().ok()?,
                     tx_pps: tx.parse().ok()?,
@@ -206,5 +210,6 @@ pub fn rates(line: &str) -> Option<Vec<PortRates>> {
                 _ => None,
             }
         })
-        .collect()
+        .collect::<Option<_>>()?;
+    (!ports.is_empty()).then_some(ports)
 }

@@ -817,6 +817,71 @@ impl<'a> ControlPlane<'a> {
         n
     }
 
+    /// The forwarding table as the operations plane shows it: every rule
+    /// of the FIB as it is now (runtime changes included).
+    pub fn routes(&self) -> Vec<crate::ops::view::RouteView> {
+        use crate::ops::view::{HopView, RouteView};
+        self.fib
+            .rules()
+            .map(|(prefix, len, r)| RouteView {
+                prefix,
+                len,
+                kind: match r.hops.first().map(|h| h.kind) {
+                    Some(HopKind::Local) => "local",
+                    Some(HopKind::NotUnicast) => "not_unicast",
+                    Some(HopKind::Martian) => "martian",
+                    _ => "forward",
+                },
+                origin: r.origin.name(),
+                hops: r
+                    .hops
+                    .iter()
+                    .map(|h| HopView {
+                        port: h.port,
+                        via: (h.gateway != 0).then(|| Ipv4Addr::from(h.gateway)),
+                        down: h.gateway != 0 && self.fib.is_down(h.gateway),
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// The neighbour table, then the addresses whose resolution failed
+    /// lately and that never answered (they have no entry).
+    pub fn neighbours(&self) -> Vec<crate::ops::view::NeighView> {
+        let table = self.neigh.table();
+        let mut out: Vec<crate::ops::view::NeighView> = table
+            .iter()
+            .map(|(_, e)| {
+                let state = e.state();
+                crate::ops::view::NeighView {
+                    address: e.addr(),
+                    mac: state.is_valid().then(|| e.hh().header().dst),
+                    state: match state {
+                        NeighState::Incomplete => "incomplete",
+                        NeighState::Reachable => "reachable",
+                        NeighState::Stale => "stale",
+                        NeighState::Failed => "failed",
+                    },
+                    is_static: e.is_static(),
+                }
+            })
+            .collect();
+        let mut failed: Vec<&Ipv4Addr> = self
+            .failed_at
+            .keys()
+            .filter(|a| table.lookup(**a).is_none())
+            .collect();
+        failed.sort();
+        out.extend(failed.into_iter().map(|a| crate::ops::view::NeighView {
+            address: *a,
+            mac: None,
+            state: "failed",
+            is_static: false,
+        }));
+        out
+    }
+
     /// The neighbour table, one line per entry, for the exit report, then
     /// the addresses whose resolution failed lately and that never answered
     /// (they have no entry).

@@ -147,3 +147,32 @@ fn stray_argument_eal_leaves_alone() {
         "EAL did not take [\"stray\"]: EAL options go before `--`",
     );
 }
+
+#[test]
+fn metrics_without_a_port() {
+    let r = run_args("metrics-noport", &null_pair(), &["--metrics", "127.0.0.1"]);
+    assert_clean_failure(&r, 2, "`127.0.0.1` has no port");
+    assert!(
+        r.stderr.contains("--metrics 127.0.0.1:9101"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn metrics_address_in_use_fails_before_eal() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let r = run_args(
+        "metrics-inuse",
+        &null_pair(),
+        &["--metrics", &addr, "--duration", "1"],
+    );
+    assert_clean_failure(&r, 2, &format!("--metrics {addr}: cannot listen"));
+    assert!(r.stderr.contains("pick another port"), "{}", r.stderr);
+    assert!(
+        !r.stderr.contains("EAL:"),
+        "fails before EAL starts:\n{}",
+        r.stderr
+    );
+}

@@ -28,8 +28,8 @@ pub struct PortRate {
     pub tx_gbps: f64,
     pub missed: u64,
     pub drops_ps: f64,
-    /// The reasons with the most drops this period, most first (at most 3).
-    pub top: Vec<(&'static str, u64)>,
+    /// The reasons with the most drops per second, most first (at most 3).
+    pub top: Vec<(&'static str, f64)>,
 }
 
 /// Rates of one period.
@@ -75,6 +75,7 @@ fn port_rate(a: Option<&PortSample>, b: &PortSample, secs: f64) -> PortRate {
     top.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(y.0)));
     let drops: u64 = top.iter().map(|(_, n)| n).sum();
     top.truncate(3);
+    let top = top.into_iter().map(|(r, n)| (r, n as f64 / secs)).collect();
     PortRate {
         id: b.id,
         name: b.name.clone(),
@@ -88,12 +89,12 @@ fn port_rate(a: Option<&PortSample>, b: &PortSample, secs: f64) -> PortRate {
     }
 }
 
-fn top_text(top: &[(&str, u64)]) -> String {
+fn top_text(top: &[(&str, f64)]) -> String {
     if top.is_empty() {
         return "-".into();
     }
     top.iter()
-        .map(|(r, n)| format!("{r}:{n}"))
+        .map(|(r, n)| format!("{r}:{n:.0}"))
         .collect::<Vec<_>>()
         .join(",")
 }
@@ -138,7 +139,7 @@ pub fn table(uptime: Duration, r: &Rates) -> String {
     );
     let _ = writeln!(
         s,
-        "{:<5} {:<16} {:>9} {:>9} {:>9} {:>9} {:>10}  top drop reasons",
+        "{:<5} {:<16} {:>9} {:>9} {:>9} {:>9} {:>10}  top drop reasons (per second)",
         "port", "name", "rx Mpps", "tx Mpps", "rx Gb/s", "tx Gb/s", "drops/s"
     );
     for p in &r.ports {
@@ -204,5 +205,66 @@ impl Live {
         }
         self.last = Some(sample);
         self.next += self.period;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counters::PortCount;
+    use crate::dpdk::PortStats;
+
+    fn sample(at: Instant, rx: u64, bytes: u64, no_route: u64, busy: u64, idle: u64) -> Sample {
+        let mut count = PortCount::default();
+        count.drops.add(DropReason::NoRoute, no_route);
+        count.drops.add(DropReason::TtlExceeded, 1);
+        Sample {
+            at,
+            ports: vec![PortSample {
+                id: 0,
+                name: "p0".into(),
+                count,
+                driver: PortStats {
+                    rx_packets: rx,
+                    rx_bytes: bytes,
+                    ..Default::default()
+                },
+            }],
+            workers: vec![LcoreSample {
+                lcore: 1,
+                count: PortCount::default(),
+                busy_cycles: busy,
+                idle_cycles: idle,
+            }],
+            total: PortCount::default(),
+        }
+    }
+
+    #[test]
+    fn a_period_becomes_rates_top_reasons_and_busy_share() {
+        let t0 = Instant::now();
+        let a = sample(t0, 0, 0, 0, 0, 0);
+        let b = sample(
+            t0 + Duration::from_secs(2),
+            2_000_000,
+            250_000_000,
+            10,
+            30,
+            10,
+        );
+        let r = rates(&a, &b);
+        let p = &r.ports[0];
+        assert_eq!(p.rx_pps, 1e6);
+        assert_eq!(p.rx_gbps, 1.0);
+        assert_eq!(p.drops_ps, 5.0);
+        assert_eq!(p.top, vec![("no_route", 5.0)]);
+        assert_eq!(r.busy, vec![(1, 75.0)]);
+        let l = line(Duration::from_secs(2), &r);
+        assert_eq!(
+            l,
+            "[    2.0s] port 0 rx-pps 1000000 tx-pps 0 missed 0 rx-gbps 1.000 tx-gbps 0.000 \
+             drops-ps 5 top no_route:5 | lcore 1 busy-pct 75.0"
+        );
+        assert!(table(Duration::from_secs(2), &r).contains("lcore 1    75.0 %"));
     }
 }

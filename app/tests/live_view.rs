@@ -1,0 +1,108 @@
+//! The live view: without a terminal, `--stats-period` prints one line per
+//! period with per port rates, drops and their top reasons, and each
+//! worker's busy share; `--quiet` and the default print none of it; the
+//! final statistics follow either way.
+
+mod common;
+use common::watch::{rates, Watched};
+use common::*;
+use std::time::Duration;
+
+fn null_run(test: &str, app: &[&str]) -> Run {
+    let mut cmd = fastpath();
+    cmd.args(eal_args(test, &["net_null0".into(), "net_null1".into()]))
+        .arg("--")
+        .args(["--forward", "0:1", "--duration", "1.2"])
+        .args(app);
+    run(cmd, Duration::from_secs(60))
+}
+
+fn periodic(stdout: &str) -> Vec<&str> {
+    stdout.lines().filter(|l| l.starts_with('[')).collect()
+}
+
+#[test]
+fn lines_carry_rates_drops_and_busy_share() {
+    let mut cmd = fastpath();
+    cmd.args(eal_args(
+        "live-lines",
+        &["net_null0".into(), "net_null1".into()],
+    ))
+    .args([
+        "--",
+        "--forward",
+        "0:1",
+        "--stats-period",
+        "0.2",
+        "--duration",
+        "1.5",
+    ]);
+    let mut fp = Watched::spawn(cmd);
+    let first = fp.next_rates(Duration::from_secs(30));
+    assert!(first[0].rx_pps > 0.0, "{first:?}");
+    let r = fp.finish(Duration::from_secs(30));
+    assert_success(&r);
+    let lines = periodic(&r.stdout);
+    assert!(lines.len() >= 4, "{}", r.stdout);
+    for l in &lines {
+        assert!(rates(l).is_some(), "{l}");
+        for field in [
+            "rx-gbps",
+            "tx-gbps",
+            "drops-ps",
+            " top ",
+            "| lcore 1 busy-pct ",
+        ] {
+            assert!(l.contains(field), "{field:?} missing: {l}");
+        }
+        let busy: f64 = l.rsplit(' ').next().unwrap().parse().unwrap();
+        // net_null always has packets: the worker never idles.
+        assert!(busy > 90.0, "{l}");
+    }
+    assert!(r.stdout.contains("== fastpath statistics"), "{}", r.stdout);
+}
+
+#[test]
+fn quiet_and_the_default_without_a_terminal_print_no_periodic_lines() {
+    for (test, app) in [("live-quiet", &["--quiet"][..]), ("live-default", &[][..])] {
+        let r = null_run(test, app);
+        assert_success(&r);
+        assert!(periodic(&r.stdout).is_empty(), "{test}: {}", r.stdout);
+        assert!(r.stdout.contains("[balanced]"), "{test}: {}", r.stdout);
+    }
+}
+
+#[test]
+fn drops_show_their_top_reason() {
+    // Frames to another MAC, in router mode: all dropped as `other_host`.
+    let dir = tempfile::tempdir().unwrap();
+    let mut frame = vec![0u8; 60];
+    frame[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x99]);
+    frame[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    write_pcap(&dir.path().join("in0.pcap"), &vec![frame; 200_000]);
+    write_pcap(&dir.path().join("in1.pcap"), &[]);
+    std::fs::write(dir.path().join("r.toml"), pcap_ports_config!()).unwrap();
+    let mut cmd = fastpath();
+    cmd.args(eal_args("live-drops", &pcap_vdevs(dir.path())))
+        .args(["--", "--config"])
+        .arg(dir.path().join("r.toml"))
+        .args(["--stats-period", "0.05", "--duration", "2"]);
+    let r = run(cmd, Duration::from_secs(60));
+    assert_success(&r);
+    let lines = periodic(&r.stdout);
+    let dropping: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.split(" | ").next().unwrap().contains(" top other_host:"))
+        .collect();
+    assert!(!dropping.is_empty(), "{}", r.stdout);
+    for l in dropping {
+        let port0 = l.split(" | ").next().unwrap();
+        assert!(!port0.contains("drops-ps 0 "), "{l}");
+    }
+    // Once the pcap is read, nothing drops: no reason is shown.
+    assert!(
+        lines.last().unwrap().contains("drops-ps 0 top -"),
+        "{}",
+        r.stdout
+    );
+}

@@ -1,0 +1,448 @@
+//! Reading a running fastpath: every `/fastpath/...` telemetry command asked
+//! through the stock `dpdk-telemetry.py`, and `/metrics` scraped and checked
+//! with `promtool`, after a finite pcap run while fastpath is held alive;
+//! the answers equal the final statistics it prints when stopped.
+
+mod common;
+use common::frames::{eth, ipv4, padded, udp, HOST_A_MAC, PCAP0_MAC};
+use common::watch::Watched;
+use common::*;
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TELEMETRY_PY: &str = "/usr/bin/dpdk-telemetry.py";
+
+const ROUTER: &str = concat!(
+    pcap_router_config!(),
+    r#"
+[[hook]]
+point = "egress"
+port = "net_pcap1"
+kind = "filter"
+name = "fw"
+policy = "accept"
+stateful = true
+conntrack_max = 16
+[[hook.rule]]
+proto = "udp"
+dport = 9
+action = "drop"
+"#
+);
+
+/// Routed UDP flows (more than the connection table holds), a discard-port
+/// flow the filter drops, TTL 1 and unrouted packets (ICMP errors), a runt.
+fn router_frames() -> Vec<Vec<u8>> {
+    let mut v: Vec<Vec<u8>> = (0..40u16)
+        .map(|i| udp([10, 0, 1, 2], [198, 51, 100, 9], 5000 + i, 53))
+        .collect();
+    v.extend((0..5).map(|_| udp([10, 0, 1, 2], [198, 51, 100, 7], 7, 9)));
+    let mut ttl1 = eth(PCAP0_MAC, HOST_A_MAC, 0x0800);
+    ttl1.extend(ipv4([10, 0, 1, 2], [198, 51, 100, 9], 1, 17, &[0; 8]));
+    v.push(padded(ttl1));
+    v.push(udp([10, 0, 1, 2], [203, 0, 113, 1], 1, 2));
+    v.push(vec![0xff; 40]);
+    v
+}
+
+/// Ask `commands` of the fastpath under `prefix` through dpdk-telemetry.py
+/// (commands on stdin, one JSON answer per line on stdout); the value of
+/// each answer.
+fn telemetry(prefix: &str, commands: &[&str]) -> Vec<Value> {
+    assert!(
+        std::path::Path::new(TELEMETRY_PY).exists(),
+        "{TELEMETRY_PY} missing: install Debian's dpdk package"
+    );
+    let mut child = Command::new(TELEMETRY_PY)
+        .args(["-f", prefix])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run dpdk-telemetry.py");
+    let input = commands.join("\n") + "\n";
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with('{')).collect();
+    assert_eq!(
+        lines.len(),
+        commands.len(),
+        "one answer per command: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    commands
+        .iter()
+        .zip(lines)
+        .map(|(cmd, l)| {
+            let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"));
+            let key = cmd.split(',').next().unwrap();
+            v.get(key).cloned().unwrap_or_else(|| panic!("{cmd}: {l}"))
+        })
+        .collect()
+}
+
+/// Wait until fastpath counted `rx` packets and nothing is in flight, and
+/// then until the control view was rebuilt twice (hooks, neighbours and
+/// control-plane events are current).
+fn wait_settled(prefix: &str, rx: u64, routed: bool) {
+    let start = Instant::now();
+    loop {
+        let s = &telemetry(prefix, &["/fastpath/stats"])[0];
+        if s["rx"] == rx && s["in_flight"] == 0 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "never received {rx} with nothing in flight: {s}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if !routed {
+        return;
+    }
+    let view = |p| {
+        telemetry(p, &["/fastpath/hooks"])[0]["view"]
+            .as_u64()
+            .unwrap()
+    };
+    let first = view(prefix);
+    while view(prefix) < first + 2 {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "view not refreshed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// GET `path` from `addr`: status line and body.
+fn http_get(addr: &str, path: &str) -> (String, String) {
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to --metrics");
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP response");
+    (head.lines().next().unwrap().to_string(), body.to_string())
+}
+
+/// `promtool check metrics` accepts `text` (exit 0, no lint problem).
+fn promtool_accepts(text: &str) {
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian package prometheus) must be installed");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+        "promtool: {}{}\n{text}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The value of the sample `name{labels}` (labels as written, in order).
+fn metric(text: &str, series: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no sample {series} in:\n{text}"))
+        .parse::<f64>()
+        .unwrap() as u64
+}
+
+/// Start fastpath on the pcap ports of `dir` with `app` options, metrics on
+/// an ephemeral port; returns it and the metrics address.
+fn start(test: &str, dir: &std::path::Path, app: &[&str]) -> (Watched, String) {
+    let mut cmd = fastpath();
+    cmd.args(eal_args(test, &pcap_vdevs(dir)))
+        .arg("--")
+        .args(app)
+        .args(["--metrics", "127.0.0.1:0", "--stats-json"])
+        .arg(dir.join("stats.json"));
+    let mut fp = Watched::spawn(cmd);
+    let line = fp.wait_stderr("fastpath: metrics at http://", Duration::from_secs(30));
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap()
+        .to_string();
+    (fp, addr)
+}
+
+fn stop(fp: Watched, dir: &std::path::Path) -> Value {
+    fp.signal("-TERM");
+    let r = fp.finish(Duration::from_secs(30));
+    assert_success(&r);
+    read_json(&dir.join("stats.json"))
+}
+
+const COUNTS: [&str; 9] = [
+    "rx",
+    "tx",
+    "dropped",
+    "punted",
+    "originated",
+    "consumed",
+    "stolen",
+    "fast_lane",
+    "flow_memo",
+];
+
+/// The counters every mode reports: stats, ports, lcores and drops equal the
+/// final statistics, field by field; and the same counters in the scrape.
+fn check_counters(answers: &[Value], report: &Value, scrape: &str, mode: &str) {
+    let (stats, ports, lcores, drops) = (&answers[0], &answers[1], &answers[2], &answers[3]);
+    let t = &report["totals"];
+    assert_eq!(stats["mode"], mode);
+    for k in COUNTS {
+        assert_eq!(stats[k], t[k], "/fastpath/stats {k}");
+    }
+    assert_eq!(stats["in_flight"], 0);
+    assert_eq!(
+        stats["balance"],
+        format!(
+            "rx {} + originated {} = tx {} + dropped {} + consumed {} + stolen {} + in flight 0",
+            t["rx"], t["originated"], t["tx"], t["dropped"], t["consumed"], t["stolen"]
+        )
+    );
+    assert_eq!(stats["ports"], 2);
+    assert_eq!(stats["workers"], 1);
+    for p in report["ports"].as_array().unwrap() {
+        let id = p["id"].to_string();
+        let q = &ports[&id];
+        assert_eq!(q["name"], p["name"], "port {id}");
+        for k in COUNTS {
+            assert_eq!(q[k], p[k], "/fastpath/ports {id} {k}");
+        }
+        let d = &p["driver"];
+        assert_eq!(q["driver_rx_packets"], d["rx_packets"]);
+        assert_eq!(q["driver_tx_packets"], d["tx_packets"]);
+        for k in [
+            "rx_bytes",
+            "tx_bytes",
+            "rx_missed",
+            "rx_errors",
+            "tx_errors",
+            "rx_nombuf",
+        ] {
+            assert_eq!(q[k], d[k], "/fastpath/ports {id} {k}");
+        }
+        let labels = format!("{{port=\"{id}\",name=\"{}\"}}", p["name"].as_str().unwrap());
+        for (m, v) in [
+            ("rx_packets", &p["rx"]),
+            ("tx_packets", &p["tx"]),
+            ("dropped_packets", &p["dropped"]),
+            ("rx_bytes", &d["rx_bytes"]),
+            ("tx_bytes", &d["tx_bytes"]),
+        ] {
+            let series = format!("fastpath_port_{m}_total{labels}");
+            assert_eq!(metric(scrape, &series), v.as_u64().unwrap(), "{series}");
+        }
+    }
+    // The worker (lcore 1); lcore 0 is the main lcore.
+    let w = report["lcores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["lcore"] == 1)
+        .unwrap();
+    let l = &lcores["1"];
+    for k in ["rx", "tx", "dropped", "punted"] {
+        assert_eq!(l[k], w[k], "/fastpath/lcores 1 {k}");
+    }
+    assert_eq!(
+        lcores.as_object().unwrap().len(),
+        1,
+        "workers only: {lcores}"
+    );
+    let busy = l["busy_cycles"].as_u64().unwrap();
+    let idle = l["idle_cycles"].as_u64().unwrap();
+    assert!(busy > 0 && idle > busy, "a short burst, then idle: {l}");
+    assert!(l["busy_percent"].as_u64().unwrap() < 50, "{l}");
+    assert!(metric(scrape, "fastpath_lcore_busy_cycles_total{lcore=\"1\"}") >= busy);
+    assert!(metric(scrape, "fastpath_lcore_idle_cycles_total{lcore=\"1\"}") >= idle);
+    // Every reason, each with the final count.
+    let reasons = t["drops"].as_object().unwrap();
+    assert_eq!(drops.as_object().unwrap().len(), reasons.len());
+    for (r, n) in reasons {
+        assert_eq!(&drops[r], n, "/fastpath/drops {r}");
+        let series = format!("fastpath_dropped_packets_total{{reason=\"{r}\"}}");
+        assert_eq!(metric(scrape, &series), n.as_u64().unwrap(), "{series}");
+    }
+}
+
+const ALL: [&str; 8] = [
+    "/fastpath/stats",
+    "/fastpath/ports",
+    "/fastpath/lcores",
+    "/fastpath/drops",
+    "/fastpath/routes",
+    "/fastpath/neighbours",
+    "/fastpath/hooks",
+    "/fastpath/conntrack",
+];
+
+#[test]
+fn router_telemetry_and_metrics_equal_the_final_statistics() {
+    let test = "opsread-router";
+    let prefix = format!("fpt-{test}-{}", std::process::id());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("router.toml"), ROUTER).unwrap();
+    let frames = router_frames();
+    write_pcap(&dir.path().join("in0.pcap"), &frames);
+    write_pcap(&dir.path().join("in1.pcap"), &[]);
+    let config = dir.path().join("router.toml");
+    let (fp, addr) = start(test, dir.path(), &["--config", config.to_str().unwrap()]);
+    wait_settled(&prefix, frames.len() as u64, true);
+    let answers = telemetry(&prefix, &ALL);
+    let page = telemetry(&prefix, &["/fastpath/routes,11"]).remove(0);
+    let (status, scrape) = http_get(&addr, "/metrics");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    promtool_accepts(&scrape);
+    assert_eq!(http_get(&addr, "/").0, "HTTP/1.1 404 Not Found");
+    let report = stop(fp, dir.path());
+
+    check_counters(&answers, &report, &scrape, "router");
+    let t = &report["totals"];
+    assert!(t["originated"].as_u64().unwrap() >= 2, "ICMP errors: {t}");
+
+    // Routes: the configured one among the connected, local and reserved.
+    let routes = &answers[4];
+    assert_eq!(routes["mode"], "router");
+    assert_eq!(routes["count"], 12);
+    assert_eq!(routes["shown"], 12);
+    let list: Vec<&Value> = routes["routes"].as_object().unwrap().values().collect();
+    let find = |p: &str| {
+        *list
+            .iter()
+            .find(|r| r["prefix"] == p)
+            .unwrap_or_else(|| panic!("{p}"))
+    };
+    let r = find("198.51.100.0/24");
+    assert_eq!(
+        (&r["kind"], &r["port"], &r["via"]),
+        (&"forward".into(), &1.into(), &"10.0.2.2".into())
+    );
+    let r = find("10.0.1.0/24");
+    assert_eq!(
+        (&r["kind"], &r["port"], &r["via"]),
+        (&"forward".into(), &0.into(), &"".into())
+    );
+    assert_eq!(find("10.0.2.1/32")["kind"], "local");
+    assert_eq!(find("224.0.0.0/4")["kind"], "not_unicast");
+    assert_eq!(find("127.0.0.0/8")["kind"], "martian");
+    // Paging: from entry 11, one is left.
+    assert_eq!((&page["first"], &page["shown"]), (&11.into(), &1.into()));
+    assert_eq!(page["routes"]["11"], routes["routes"]["11"]);
+
+    // Neighbours: as the final statistics list them.
+    let neigh = &answers[5];
+    let final_neigh = report["neighbours"].as_array().unwrap();
+    assert_eq!(neigh["count"], final_neigh.len());
+    for (i, line) in final_neigh.iter().enumerate() {
+        let w: Vec<&str> = line.as_str().unwrap().split_whitespace().collect();
+        let n = &neigh["neighbours"][i.to_string()];
+        assert_eq!(n["address"], w[0]);
+        assert_eq!(n["mac"], w[1]);
+        assert_eq!(n["state"], w[2].to_lowercase());
+        assert_eq!(n["static"], u64::from(w.get(3) == Some(&"static")));
+    }
+    assert_eq!(neigh["states"]["reachable"], 1);
+    assert_eq!(
+        metric(&scrape, "fastpath_neighbours{state=\"reachable\"}"),
+        1
+    );
+
+    // Hooks: each with the final counters.
+    let hooks = &answers[6];
+    let final_hooks = report["hooks"].as_array().unwrap();
+    assert_eq!(hooks["count"], final_hooks.len());
+    for (i, h) in final_hooks.iter().enumerate() {
+        let a = &hooks["hooks"][i.to_string()];
+        for k in [
+            "name", "kind", "point", "port", "seen", "accepted", "dropped", "stolen",
+        ] {
+            assert_eq!(a[k], h[k], "hook {i} {k}");
+        }
+        for (k, v) in h["stats"].as_object().unwrap() {
+            assert_eq!(&a[k], v, "hook {i} {k}");
+        }
+        let labels = format!(
+            "{{hook=\"{}\",kind=\"{}\",point=\"{}\",port=\"{}\"}}",
+            h["name"].as_str().unwrap(),
+            h["kind"].as_str().unwrap(),
+            h["point"].as_str().unwrap(),
+            h["port"]
+        );
+        for k in ["seen", "accepted", "dropped"] {
+            let series = format!("fastpath_hook_{k}_packets_total{labels}");
+            assert_eq!(metric(&scrape, &series), h[k].as_u64().unwrap(), "{series}");
+        }
+    }
+    let fw = &final_hooks[0];
+    assert_eq!(fw["dropped"], 5, "the discard-port flow: {fw}");
+
+    // Conntrack: the stateful filter's table.
+    let ct = &answers[7];
+    let st = &fw["stats"];
+    assert_eq!(ct["tracking"], 1);
+    for (k, f) in [
+        ("entries", "ct_entries"),
+        ("capacity", "ct_capacity"),
+        ("refused_full", "ct_refused_full"),
+        ("early_drop", "ct_early_drop"),
+        ("full_policy", "ct_full_policy"),
+        ("new", "ct_new"),
+    ] {
+        assert_eq!(ct[k], st[f], "/fastpath/conntrack {k}");
+    }
+    assert_eq!(ct["capacity"], 16);
+    assert_eq!(ct["entries"], 16, "the table is full: {ct}");
+    assert_eq!(metric(&scrape, "fastpath_conntrack_entries"), 16);
+    assert_eq!(
+        metric(&scrape, "fastpath_conntrack_early_drop_total"),
+        st["ct_early_drop"].as_u64().unwrap()
+    );
+}
+
+#[test]
+fn forward_mode_answers_counters_and_says_it_does_not_route() {
+    let test = "opsread-forward";
+    let prefix = format!("fpt-{test}-{}", std::process::id());
+    let dir = tempfile::tempdir().unwrap();
+    let frames = random_frames(300, 7);
+    write_pcap(&dir.path().join("in0.pcap"), &frames);
+    write_pcap(&dir.path().join("in1.pcap"), &[]);
+    let (fp, addr) = start(test, dir.path(), &["--forward", "0:1"]);
+    wait_settled(&prefix, frames.len() as u64, false);
+    let answers = telemetry(&prefix, &ALL);
+    let (status, scrape) = http_get(&addr, "/metrics");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    promtool_accepts(&scrape);
+    let report = stop(fp, dir.path());
+    check_counters(&answers, &report, &scrape, "forward");
+    assert_eq!(report["totals"]["tx"], 300);
+    for a in &answers[4..] {
+        assert_eq!(a["mode"], "forward", "{a}");
+        assert_eq!(a["routing"], "no", "{a}");
+    }
+    assert!(!scrape.contains("fastpath_hook_"), "{scrape}");
+}

@@ -314,6 +314,27 @@ fn router_telemetry_and_metrics_equal_the_final_statistics() {
     wait_settled(&prefix, frames.len() as u64, true);
     let answers = telemetry(&prefix, &ALL);
     let page = telemetry(&prefix, &["/fastpath/routes,11"]).remove(0);
+    // A route added at run time shows at once (the control view is
+    // published after a change), with both its next hops.
+    let out = fastpath()
+        .args([
+            "ctl",
+            "--file-prefix",
+            &prefix,
+            "route",
+            "add",
+            "203.0.113.0/24",
+        ])
+        .args(["via", "10.0.2.2,10.0.2.3"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut after = telemetry(&prefix, &["/fastpath/routes", "/fastpath/neighbours"]);
+    let (after, neigh_after) = (after.remove(0), after.remove(0));
     let (status, scrape) = http_get(&addr, "/metrics");
     assert_eq!(status, "HTTP/1.1 200 OK");
     promtool_accepts(&scrape);
@@ -349,22 +370,52 @@ fn router_telemetry_and_metrics_equal_the_final_statistics() {
     assert_eq!(find("10.0.2.1/32")["kind"], "local");
     assert_eq!(find("224.0.0.0/4")["kind"], "not_unicast");
     assert_eq!(find("127.0.0.0/8")["kind"], "martian");
+    assert_eq!(find("10.0.1.0/24")["origin"], "connected");
+    assert_eq!(find("198.51.100.0/24")["origin"], "config");
+    assert_eq!(
+        metric(&scrape, "fastpath_routes"),
+        13,
+        "with the route added at run time"
+    );
+    assert_eq!(after["count"], 13);
+    let added = after["routes"]
+        .as_object()
+        .unwrap()
+        .values()
+        .find(|r| r["prefix"] == "203.0.113.0/24")
+        .unwrap_or_else(|| panic!("{after}"));
+    assert_eq!(added["origin"], "ctl");
+    assert_eq!(added["paths"], 2);
+    assert_eq!(added["via"], "10.0.2.2,10.0.2.3");
+    assert_eq!(added["ports"], "1,1");
     // Paging: from entry 11, one is left.
     assert_eq!((&page["first"], &page["shown"]), (&11.into(), &1.into()));
     assert_eq!(page["routes"]["11"], routes["routes"]["11"]);
 
-    // Neighbours: as the final statistics list them.
+    // Neighbours (asked before the route add): the static one, as the final
+    // statistics list it; after the add, the new gateway too.
     let neigh = &answers[5];
-    let final_neigh = report["neighbours"].as_array().unwrap();
-    assert_eq!(neigh["count"], final_neigh.len());
-    for (i, line) in final_neigh.iter().enumerate() {
-        let w: Vec<&str> = line.as_str().unwrap().split_whitespace().collect();
-        let n = &neigh["neighbours"][i.to_string()];
-        assert_eq!(n["address"], w[0]);
-        assert_eq!(n["mac"], w[1]);
-        assert_eq!(n["state"], w[2].to_lowercase());
-        assert_eq!(n["static"], u64::from(w.get(3) == Some(&"static")));
-    }
+    assert_eq!(neigh["count"], 1, "{neigh}");
+    let n = &neigh["neighbours"]["0"];
+    let line = report["neighbours"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l.as_str())
+        .find(|l| l.starts_with("10.0.2.2 "))
+        .unwrap();
+    let w: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(n["address"], w[0]);
+    assert_eq!(n["mac"], w[1]);
+    assert_eq!(n["state"], w[2].to_lowercase());
+    assert_eq!(n["static"], u64::from(w.get(3) == Some(&"static")));
+    let addresses: Vec<&str> = neigh_after["neighbours"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter_map(|n| n["address"].as_str())
+        .collect();
+    assert!(addresses.contains(&"10.0.2.3"), "{neigh_after}");
     assert_eq!(neigh["states"]["reachable"], 1);
     assert_eq!(
         metric(&scrape, "fastpath_neighbours{state=\"reachable\"}"),

@@ -147,6 +147,41 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> EthernetFrame<T> {
     }
 }
 
+/// An Ethernet II header, decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EthernetRepr {
+    pub dst_addr: [u8; 6],
+    pub src_addr: [u8; 6],
+    /// The first ethertype: a TPID when a VLAN tag follows.
+    pub ethertype: u16,
+}
+
+impl EthernetRepr {
+    /// Decode the header of `frame`.
+    #[inline]
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(frame: &EthernetFrame<&T>) -> EthernetRepr {
+        EthernetRepr {
+            dst_addr: frame.dst_addr(),
+            src_addr: frame.src_addr(),
+            ethertype: frame.ethertype(),
+        }
+    }
+
+    /// Length of the header [`emit`](Self::emit) writes.
+    #[inline]
+    pub const fn header_len(&self) -> usize {
+        HEADER_LEN
+    }
+
+    /// Write the 14 header bytes; the payload is left alone.
+    #[inline]
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, frame: &mut EthernetFrame<&mut T>) {
+        frame.set_dst_addr(self.dst_addr);
+        frame.set_src_addr(self.src_addr);
+        frame.set_ethertype(self.ethertype);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,6 +223,25 @@ mod tests {
         f.set_ethertype(ethertype::IPV4);
         f.payload_mut().copy_from_slice(&[0x45, 0x00]);
         assert_eq!(buf, FRAME);
+    }
+
+    #[test]
+    fn repr_parse_emit_round_trip() {
+        let repr = EthernetRepr::parse(&EthernetFrame::new_checked(&FRAME[..]).unwrap());
+        assert_eq!(
+            repr,
+            EthernetRepr {
+                dst_addr: [2, 0, 0, 0, 0, 1],
+                src_addr: [2, 0, 0, 0, 0, 2],
+                ethertype: ethertype::IPV4,
+            }
+        );
+        assert_eq!(repr.header_len(), HEADER_LEN);
+        // Over garbage: every header byte is written, the payload is not.
+        let mut buf = [0xa5u8; 16];
+        repr.emit(&mut EthernetFrame::new_checked(&mut buf[..]).unwrap());
+        assert_eq!(buf[..HEADER_LEN], FRAME[..HEADER_LEN]);
+        assert_eq!(buf[HEADER_LEN..], [0xa5, 0xa5]);
     }
 
     #[test]

@@ -199,6 +199,61 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> IcmpPacket<T> {
     }
 }
 
+/// An echo request or reply (RFC 792), decoded: identifier and sequence
+/// number, and how much data follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IcmpEchoRepr {
+    /// [`kind::ECHO_REQUEST`] or [`kind::ECHO_REPLY`].
+    pub msg_type: u8,
+    pub ident: u16,
+    pub seq_no: u16,
+    /// Length of the data after the 8-byte header.
+    pub data_len: usize,
+}
+
+impl IcmpEchoRepr {
+    /// Decode `packet` (the whole message): `None` unless it is an echo
+    /// request or reply with code 0. The checksum is not checked here: see
+    /// [`IcmpPacket::verify_checksum`].
+    #[inline]
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &IcmpPacket<&T>) -> Option<IcmpEchoRepr> {
+        let msg_type = packet.msg_type();
+        if (msg_type != kind::ECHO_REQUEST && msg_type != kind::ECHO_REPLY) || packet.code() != 0 {
+            return None;
+        }
+        Some(IcmpEchoRepr {
+            msg_type,
+            ident: packet.ident(),
+            seq_no: packet.seq_no(),
+            data_len: packet.data().len(),
+        })
+    }
+
+    /// Length of the header [`emit`](Self::emit) writes.
+    #[inline]
+    pub const fn header_len(&self) -> usize {
+        HEADER_LEN
+    }
+
+    /// Length of the whole message: header and data.
+    #[inline]
+    pub const fn buffer_len(&self) -> usize {
+        HEADER_LEN + self.data_len
+    }
+
+    /// Write the header with code 0 and the checksum. `packet` must view
+    /// exactly the message, its data already in place: the checksum covers
+    /// it.
+    #[inline]
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut IcmpPacket<&mut T>) {
+        packet.set_msg_type(self.msg_type);
+        packet.set_code(0);
+        packet.set_ident(self.ident);
+        packet.set_seq_no(self.seq_no);
+        packet.fill_checksum();
+    }
+}
+
 /// How much of `original_ip` an error message quotes: its IP header
 /// (options included) and the first 8 bytes of its payload, or less if the
 /// datagram is shorter. `None` unless it is a parseable IPv4 header.
@@ -612,6 +667,47 @@ mod tests {
             assert_eq!(emit_error(&mut buf, 3, 0, b), None, "{b:02x?}");
             assert_eq!(error_message_len(b), 0);
             assert!(buf.iter().all(|&x| x == 0xa5));
+        }
+    }
+
+    /// The captured ping, decoded and emitted again over garbage: the same
+    /// 64 bytes, checksum 0x492b included; and its reply.
+    #[test]
+    fn echo_repr_emits_the_captured_ping() {
+        let repr = IcmpEchoRepr::parse(&IcmpPacket::new_checked(&PING[..]).unwrap()).unwrap();
+        assert_eq!(
+            repr,
+            IcmpEchoRepr {
+                msg_type: kind::ECHO_REQUEST,
+                ident: 21780,
+                seq_no: 1,
+                data_len: 56,
+            }
+        );
+        assert_eq!((repr.header_len(), repr.buffer_len()), (8, 64));
+        let mut buf = [0xa5u8; 64];
+        buf[HEADER_LEN..].copy_from_slice(&PING[HEADER_LEN..]);
+        repr.emit(&mut IcmpPacket::new_checked(&mut buf[..]).unwrap());
+        assert_eq!(buf, PING);
+        let reply = IcmpEchoRepr {
+            msg_type: kind::ECHO_REPLY,
+            ..repr
+        };
+        reply.emit(&mut IcmpPacket::new_checked(&mut buf[..]).unwrap());
+        assert_eq!(buf[..4], PONG_HEADER);
+        assert_eq!(
+            IcmpEchoRepr::parse(&IcmpPacket::new_checked(&buf[..]).unwrap()),
+            Some(reply)
+        );
+    }
+
+    #[test]
+    fn echo_repr_parse_refuses_other_messages() {
+        for (at, value) in [(TYPE, kind::TIME_EXCEEDED), (TYPE, 13), (CODE, 1)] {
+            let mut buf = PING;
+            buf[at] = value;
+            let p = IcmpPacket::new_checked(&buf[..]).unwrap();
+            assert_eq!(IcmpEchoRepr::parse(&p), None, "byte {at} = {value}");
         }
     }
 }

@@ -3,19 +3,28 @@
 //! its field through big-endian byte views and cannot panic. Fields are never
 //! read by casting bytes to a struct: an IPv4 header after a 14-byte Ethernet
 //! header in an mbuf is only 2-byte aligned.
+//!
+//! Beside each view, a `Repr` (smoltcp's name) holds a header decoded:
+//! `parse` reads one from a view, `emit` writes one into a view, lengths
+//! and checksums included, so that a frame is built from fields rather than
+//! from bytes placed by hand.
 
 pub mod arp;
 pub mod checksum;
 pub mod ethernet;
 pub mod icmp;
 pub mod ipv4;
+pub mod tcp;
+pub mod udp;
 pub mod vlan;
 
-pub use arp::ArpPacket;
-pub use ethernet::EthernetFrame;
-pub use icmp::IcmpPacket;
-pub use ipv4::Ipv4Packet;
-pub use vlan::VlanTag;
+pub use arp::{ArpPacket, ArpRepr};
+pub use ethernet::{EthernetFrame, EthernetRepr};
+pub use icmp::{IcmpEchoRepr, IcmpPacket};
+pub use ipv4::{Ipv4Packet, Ipv4Repr};
+pub use tcp::{TcpPacket, TcpRepr};
+pub use udp::{UdpPacket, UdpRepr};
+pub use vlan::{VlanRepr, VlanTag};
 
 use core::fmt;
 

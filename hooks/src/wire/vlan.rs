@@ -84,6 +84,46 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> VlanTag<T> {
     }
 }
 
+/// A VLAN tag (the part after its TPID), decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VlanRepr {
+    /// Priority code point (3 bits).
+    pub pcp: u8,
+    /// Drop eligible indicator.
+    pub dei: bool,
+    /// VLAN id (12 bits; 0 for a priority tag).
+    pub vid: u16,
+    /// Ethertype of what follows the tag.
+    pub ethertype: u16,
+}
+
+impl VlanRepr {
+    /// Decode `tag`.
+    #[inline]
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(tag: &VlanTag<&T>) -> VlanRepr {
+        VlanRepr {
+            pcp: tag.pcp(),
+            dei: tag.dei(),
+            vid: tag.vid(),
+            ethertype: tag.ethertype(),
+        }
+    }
+
+    /// Length of what [`emit`](Self::emit) writes.
+    #[inline]
+    pub const fn header_len(&self) -> usize {
+        TAG_LEN
+    }
+
+    /// Write the 4 bytes of the tag; a `pcp` or `vid` too wide for its
+    /// field is cut to it.
+    #[inline]
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, tag: &mut VlanTag<&mut T>) {
+        tag.set_tci(self.pcp, self.dei, self.vid);
+        tag.set_ethertype(self.ethertype);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +152,41 @@ mod tests {
     fn vid_ignores_priority_bits() {
         let t = VlanTag::new_checked(&[0xef, 0xff, 0x86, 0xdd][..]).unwrap();
         assert_eq!((t.pcp(), t.dei(), t.vid()), (7, false, 0xfff));
+    }
+
+    /// The tag of an IPv4 frame on VLAN 100, priority 0: TCI 0x0064, then
+    /// ethertype 0x0800.
+    #[test]
+    fn repr_parse_emit_round_trip() {
+        let captured = [0x00, 0x64, 0x08, 0x00];
+        let repr = VlanRepr::parse(&VlanTag::new_checked(&captured[..]).unwrap());
+        assert_eq!(
+            repr,
+            VlanRepr {
+                pcp: 0,
+                dei: false,
+                vid: 100,
+                ethertype: 0x0800
+            }
+        );
+        let mut buf = [0xa5u8; 5];
+        repr.emit(&mut VlanTag::new_checked(&mut buf[..]).unwrap());
+        assert_eq!(buf[..TAG_LEN], captured);
+        assert_eq!(buf[TAG_LEN], 0xa5);
+        for (pcp, dei, vid) in [(7, true, 0xfff), (5, false, 1), (0, true, 0)] {
+            let repr = VlanRepr {
+                pcp,
+                dei,
+                vid,
+                ethertype: 0x86dd,
+            };
+            let mut buf = [0u8; TAG_LEN];
+            repr.emit(&mut VlanTag::new_checked(&mut buf[..]).unwrap());
+            assert_eq!(
+                VlanRepr::parse(&VlanTag::new_checked(&buf[..]).unwrap()),
+                repr
+            );
+            assert_eq!(repr.header_len(), TAG_LEN);
+        }
     }
 }

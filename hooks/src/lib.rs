@@ -32,6 +32,8 @@ pub mod packet;
 pub mod registry;
 pub mod rules;
 pub mod snapshot;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 pub mod verdict;
 pub mod wire;
 pub mod worker_counters;

@@ -403,6 +403,14 @@ impl Frame {
         self.cut(self.datagram())
     }
 
+    /// The transport message alone: header (checksum right for the
+    /// addresses given) and payload, as the IPv4 payload of
+    /// [`build_ipv4`](Self::build_ipv4) (for slicing a header into
+    /// fragments).
+    pub fn build_l4(&self) -> Vec<u8> {
+        self.l4_bytes()
+    }
+
     fn cut(&self, mut bytes: Vec<u8>) -> Vec<u8> {
         if let Some(len) = self.truncate {
             bytes.truncate(len);

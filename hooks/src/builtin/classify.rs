@@ -268,6 +268,7 @@ mod tests {
     use crate::builtin::test_util::*;
     use crate::flow::tcp_flag::{ACK, SYN};
     use crate::rules::LinearBuilder;
+    use crate::testkit::{icmp_echo, ipv4, tcp, udp};
 
     const A: [u8; 4] = [10, 0, 1, 2];
     const B: [u8; 4] = [10, 0, 2, 2];
@@ -300,17 +301,17 @@ mod tests {
             action = "drop"
             "#,
         );
-        let mut ef = udp(A, B, 1, 2);
+        let mut ef = udp(A, B, 1, 2).build();
         ef[15] = 46 << 2;
         ef[24..26].fill(0);
         let c = crate::wire::checksum::checksum(&ef[14..34]);
         ef[24..26].copy_from_slice(&c.to_be_bytes());
         let mut pkts = vec![
-            Pkt::new(tcp(A, B, 1, 2, SYN)),
-            Pkt::new(tcp(A, B, 1, 2, SYN | ACK)),
+            Pkt::new(tcp(A, B, 1, 2, SYN).build()),
+            Pkt::new(tcp(A, B, 1, 2, SYN | ACK).build()),
             Pkt::new(ef),
-            Pkt::new(udp(A, B, 1, 2)),
-            Pkt::new(udp(B, A, 1, 2)),
+            Pkt::new(udp(A, B, 1, 2).build()),
+            Pkt::new(udp(B, A, 1, 2).build()),
         ];
         let v = run(&*h, HookPoint::Ingress, &mut pkts, 0);
         let got: Vec<(u32, u16)> = pkts.iter().map(|p| (p.meta.mark, p.meta.class)).collect();
@@ -341,10 +342,12 @@ mod tests {
             action = "drop"
             "#,
         );
+        let full = tcp(A, B, 1024, 22, SYN).seq(1).build_l4();
+        let frag = |more, offset, l4: &[u8]| ipv4(A, B, 6, l4).fragment(more, offset).build();
         let mut pkts = vec![
-            Pkt::new(tcp_fragment(A, B, 0, true, &tcp_ports_only(1024, 22))),
-            Pkt::new(tcp_fragment(A, B, 1, true, &[0, 0, 0, 0, 0x50, 0x02, 0, 0])),
-            Pkt::new(tcp_fragment(A, B, 2, false, &tcp_ports_only(1024, 22))),
+            Pkt::new(frag(true, 0, &full[..8])),
+            Pkt::new(frag(true, 8, &full[8..16])),
+            Pkt::new(frag(false, 16, &full[..8])),
         ];
         let v = run(&*h, HookPoint::Ingress, &mut pkts, 0);
         assert_eq!(
@@ -371,9 +374,9 @@ mod tests {
         let mut arp = Pkt::new(vec![0u8; 60]).with(|m| m.protocol = 0x0806);
         arp.meta.vlan = 150;
         let mut pkts = vec![
-            Pkt::new(udp(A, B, 1, 2)).with(|m| m.vlan = 150),
-            Pkt::new(udp(A, B, 1, 2)).with(|m| m.vlan = 200),
-            Pkt::new(udp(A, B, 1, 2)).with(|m| (m.vlan, m.in_port) = (150, 1)),
+            Pkt::new(udp(A, B, 1, 2).build()).with(|m| m.vlan = 150),
+            Pkt::new(udp(A, B, 1, 2).build()).with(|m| m.vlan = 200),
+            Pkt::new(udp(A, B, 1, 2).build()).with(|m| (m.vlan, m.in_port) = (150, 1)),
             arp,
         ];
         run(&*h, HookPoint::Ingress, &mut pkts, 0);
@@ -391,9 +394,9 @@ mod tests {
             "#;
         let classes = |h: &dyn Hook| -> Vec<u16> {
             let mut pkts = vec![
-                Pkt::new(tcp(A, B, 1000, 80, SYN)),
-                Pkt::new(tcp(A, B, 1000, 81, SYN)),
-                Pkt::new(tcp(A, B, 1000, 80, SYN)).with(|m| m.in_port = 1),
+                Pkt::new(tcp(A, B, 1000, 80, SYN).build()),
+                Pkt::new(tcp(A, B, 1000, 81, SYN).build()),
+                Pkt::new(tcp(A, B, 1000, 80, SYN).build()).with(|m| m.in_port = 1),
             ];
             run(h, HookPoint::Ingress, &mut pkts, 0);
             pkts.iter().map(|p| p.meta.class).collect()
@@ -451,10 +454,10 @@ mod tests {
         let h = classify(rules);
         assert!(h.flow_pure());
         let mut pkts = vec![
-            Pkt::new(tcp(A, B, 1, 2, SYN)),
-            Pkt::new(udp(A, B, 1, 2)),
-            Pkt::new(tcp(A, B, 3, 4, ACK)),
-            Pkt::new(icmp_echo(A, B, 8, 1)),
+            Pkt::new(tcp(A, B, 1, 2, SYN).build()),
+            Pkt::new(udp(A, B, 1, 2).build()),
+            Pkt::new(tcp(A, B, 3, 4, ACK).build()),
+            Pkt::new(icmp_echo(A, B, 8, 1, 0).build()),
         ];
         let (v, tokens) = run_tokens(&*h, HookPoint::Ingress, &mut pkts);
         assert_eq!(v[3], Verdict::Drop(DropReason::ClassifyRule));

@@ -640,6 +640,7 @@ mod tests {
     use crate::builtin::test_util::*;
     use crate::flow::tcp_flag::{ACK, RST, SYN};
     use crate::rules::LinearBuilder;
+    use crate::testkit::{icmp_echo, ipv4, tcp, udp};
 
     const A: [u8; 4] = [10, 0, 1, 2];
     const B: [u8; 4] = [10, 0, 2, 2];
@@ -676,9 +677,9 @@ mod tests {
             "#,
         );
         let mut pkts = vec![
-            Pkt::new(tcp(A, B, 1000, 23, SYN)),
-            Pkt::new(tcp(A, B, 1000, 22, SYN)),
-            Pkt::new(udp(A, B, 1000, 53)),
+            Pkt::new(tcp(A, B, 1000, 23, SYN).build()),
+            Pkt::new(tcp(A, B, 1000, 22, SYN).build()),
+            Pkt::new(udp(A, B, 1000, 53).build()),
         ];
         let v = run(&*h, HookPoint::Egress, &mut pkts, 0);
         assert_eq!(v, vec![DROP_RULE, Verdict::Accept, DROP_POLICY]);
@@ -700,11 +701,9 @@ mod tests {
             HookPoint::Egress,
             &format!("policy = \"drop\"\n{accept_all_tcp}"),
         );
-        let mut bad = tcp(A, B, 1, 2, SYN);
-        bad[14] = 0x44; // IHL 4
+        let bad = tcp(A, B, 1, 2, SYN).ihl(4).build();
         assert_eq!(one(&*h, Pkt::new(bad.clone()), 0), DROP_POLICY);
-        let mut short = tcp(A, B, 1, 2, SYN);
-        short.truncate(14 + 10);
+        let short = tcp(A, B, 1, 2, SYN).truncate(14 + 10).build();
         assert_eq!(one(&*h, Pkt::new(short), 0), DROP_POLICY);
         assert_eq!(stat(&*h, "unparsed"), 2);
         assert_eq!(
@@ -741,9 +740,9 @@ mod tests {
             "#,
         );
         let mut pkts = vec![
-            Pkt::new(udp(A, B, 1, 53)),
-            Pkt::new(udp(A, B, 1, 54)),
-            Pkt::new(tcp(A, B, 1, 53, SYN)),
+            Pkt::new(udp(A, B, 1, 53).build()),
+            Pkt::new(udp(A, B, 1, 54).build()),
+            Pkt::new(tcp(A, B, 1, 53, SYN).build()),
         ];
         let v = run(&*h, HookPoint::Egress, &mut pkts, 0);
         assert_eq!(v, vec![DROP_RULE, Verdict::Accept, Verdict::Accept]);
@@ -766,17 +765,16 @@ mod tests {
             action = "drop"
             "#;
         let h = build(&k, HookPoint::Egress, ssh_drop);
-        let mut full = [0u8; 20];
-        full[..8].copy_from_slice(&tcp_ports_only(1024, 22));
-        full[12] = 0x50;
-        full[13] = SYN;
+        // The RFC 1858 pair: the ports alone at offset 0, the flags at 8.
+        let full = tcp(A, B, 1024, 22, SYN).seq(1).build_l4();
+        let frag = |more, offset, l4: &[u8]| ipv4(A, B, 6, l4).fragment(more, offset).build();
         let mut pkts = vec![
-            Pkt::new(tcp_fragment(A, B, 0, true, &tcp_ports_only(1024, 22))),
-            Pkt::new(tcp_fragment(A, B, 1, true, &full[8..16])),
-            Pkt::new(tcp_fragment(A, B, 2, false, &[0; 8])),
-            Pkt::new(tcp_fragment(A, B, 0, true, &full)),
-            Pkt::new(tcp(A, B, 1024, 22, SYN)),
-            Pkt::new(tcp(A, B, 1024, 80, SYN)),
+            Pkt::new(frag(true, 0, &full[..8])),
+            Pkt::new(frag(true, 8, &full[8..16])),
+            Pkt::new(frag(false, 16, &[0; 8])),
+            Pkt::new(frag(true, 0, &full)),
+            Pkt::new(tcp(A, B, 1024, 22, SYN).build()),
+            Pkt::new(tcp(A, B, 1024, 80, SYN).build()),
         ];
         let v = run(&*h, HookPoint::Egress, &mut pkts, 0);
         let tiny = Verdict::Drop(DropReason::TinyFragment);
@@ -818,16 +816,16 @@ mod tests {
     /// Packets for the replay tests: every outcome a stateless filter
     /// counts (rule accept and drop, policy, count rules, unparsed).
     fn mixed_burst() -> Vec<Pkt> {
-        let mut short = udp(A, B, 1, 53);
+        let mut short = udp(A, B, 1, 53).build();
         short[14] = 0x46; // IHL 6 with no option bytes checked: unreadable
         short.truncate(34);
         vec![
-            Pkt::new(udp(A, B, 1, 53)),
-            Pkt::new(udp(A, B, 1, 54)),
-            Pkt::new(udp(A, B, 1, 54)),
-            Pkt::new(tcp(A, B, 1, 80, SYN)),
-            Pkt::new(tcp(A, B, 1, 22, SYN)),
-            Pkt::new(icmp_echo(A, B, 8, 7)),
+            Pkt::new(udp(A, B, 1, 53).build()),
+            Pkt::new(udp(A, B, 1, 54).build()),
+            Pkt::new(udp(A, B, 1, 54).build()),
+            Pkt::new(tcp(A, B, 1, 80, SYN).build()),
+            Pkt::new(tcp(A, B, 1, 22, SYN).build()),
+            Pkt::new(icmp_echo(A, B, 8, 7, 0).build()),
             Pkt::new(short),
         ]
     }
@@ -925,26 +923,26 @@ mod tests {
             let (to_a, to_b) = (0, 1);
             let ms = 1_000_000;
             let steps: Vec<(usize, Vec<u8>, u64)> = vec![
-                (to_b, udp(A, B, 5000, 53), 0),      // new: inserted, not remembered
-                (to_b, udp(A, B, 5000, 53), ms),     // new, refreshed: remembered
-                (to_b, udp(A, B, 5000, 53), 2 * ms), // answered
-                (to_a, udp(B, A, 53, 5000), 3 * ms), // the first reply: not remembered
-                (to_b, udp(A, B, 5000, 53), 4 * ms), // not New any more: refused, seen
-                (to_b, udp(A, B, 5000, 53), 5 * ms), // answered (established)
-                (to_a, udp(B, A, 53, 5000), 6 * ms), // remembered
-                (to_a, udp(B, A, 53, 5000), 7 * ms), // answered
-                (to_a, udp(B, A, 53, 5000), 7 * ms + ms / 2), // answered (leased: on its lease)
-                (to_b, tcp(A, B, 40000, 80, SYN), 8 * ms),
-                (to_a, tcp(B, A, 80, 40000, SYN | ACK), 9 * ms),
-                (to_b, tcp(A, B, 40000, 80, ACK), 10 * ms),
+                (to_b, udp(A, B, 5000, 53).build(), 0), // new: inserted, not remembered
+                (to_b, udp(A, B, 5000, 53).build(), ms), // new, refreshed: remembered
+                (to_b, udp(A, B, 5000, 53).build(), 2 * ms), // answered
+                (to_a, udp(B, A, 53, 5000).build(), 3 * ms), // the first reply: not remembered
+                (to_b, udp(A, B, 5000, 53).build(), 4 * ms), // not New any more: refused, seen
+                (to_b, udp(A, B, 5000, 53).build(), 5 * ms), // answered (established)
+                (to_a, udp(B, A, 53, 5000).build(), 6 * ms), // remembered
+                (to_a, udp(B, A, 53, 5000).build(), 7 * ms), // answered
+                (to_a, udp(B, A, 53, 5000).build(), 7 * ms + ms / 2), // answered (leased: on its lease)
+                (to_b, tcp(A, B, 40000, 80, SYN).build(), 8 * ms),
+                (to_a, tcp(B, A, 80, 40000, SYN | ACK).build(), 9 * ms),
+                (to_b, tcp(A, B, 40000, 80, ACK).build(), 10 * ms),
                 // TCP is never remembered: every segment moves its window.
-                (to_a, tcp(B, A, 80, 40000, ACK), 11 * ms),
-                (to_a, tcp(B, A, 80, 40000, ACK), 12 * ms),
-                (to_a, tcp(B, A, 80, 40000, ACK), 12 * ms + ms / 2),
-                (to_b, tcp(A, B, 40000, 80, ACK | RST), 13 * ms), // removes the entry
-                (to_a, tcp(B, A, 80, 40000, ACK), 14 * ms),       // new: dropped
-                (to_a, tcp(B, A, 80, 40000, ACK), 15 * ms),       // dropped again
-                (to_a, udp(B, A, 53, 5000), 400_000 * ms),        // expired: dropped
+                (to_a, tcp(B, A, 80, 40000, ACK).build(), 11 * ms),
+                (to_a, tcp(B, A, 80, 40000, ACK).build(), 12 * ms),
+                (to_a, tcp(B, A, 80, 40000, ACK).build(), 12 * ms + ms / 2),
+                (to_b, tcp(A, B, 40000, 80, ACK | RST).build(), 13 * ms), // removes the entry
+                (to_a, tcp(B, A, 80, 40000, ACK).build(), 14 * ms),       // new: dropped
+                (to_a, tcp(B, A, 80, 40000, ACK).build(), 15 * ms),       // dropped again
+                (to_a, udp(B, A, 53, 5000).build(), 400_000 * ms),        // expired: dropped
             ];
             let mut remembered: HashMap<(usize, Vec<u8>), (u32, Lease)> = HashMap::new();
             let (mut answered, mut refused) = (0, 0);
@@ -1037,13 +1035,13 @@ mod tests {
             action = "count"
             "#,
         );
-        let mut frag = udp(A, B, 1234, 80);
+        let mut frag = udp(A, B, 1234, 80).build();
         frag[20] = 0x00;
         frag[21] = 185; // offset 1480
         frag[24..26].fill(0);
         let c = crate::wire::checksum::checksum(&frag[14..34]);
         frag[24..26].copy_from_slice(&c.to_be_bytes());
-        let mut first = udp(A, B, 1234, 80);
+        let mut first = udp(A, B, 1234, 80).build();
         first[20] = 0x20; // MF, offset 0
         first[24..26].fill(0);
         let c = crate::wire::checksum::checksum(&first[14..34]);
@@ -1074,7 +1072,7 @@ mod tests {
             action = "drop"
             "#,
         );
-        let base = || Pkt::new(udp(A, B, 1, 2));
+        let base = || Pkt::new(udp(A, B, 1, 2).build());
         let v = run(
             &*h,
             HookPoint::Egress,
@@ -1114,40 +1112,43 @@ mod tests {
         let to_b = build(&k, HookPoint::Egress, STATEFUL_OUT);
         // A -> B SYN leaves toward B and is tracked.
         assert_eq!(
-            one(&*to_b, Pkt::new(tcp(A, B, 40000, 80, SYN)), 1),
+            one(&*to_b, Pkt::new(tcp(A, B, 40000, 80, SYN).build()), 1),
             Verdict::Accept
         );
         // B's SYN/ACK toward A is a reply: established.
         assert_eq!(
-            one(&*to_a, Pkt::new(tcp(B, A, 80, 40000, SYN | ACK)), 2),
+            one(&*to_a, Pkt::new(tcp(B, A, 80, 40000, SYN | ACK).build()), 2),
             Verdict::Accept
         );
         assert_eq!(
-            one(&*to_a, Pkt::new(tcp(B, A, 80, 40000, ACK)), 3),
+            one(&*to_a, Pkt::new(tcp(B, A, 80, 40000, ACK).build()), 3),
             Verdict::Accept
         );
         // A new connection from B to A is refused.
         assert_eq!(
-            one(&*to_a, Pkt::new(tcp(B, A, 5555, 22, SYN)), 4),
+            one(&*to_a, Pkt::new(tcp(B, A, 5555, 22, SYN).build()), 4),
             DROP_POLICY
         );
         // Echo: request out, reply in; an unsolicited echo request in is refused.
         assert_eq!(
-            one(&*to_b, Pkt::new(icmp_echo(A, B, 8, 7)), 5),
+            one(&*to_b, Pkt::new(icmp_echo(A, B, 8, 7, 0).build()), 5),
             Verdict::Accept
         );
         assert_eq!(
-            one(&*to_a, Pkt::new(icmp_echo(B, A, 0, 7)), 6),
+            one(&*to_a, Pkt::new(icmp_echo(B, A, 0, 7, 0).build()), 6),
             Verdict::Accept
         );
-        assert_eq!(one(&*to_a, Pkt::new(icmp_echo(B, A, 8, 9)), 7), DROP_POLICY);
+        assert_eq!(
+            one(&*to_a, Pkt::new(icmp_echo(B, A, 8, 9, 0).build()), 7),
+            DROP_POLICY
+        );
         assert!(stat(&*to_a, "ct_entries") >= 2);
         assert_eq!(stat(&*to_a, "ct_established"), 3);
     }
 
     /// `tcp` with sequence number `seq` (frame offset 38).
     fn tcp_at(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, flags: u8, seq: u32) -> Pkt {
-        let mut f = tcp(src, dst, sport, dport, flags);
+        let mut f = tcp(src, dst, sport, dport, flags).build();
         f[38..42].copy_from_slice(&seq.to_be_bytes());
         Pkt::new(f)
     }
@@ -1211,13 +1212,13 @@ mod tests {
         let k = kind();
         let to_b = build(&k, HookPoint::Egress, STATEFUL_OUT);
         assert_eq!(
-            one(&*to_b, Pkt::new(udp(A, B, 5000, 53)), 1),
+            one(&*to_b, Pkt::new(udp(A, B, 5000, 53).build()), 1),
             Verdict::Accept
         );
         // The rules are rebuilt (a reload): the table is the kind's, not the instance's.
         let to_a = build(&k, HookPoint::Egress, STATEFUL_IN);
         assert_eq!(
-            one(&*to_a, Pkt::new(udp(B, A, 53, 5000)), 2),
+            one(&*to_a, Pkt::new(udp(B, A, 53, 5000).build()), 2),
             Verdict::Accept
         );
         // Resizing while running is refused with a reason.
@@ -1251,11 +1252,11 @@ mod tests {
         );
         let mut accepted = 0;
         for p in 0..64u16 {
-            if one(&*to_b, Pkt::new(udp(A, B, 1000 + p, 53)), 10) == Verdict::Accept {
+            if one(&*to_b, Pkt::new(udp(A, B, 1000 + p, 53).build()), 10) == Verdict::Accept {
                 accepted += 1;
                 // Replied: established, never dropped early.
                 assert_eq!(
-                    one(&*to_b, Pkt::new(udp(B, A, 53, 1000 + p)), 10),
+                    one(&*to_b, Pkt::new(udp(B, A, 53, 1000 + p).build()), 10),
                     Verdict::Accept
                 );
             }
@@ -1266,7 +1267,7 @@ mod tests {
         assert_eq!(stat(&*to_b, "ct_early_drop"), 0);
         // A tracked flow still passes.
         assert_eq!(
-            one(&*to_b, Pkt::new(udp(A, B, 1000, 53)), 11),
+            one(&*to_b, Pkt::new(udp(A, B, 1000, 53).build()), 11),
             Verdict::Accept
         );
     }
@@ -1296,6 +1297,7 @@ mod reload_tests {
     use super::*;
     use crate::builtin::test_util::*;
     use crate::rules::LinearBuilder;
+    use crate::testkit::{tcp, udp};
 
     #[test]
     fn a_rebuilt_instance_keeps_counting() {
@@ -1305,14 +1307,14 @@ mod reload_tests {
         run(
             &*h,
             HookPoint::Egress,
-            &mut [Pkt::new(udp([10, 0, 1, 2], [10, 0, 2, 2], 1, 2))],
+            &mut [Pkt::new(udp([10, 0, 1, 2], [10, 0, 2, 2], 1, 2).build())],
             0,
         );
         let h2 = build(&k, HookPoint::Egress, rules);
         run(
             &*h2,
             HookPoint::Egress,
-            &mut [Pkt::new(tcp([10, 0, 1, 2], [10, 0, 2, 2], 1, 2, 2))],
+            &mut [Pkt::new(tcp([10, 0, 1, 2], [10, 0, 2, 2], 1, 2, 2).build())],
             0,
         );
         assert_eq!(stat(&*h2, "rule_accepted"), 1);

@@ -1,78 +1,11 @@
-//! Frames and a one-burst runner for the built-in hooks' tests.
+//! Packets and a one-burst runner for the built-in hooks' tests (their
+//! frames come from [`crate::testkit`]).
 
-use crate::wire::checksum;
 use crate::{
     BuildContext, Hook, HookArgs, HookBurst, HookContext, HookKind, HookPacket, HookPoint,
     PacketMeta, Verdict,
 };
 use std::sync::Arc;
-
-/// Ethernet + IPv4 (IHL 5, right checksum) + `l4`, padded to 60 bytes.
-pub fn frame(src: [u8; 4], dst: [u8; 4], proto: u8, l4: &[u8]) -> Vec<u8> {
-    let mut f = vec![0u8; 14];
-    f[12..14].copy_from_slice(&[0x08, 0x00]);
-    let mut ip = vec![0u8; 20];
-    ip[0] = 0x45;
-    ip[2..4].copy_from_slice(&((20 + l4.len()) as u16).to_be_bytes());
-    ip[8] = 64;
-    ip[9] = proto;
-    ip[12..16].copy_from_slice(&src);
-    ip[16..20].copy_from_slice(&dst);
-    let c = checksum::checksum(&ip);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    f.extend(ip);
-    f.extend_from_slice(l4);
-    if f.len() < 60 {
-        f.resize(60, 0);
-    }
-    f
-}
-
-pub fn udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16) -> Vec<u8> {
-    let mut l4 = [0u8; 8];
-    l4[..2].copy_from_slice(&sport.to_be_bytes());
-    l4[2..4].copy_from_slice(&dport.to_be_bytes());
-    l4[4..6].copy_from_slice(&8u16.to_be_bytes());
-    frame(src, dst, 17, &l4)
-}
-
-pub fn tcp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, flags: u8) -> Vec<u8> {
-    let mut l4 = [0u8; 20];
-    l4[..2].copy_from_slice(&sport.to_be_bytes());
-    l4[2..4].copy_from_slice(&dport.to_be_bytes());
-    l4[12] = 0x50;
-    l4[13] = flags;
-    frame(src, dst, 6, &l4)
-}
-
-pub fn icmp_echo(src: [u8; 4], dst: [u8; 4], ty: u8, id: u16) -> Vec<u8> {
-    let mut l4 = [0u8; 8];
-    l4[0] = ty;
-    l4[4..6].copy_from_slice(&id.to_be_bytes());
-    frame(src, dst, 1, &l4)
-}
-
-/// A fragment of a TCP segment from `src` to `dst`: `l4` bytes of it at
-/// `offset` (in 8-byte units), more fragments following if `more`. The
-/// RFC 1858 pair: an offset-0 fragment with the ports and no flags, and
-/// one at offset 1 carrying the flags.
-pub fn tcp_fragment(src: [u8; 4], dst: [u8; 4], offset: u16, more: bool, l4: &[u8]) -> Vec<u8> {
-    let mut f = frame(src, dst, 6, l4);
-    let word = offset | if more { 0x2000 } else { 0 };
-    f[20..22].copy_from_slice(&word.to_be_bytes());
-    f[24..26].fill(0);
-    let c = checksum::checksum(&f[14..34]);
-    f[24..26].copy_from_slice(&c.to_be_bytes());
-    f
-}
-
-/// The first 8 bytes of a TCP header from `sport` to `dport`: the ports
-/// and sequence number, no flags.
-pub fn tcp_ports_only(sport: u16, dport: u16) -> [u8; 8] {
-    let [a, b] = sport.to_be_bytes();
-    let [c, d] = dport.to_be_bytes();
-    [a, b, c, d, 0, 0, 0, 1]
-}
 
 /// A test packet: frame bytes and the metadata the pipeline would give it.
 #[derive(Clone, Debug)]

@@ -1,28 +1,22 @@
-//! Packet-level tests of the connection table: byte buffers built by hand
-//! (IPv4 header plus TCP, UDP or ICMP header), parsed with
-//! [`FlowSummary::parse`] as the filter does.
+//! Packet-level tests of the connection table: IPv4 datagrams (TCP, UDP or
+//! ICMP) built with [`crate::testkit`], parsed with [`FlowSummary::parse`]
+//! as the filter does.
 
 use super::*;
 use crate::flow::tcp_flag::{ACK, FIN, PSH, RST, SYN};
+use crate::testkit;
 
 const CLIENT: u32 = 0x0a00_0001; // 10.0.0.1, inside
 const SERVER: u32 = 0xc633_6407; // 198.51.100.7, outside
 const ROUTER: u32 = 0xcb00_7101; // 203.0.113.1
 const S: u64 = 1_000_000_000;
 
-/// IPv4 header (IHL 5, checksum not filled: nothing here checks it) with
-/// fragment field `frag` (flags and offset in 8-byte units), then `l4`.
-fn ip(proto: u8, src: u32, dst: u32, frag: u16, l4: &[u8]) -> Vec<u8> {
-    let total = (20 + l4.len()) as u16;
-    let mut b = vec![0x45, 0];
-    b.extend_from_slice(&total.to_be_bytes());
-    b.extend_from_slice(&[0, 1]);
-    b.extend_from_slice(&frag.to_be_bytes());
-    b.extend_from_slice(&[64, proto, 0, 0]);
-    b.extend_from_slice(&src.to_be_bytes());
-    b.extend_from_slice(&dst.to_be_bytes());
-    b.extend_from_slice(l4);
-    b
+// The packets are IPv4 datagrams from `crate::testkit`; these name them
+// the way the tests read, source before destination, each with its port.
+
+/// An IPv4 datagram of `proto` carrying `l4` as given, not a fragment.
+fn ip(proto: u8, src: u32, dst: u32, l4: &[u8]) -> Vec<u8> {
+    testkit::ipv4(src, dst, proto, l4).ident(1).build_ipv4()
 }
 
 /// A TCP segment with sequence number, ACK and window 0, no payload.
@@ -32,37 +26,39 @@ fn tcp(src: u32, sport: u16, dst: u32, dport: u16, flags: u8) -> Vec<u8> {
 
 /// A TCP segment with `[seq, ack, window]`, no payload.
 fn tcp_seg(src: u32, sport: u16, dst: u32, dport: u16, flags: u8, n: [u32; 3]) -> Vec<u8> {
-    let mut h = [0u8; 20];
-    h[..2].copy_from_slice(&sport.to_be_bytes());
-    h[2..4].copy_from_slice(&dport.to_be_bytes());
-    h[4..8].copy_from_slice(&n[0].to_be_bytes());
-    h[8..12].copy_from_slice(&n[1].to_be_bytes());
-    h[12] = 0x50;
-    h[13] = flags;
-    h[14..16].copy_from_slice(&(n[2] as u16).to_be_bytes());
-    ip(proto::TCP, src, dst, 0, &h)
+    let [seq, ack, window] = n;
+    testkit::tcp(src, dst, sport, dport, flags)
+        .ident(1)
+        .seq(seq)
+        .ack(ack)
+        .window(window as u16)
+        .build_ipv4()
+}
+
+/// A UDP datagram with 4 bytes of data.
+fn udp_datagram(src: u32, sport: u16, dst: u32, dport: u16) -> testkit::Frame {
+    testkit::udp(src, dst, sport, dport)
+        .ident(1)
+        .payload(&[0; 4])
 }
 
 fn udp(src: u32, sport: u16, dst: u32, dport: u16) -> Vec<u8> {
-    let mut h = [0u8; 12];
-    h[..2].copy_from_slice(&sport.to_be_bytes());
-    h[2..4].copy_from_slice(&dport.to_be_bytes());
-    h[4..6].copy_from_slice(&12u16.to_be_bytes());
-    ip(proto::UDP, src, dst, 0, &h)
+    udp_datagram(src, sport, dst, dport).build_ipv4()
 }
 
 fn echo(src: u32, dst: u32, icmp_type: u8, id: u16) -> Vec<u8> {
-    let mut h = [icmp_type, 0, 0, 0, 0, 0, 0, 1];
-    h[4..6].copy_from_slice(&id.to_be_bytes());
-    ip(proto::ICMP, src, dst, 0, &h)
+    testkit::icmp_echo(src, dst, icmp_type, id, 1)
+        .ident(1)
+        .build_ipv4()
 }
 
 /// An ICMP error from `src` to `dst` quoting the first `quote` bytes of
 /// `orig` (its IPv4 header and what follows).
 fn icmp_error(src: u32, dst: u32, icmp_type: u8, code: u8, orig: &[u8], quote: usize) -> Vec<u8> {
-    let mut m = vec![icmp_type, code, 0, 0, 0, 0, 0, 0];
-    m.extend_from_slice(&orig[..quote.min(orig.len())]);
-    ip(proto::ICMP, src, dst, 0, &m)
+    let quoted = &orig[..quote.min(orig.len())];
+    testkit::icmp_error(src, dst, icmp_type, code, quoted)
+        .ident(1)
+        .build_ipv4()
 }
 
 fn table(capacity: usize) -> ConnTable {
@@ -370,8 +366,9 @@ fn icmp_errors_that_do_not_relate_are_new() {
         New
     );
     // A quoted non-first fragment has no ports.
-    let mut frag = q.clone();
-    frag[6..8].copy_from_slice(&0x0001u16.to_be_bytes());
+    let frag = udp_datagram(CLIENT, 5000, SERVER, 9999)
+        .fragment(false, 8)
+        .build_ipv4();
     assert_eq!(
         look(&mut t, &icmp_error(SERVER, CLIENT, 3, 3, &frag, 28), 0),
         New
@@ -399,16 +396,19 @@ fn fragments_and_short_headers_are_untracked() {
         Established
     );
     // A non-first fragment of the flow: Untracked, never committed.
-    let later = ip(proto::UDP, SERVER, CLIENT, 0x00b9, &[0; 16]);
+    let later = testkit::ipv4(SERVER, CLIENT, proto::UDP, &[0; 16])
+        .fragment(false, 1480)
+        .build_ipv4();
     assert_eq!(look(&mut t, &later, 0), Untracked);
     assert!(!commit(&mut t, &later, 0));
     // The first fragment has the ports: tracked.
-    let mut first = udp(SERVER, 9999, CLIENT, 5000);
-    first[6] = 0x20;
+    let first = udp_datagram(SERVER, 9999, CLIENT, 5000)
+        .fragment(true, 0)
+        .build_ipv4();
     assert_eq!(look(&mut t, &first, 0), Established);
     // L4 header cut short.
     for p in [proto::TCP, proto::UDP, proto::ICMP] {
-        let short = ip(p, SERVER, CLIENT, 0, &[0; 7]);
+        let short = ip(p, SERVER, CLIENT, &[0; 7]);
         assert_eq!(look(&mut t, &short, 0), Untracked);
         assert!(!commit(&mut t, &short, 0));
     }
@@ -418,12 +418,12 @@ fn fragments_and_short_headers_are_untracked() {
 #[test]
 fn other_protocols_by_address_pair() {
     let mut t = table(16);
-    let gre_out = ip(47, CLIENT, SERVER, 0, &[0; 8]);
-    let gre_in = ip(47, SERVER, CLIENT, 0, &[0; 8]);
+    let gre_out = ip(47, CLIENT, SERVER, &[0; 8]);
+    let gre_in = ip(47, SERVER, CLIENT, &[0; 8]);
     assert_eq!(look(&mut t, &gre_in, 0), New);
     assert_eq!(pass(&mut t, &gre_out, 0), New);
     assert_eq!(look(&mut t, &gre_in, S), Established);
-    assert_eq!(look(&mut t, &ip(50, SERVER, CLIENT, 0, &[0; 8]), S), New);
+    assert_eq!(look(&mut t, &ip(50, SERVER, CLIENT, &[0; 8]), S), New);
     assert_eq!(look(&mut t, &gre_in, 601 * S - 1), Established);
     assert_eq!(look(&mut t, &gre_in, 1201 * S - 1), New);
     // An ICMP error about it is related.
@@ -656,7 +656,9 @@ fn random_packet(rng: &mut fastrand::Rng) -> Vec<u8> {
             let quoted = tcp(dst, dport, src, sport, SYN);
             icmp_error(src, dst, 11, 0, &quoted, 28)
         }
-        _ => ip(proto::UDP, src, dst, 0x0010, &[0u8; 8]), // non-first fragment
+        _ => testkit::ipv4(src, dst, proto::UDP, &[0u8; 8])
+            .fragment(false, 128)
+            .build_ipv4(), // non-first fragment
     }
 }
 
@@ -1174,14 +1176,12 @@ fn tcp_is_never_confirmed_nor_leased() {
 #[test]
 fn segments_are_read_from_the_bytes_with_their_window_scale() {
     // SYN with MSS, NOP, window scale 7, and 10 bytes of payload.
-    let mut h = vec![0u8; 28];
-    h[4..8].copy_from_slice(&1000u32.to_be_bytes());
-    h[12] = 0x70;
-    h[13] = SYN;
-    h[14..16].copy_from_slice(&64240u16.to_be_bytes());
-    h[20..28].copy_from_slice(&[2, 4, 5, 0xb4, 1, 3, 3, 7]);
-    h.extend_from_slice(&[0; 10]);
-    let p = ip(proto::TCP, CLIENT, SERVER, 0, &h);
+    let p = testkit::tcp(CLIENT, SERVER, 0, 0, SYN)
+        .seq(1000)
+        .window(64240)
+        .tcp_options(&[2, 4, 5, 0xb4, 1, 3, 3, 7])
+        .payload(&[0; 10])
+        .build_ipv4();
     let seg = Segment::read(&FlowSummary::parse(&p).unwrap(), &p);
     assert!(seg.known);
     assert_eq!(

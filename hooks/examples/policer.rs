@@ -206,16 +206,10 @@ fn main() {
     handle.unregister();
 }
 
-/// Ethernet + IPv4 (10.0.1.2 -> 10.0.2.2, UDP) frame of 60 bytes.
-#[allow(dead_code)]
+/// Ethernet + IPv4 (10.0.1.2 -> 10.0.2.2, UDP) frame of 60 bytes, from the
+/// crate's test kit (feature `testkit`, on for the examples).
 fn example_frame() -> Vec<u8> {
-    let mut f = vec![0u8; 60];
-    f[12] = 0x08;
-    f[14] = 0x45;
-    f[17] = 46;
-    f[22] = 64;
-    f[23] = 17;
-    f[26..30].copy_from_slice(&[10, 0, 1, 2]);
-    f[30..34].copy_from_slice(&[10, 0, 2, 2]);
-    f
+    hooks::testkit::udp([10, 0, 1, 2], [10, 0, 2, 2], 0, 0)
+        .payload(&[0; 18])
+        .build()
 }

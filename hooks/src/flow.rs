@@ -145,43 +145,23 @@ impl FlowSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::{self, Frame};
 
-    /// A 20-byte IPv4 header (checksum not filled: parse does not check it)
-    /// followed by `l4`.
-    fn ipv4(proto: u8, frag: u16, l4: &[u8]) -> Vec<u8> {
-        let total = 20 + l4.len();
-        let mut b = vec![
-            0x45,
-            0xb8,
-            (total >> 8) as u8,
-            total as u8,
-            0,
-            1,
-            (frag >> 8) as u8,
-            frag as u8,
-            64,
-            proto,
-            0,
-            0,
-            10,
-            0,
-            0,
-            1,
-            10,
-            0,
-            1,
-            2,
-        ];
-        b.extend_from_slice(l4);
-        b
+    const A: [u8; 4] = [10, 0, 0, 1];
+    const B: [u8; 4] = [10, 0, 1, 2];
+
+    /// An IPv4 datagram from A to B with DSCP 46 of `proto`, `l4` as given.
+    fn ipv4(proto: u8, l4: &[u8]) -> Frame {
+        testkit::ipv4(A, B, proto, l4).tos(0xb8)
+    }
+
+    fn parse(f: Frame) -> FlowSummary {
+        FlowSummary::parse(&f.build_ipv4()).unwrap()
     }
 
     #[test]
     fn tcp_ports_flags_and_dscp() {
-        let mut tcp = [0u8; 20];
-        tcp[..4].copy_from_slice(&[0x04, 0xd2, 0x00, 0x17]);
-        tcp[13] = tcp_flag::SYN;
-        let s = FlowSummary::parse(&ipv4(proto::TCP, 0, &tcp)).unwrap();
+        let s = parse(testkit::tcp(A, B, 1234, 23, tcp_flag::SYN).tos(0xb8));
         assert_eq!((s.src, s.dst), (0x0a00_0001, 0x0a00_0102));
         assert_eq!((s.sport, s.dport, s.tcp_flags), (1234, 23, tcp_flag::SYN));
         assert_eq!(s.dscp, 46);
@@ -190,60 +170,56 @@ mod tests {
 
     #[test]
     fn truncated_l4_has_no_ports() {
-        let s = FlowSummary::parse(&ipv4(proto::TCP, 0, &[0; 19])).unwrap();
+        let s = parse(ipv4(proto::TCP, &[0; 19]));
         assert!(!s.l4);
         assert_eq!((s.sport, s.dport), (0, 0));
-        let s = FlowSummary::parse(&ipv4(proto::UDP, 0, &[0, 53, 0, 53, 0, 8, 0, 0])).unwrap();
-        assert!(s.has_ports());
+        assert!(parse(testkit::udp(A, B, 53, 53)).has_ports());
     }
 
     #[test]
     fn fragments() {
-        let udp = [0, 53, 0, 53, 0, 8, 0, 0];
-        let first = FlowSummary::parse(&ipv4(proto::UDP, 0x2000, &udp)).unwrap();
+        let udp = || testkit::udp(A, B, 53, 53);
+        let first = parse(udp().fragment(true, 0));
         assert_eq!(first.fragment, Fragment::First);
         assert!(first.has_ports());
         // Offset 1 (8 bytes): the "ports" are payload bytes and are not read.
-        let later = FlowSummary::parse(&ipv4(proto::UDP, 0x0001, &udp)).unwrap();
+        let later = parse(udp().fragment(false, 8));
         assert_eq!(later.fragment, Fragment::NonFirst);
         assert!(!later.l4 && later.sport == 0);
         assert!(later.frag_offset_one);
-        for frag in [0x0000, 0x2000, 0x0002, 0x2002, 0x4000] {
-            let s = FlowSummary::parse(&ipv4(proto::TCP, frag, &[0; 20])).unwrap();
-            assert!(!s.frag_offset_one, "{frag:#06x}");
+        let tcp = || ipv4(proto::TCP, &[0; 20]);
+        for f in [
+            tcp(),
+            tcp().fragment(true, 0),
+            tcp().fragment(false, 16),
+            tcp().fragment(true, 16),
+            tcp().dont_frag(),
+        ] {
+            assert!(!parse(f.clone()).frag_offset_one, "{f:?}");
         }
-        assert!(
-            FlowSummary::parse(&ipv4(proto::TCP, 0x2001, &[0; 20]))
-                .unwrap()
-                .frag_offset_one
-        );
+        assert!(parse(tcp().fragment(true, 8)).frag_offset_one);
     }
 
     #[test]
     fn options_are_skipped() {
-        let mut b = ipv4(proto::UDP, 0, &[0; 4]);
-        b[0] = 0x46; // IHL 6: 4 bytes of options, then the UDP header.
-        b.extend_from_slice(&[0x13, 0x88, 0x00, 0x50, 0, 8, 0, 0]);
-        b[3] = 32;
-        let s = FlowSummary::parse(&b).unwrap();
+        // IHL 6: 4 bytes of options, then the UDP header.
+        let s = parse(testkit::udp(A, B, 5000, 80).ip_options(&[0; 4]));
         assert_eq!((s.sport, s.dport, s.l4_offset), (5000, 80, 24));
     }
 
     #[test]
     fn icmp_echo_identifier_in_both_ports() {
-        let s = FlowSummary::parse(&ipv4(proto::ICMP, 0, &[8, 0, 0, 0, 0x12, 0x34, 0, 1])).unwrap();
+        let s = parse(testkit::icmp_echo(A, B, 8, 0x1234, 1));
         assert_eq!((s.icmp_type, s.sport, s.dport), (8, 0x1234, 0x1234));
-        let s = FlowSummary::parse(&ipv4(proto::ICMP, 0, &[3, 3, 0, 0, 0, 0, 0, 0])).unwrap();
+        let s = parse(testkit::icmp_error(A, B, 3, 3, &[]));
         assert_eq!((s.icmp_type, s.icmp_code, s.sport), (3, 3, 0));
     }
 
     #[test]
     fn not_ipv4_is_none() {
         assert!(FlowSummary::parse(&[]).is_none());
-        let mut b = ipv4(proto::UDP, 0, &[0; 8]);
-        b[0] = 0x65;
-        assert!(FlowSummary::parse(&b).is_none());
-        b[0] = 0x44;
-        assert!(FlowSummary::parse(&b).is_none());
+        let b = ipv4(proto::UDP, &[0; 8]);
+        assert!(FlowSummary::parse(&b.clone().version(6).build_ipv4()).is_none());
+        assert!(FlowSummary::parse(&b.ihl(4).build_ipv4()).is_none());
     }
 }

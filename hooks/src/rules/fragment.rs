@@ -91,6 +91,7 @@ impl FragmentGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit;
 
     fn rule(proto: Option<u8>, dport: Option<u16>) -> MatchRule {
         MatchRule {
@@ -176,23 +177,25 @@ mod tests {
     #[test]
     fn parsed_fragments_of_an_ssh_segment() {
         let g = FragmentGuard::for_rules(&[rule(Some(proto::TCP), Some(22))]);
-        // IPv4 with `frag` (flags and offset) and `l4` bytes of TCP.
-        let ipv4 = |frag: u16, l4: &[u8]| {
-            let mut b = vec![0x45, 0, 0, 0, 0, 1, 0, 0, 64, proto::TCP, 0, 0];
-            b[2..4].copy_from_slice(&((20 + l4.len()) as u16).to_be_bytes());
-            b[6..8].copy_from_slice(&frag.to_be_bytes());
-            b.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
-            b.extend_from_slice(l4);
+        // Fragments of a SYN from port 1024 to 22, sequence number 1.
+        let syn = testkit::tcp([10, 0, 0, 1], [10, 0, 0, 2], 1024, 22, 0x02)
+            .seq(1)
+            .window(1024)
+            .build_l4();
+        let fragment = |more, offset, l4: &[u8]| {
+            let b = testkit::ipv4([10, 0, 0, 1], [10, 0, 0, 2], proto::TCP, l4)
+                .fragment(more, offset)
+                .build_ipv4();
             FlowSummary::parse(&b).unwrap()
         };
-        // 8 bytes of TCP: ports 1024 -> 22, the flags in the next fragment.
-        let first = ipv4(0x2000, &[0x04, 0x00, 0x00, 0x16, 0, 0, 0, 1]);
+        // 8 bytes of TCP: the ports, the flags in the next fragment.
+        let first = fragment(true, 0, &syn[..8]);
         assert_eq!(g.check(&first), Some(DropReason::TinyFragment));
-        let at_8 = ipv4(0x0001, &[0, 0, 0, 1, 0x50, 0x02, 0x04, 0x00]);
+        let at_8 = fragment(false, 8, &syn[8..16]);
         assert_eq!(g.check(&at_8), Some(DropReason::OverlappingFragment));
-        let at_16 = ipv4(0x0002, &[0; 8]);
+        let at_16 = fragment(false, 16, &[0; 8]);
         assert_eq!(g.check(&at_16), None);
-        let whole_header = ipv4(0x2000, &[0; 20]);
+        let whole_header = fragment(true, 0, &[0; 20]);
         assert_eq!(g.check(&whole_header), None);
     }
 }

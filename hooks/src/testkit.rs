@@ -53,6 +53,7 @@ enum L4 {
     },
     Echo {
         msg_type: u8,
+        code: u8,
         ident: u16,
         seq_no: u16,
     },
@@ -89,6 +90,8 @@ pub struct Frame {
     total_len: Option<u16>,
     ihl: Option<u8>,
     version: Option<u8>,
+    flags_frag: Option<u16>,
+    stale_ipv4_checksum: bool,
     bad_ipv4_checksum: bool,
     truncate: Option<usize>,
 }
@@ -121,6 +124,8 @@ pub fn ipv4(
         total_len: None,
         ihl: None,
         version: None,
+        flags_frag: None,
+        stale_ipv4_checksum: false,
         bad_ipv4_checksum: false,
         truncate: None,
     }
@@ -170,6 +175,7 @@ pub fn icmp_echo(
     Frame {
         l4: L4::Echo {
             msg_type,
+            code: 0,
             ident,
             seq_no,
         },
@@ -345,6 +351,35 @@ impl Frame {
         self
     }
 
+    /// Write `word` as the whole flags and fragment offset field, the
+    /// reserved bit included (the header checksum stays right).
+    pub fn flags_frag(mut self, word: u16) -> Frame {
+        self.flags_frag = Some(word);
+        self
+    }
+
+    /// Leave the IPv4 header checksum as it was before [`total_len`],
+    /// [`ihl`], [`version`] or [`flags_frag`] changed a field: stale, as a
+    /// box that rewrote a field without updating it leaves it.
+    ///
+    /// [`total_len`]: Self::total_len
+    /// [`ihl`]: Self::ihl
+    /// [`version`]: Self::version
+    /// [`flags_frag`]: Self::flags_frag
+    pub fn stale_ipv4_checksum(mut self) -> Frame {
+        self.stale_ipv4_checksum = true;
+        self
+    }
+
+    /// ICMP code of an [`icmp_echo`] frame (0 unless set; an echo with
+    /// another code is not one a host answers).
+    pub fn icmp_code(mut self, value: u8) -> Frame {
+        if let L4::Echo { code, .. } = &mut self.l4 {
+            *code = value;
+        }
+        self
+    }
+
     /// Leave the IPv4 header checksum wrong (one off the right one).
     pub fn bad_ipv4_checksum(mut self) -> Frame {
         self.bad_ipv4_checksum = true;
@@ -471,6 +506,7 @@ impl Frame {
             }
             L4::Echo {
                 msg_type,
+                code,
                 ident,
                 seq_no,
             } => {
@@ -483,6 +519,10 @@ impl Frame {
                 let mut b = with_header(repr.header_len());
                 if let Ok(mut view) = IcmpPacket::new_checked(&mut b[..]) {
                     repr.emit(&mut view);
+                    if *code != 0 {
+                        view.set_code(*code);
+                        view.fill_checksum();
+                    }
                 }
                 b
             }
@@ -526,7 +566,15 @@ impl Frame {
             let ihl = self.ihl.unwrap_or((repr.header_len() / 4) as u8);
             ip.set_version_ihl(self.version.unwrap_or(4), ihl);
         }
-        if self.total_len.is_some() || self.ihl.is_some() || self.version.is_some() {
+        if let Some(word) = self.flags_frag {
+            b[6..8].copy_from_slice(&word.to_be_bytes());
+        }
+        let changed = self.total_len.is_some()
+            || self.ihl.is_some()
+            || self.version.is_some()
+            || self.flags_frag.is_some();
+        if changed && !self.stale_ipv4_checksum {
+            let mut ip = Ipv4Packet::new_unchecked(&mut b[..]);
             // Over the header as the (new) IHL says, at least 20 bytes.
             let len = (usize::from(ip.ihl()) * 4).max(20);
             ip.set_checksum(0);
@@ -701,6 +749,23 @@ mod tests {
         let ip = Ipv4Packet::new_checked(&f[..]).unwrap();
         assert!(ip.verify_checksum());
         assert_eq!((ip.version(), ip.total_len()), (6, 1000));
+
+        let f = udp(A, B, 1, 2).flags_frag(0x8001).build_ipv4();
+        let ip = Ipv4Packet::new_checked(&f[..]).unwrap();
+        assert!(ip.verify_checksum());
+        assert_eq!((f[6], f[7], ip.frag_offset()), (0x80, 0x01, 8));
+        let f = udp(A, B, 1, 2)
+            .flags_frag(0x2000)
+            .stale_ipv4_checksum()
+            .build_ipv4();
+        assert_eq!(f[..6], ok[..6]);
+        assert_eq!(f[8..], ok[8..]);
+        assert!(!Ipv4Packet::new_checked(&f[..]).unwrap().verify_checksum());
+
+        let f = icmp_echo(A, B, 8, 1, 2).icmp_code(5).build_ipv4();
+        let m = IcmpPacket::new_checked(&f[20..]).unwrap();
+        assert!(m.verify_checksum());
+        assert_eq!((m.msg_type(), m.code()), (8, 5));
 
         assert_eq!(udp(A, B, 1, 2).truncate(17).build().len(), 17);
         assert_eq!(udp(A, B, 1, 2).truncate(17).build_ipv4().len(), 17);

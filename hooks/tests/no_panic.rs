@@ -31,6 +31,7 @@ use hooks::builtin::{AcceptKind, ClassifyKind, FilterKind};
 use hooks::conntrack::{ConnTable, CtConfig, CtState};
 use hooks::flow::{proto, tcp_flag, Fragment};
 use hooks::rules::{Key, LinearBuilder};
+use hooks::testkit;
 use hooks::wire::arp::ArpRepr;
 use hooks::wire::{checksum, icmp, ArpPacket, EthernetFrame, IcmpPacket, Ipv4Packet, VlanTag};
 use hooks::{
@@ -265,60 +266,19 @@ fn frame_spec() -> impl Strategy<Value = FrameSpec> {
         )
 }
 
-/// A 20-byte IPv4 header with a right checksum, then `l4`.
-fn ipv4(src: u32, dst: u32, proto: u8, tos: u8, ttl: u8, options: usize, l4: &[u8]) -> Vec<u8> {
-    let hl = 20 + options;
-    let mut b = vec![0u8; hl];
-    b[0] = 0x40 | (hl / 4) as u8;
-    b.extend_from_slice(l4);
-    let total = b.len() as u16;
-    let mut ip = Ipv4Packet::new_checked(&mut b[..]).expect("a full header");
-    ip.set_version_ihl(4, (hl / 4) as u8);
-    ip.set_dscp_ecn(tos >> 2, tos & 3);
-    ip.set_total_len(total);
-    ip.set_ident(0x1234);
-    ip.set_ttl(ttl);
-    ip.set_protocol(proto);
-    ip.set_src_addr(Ipv4Addr::from(src));
-    ip.set_dst_addr(Ipv4Addr::from(dst));
-    if options > 0 {
-        ip.options_mut().fill(1); // NOP options
-    }
-    ip.fill_checksum();
-    b
-}
-
-fn ports_header(sport: u16, dport: u16, len: usize) -> Vec<u8> {
-    let mut h = vec![0u8; len];
-    h[..2].copy_from_slice(&sport.to_be_bytes());
-    h[2..4].copy_from_slice(&dport.to_be_bytes());
-    h
-}
-
-/// The L3 bytes (IPv4 header on) of a crafted packet, before mutation.
-fn build_l3(s: &FrameSpec) -> Vec<u8> {
+/// The datagram of a crafted packet, before mutation, from the test kit.
+fn datagram(s: &FrameSpec) -> testkit::Frame {
     let payload = vec![0xa5u8; s.payload];
-    let (p, mut l4) = match s.l4 {
+    let frame = match s.l4 {
         L4Spec::Tcp {
             sport,
             dport,
             flags,
-        } => {
-            let mut h = ports_header(sport, dport, 20);
-            h[12] = 0x50;
-            h[13] = flags;
-            (proto::TCP, h)
-        }
-        L4Spec::Udp { sport, dport } => {
-            let mut h = ports_header(sport, dport, 8);
-            h[4..6].copy_from_slice(&((8 + s.payload) as u16).to_be_bytes());
-            (proto::UDP, h)
-        }
-        L4Spec::Icmp { ty, code, id } => {
-            let mut h = vec![ty, code, 0, 0, 0, 0, 0, 1];
-            h[4..6].copy_from_slice(&id.to_be_bytes());
-            (proto::ICMP, h)
-        }
+        } => testkit::tcp(s.src, s.dst, sport, dport, flags).payload(&payload),
+        L4Spec::Udp { sport, dport } => testkit::udp(s.src, s.dst, sport, dport).payload(&payload),
+        L4Spec::Icmp { ty, code, id } => testkit::icmp_echo(s.src, s.dst, ty, id, 1)
+            .icmp_code(code)
+            .payload(&payload),
         L4Spec::IcmpError {
             ty,
             code,
@@ -328,64 +288,63 @@ fn build_l3(s: &FrameSpec) -> Vec<u8> {
             quote,
             inner_frag,
         } => {
-            let inner_l4 = if inner_proto == proto::ICMP {
-                let mut h = vec![8, 0, 0, 0, 0, 0, 0, 1];
-                h[4..6].copy_from_slice(&sport.to_be_bytes());
-                h
-            } else {
-                ports_header(sport, dport, 8)
+            // The quoted datagram goes the other way: from our destination.
+            let inner_l4 = match inner_proto {
+                proto::ICMP => testkit::icmp_echo(s.dst, s.src, 8, sport, 1).build_l4(),
+                proto::UDP => testkit::udp(s.dst, s.src, sport, dport).build_l4(),
+                // The ports, then a zero sequence number (any protocol's bytes).
+                _ => testkit::tcp(s.dst, s.src, sport, dport, 0).build_l4()[..8].to_vec(),
             };
-            let mut inner = ipv4(s.dst, s.src, inner_proto, 0, 64, 0, &inner_l4);
-            inner[6..8].copy_from_slice(&inner_frag.to_be_bytes());
-            inner.truncate(20 + quote.min(8));
-            let mut h = vec![ty, code, 0, 0, 0, 0, 0, 0];
-            h.extend_from_slice(&inner);
-            (proto::ICMP, h)
+            let inner = testkit::ipv4(s.dst, s.src, inner_proto, &inner_l4)
+                .ident(0x1234)
+                .flags_frag(inner_frag)
+                .stale_ipv4_checksum()
+                .truncate(20 + quote.min(8))
+                .build_ipv4();
+            testkit::icmp_error(s.src, s.dst, ty, code, &[inner, payload].concat())
         }
-        L4Spec::Other { proto, len } => (proto, vec![0x5a; len]),
+        L4Spec::Other { proto, len } => {
+            testkit::ipv4(s.src, s.dst, proto, &[vec![0x5a; len], payload].concat())
+        }
     };
-    l4.extend_from_slice(&payload);
-    let mut l3 = ipv4(
-        s.src,
-        s.dst,
-        p,
-        s.tos,
-        s.ttl,
-        usize::from(s.option_words) * 4,
-        &l4,
-    );
-    if p == proto::ICMP {
-        let hl = 20 + usize::from(s.option_words) * 4;
-        if let Ok(mut m) = IcmpPacket::new_checked(&mut l3[hl..]) {
-            m.fill_checksum();
-        }
-    }
-    l3
+    let options = vec![1u8; usize::from(s.option_words) * 4]; // NOP options
+    frame
+        .tos(s.tos)
+        .ttl(s.ttl)
+        .ident(0x1234)
+        .ip_options(&options)
 }
 
-/// Apply `m` to a frame whose IPv4 header is at `l3`.
-fn mutate(frame: &mut Vec<u8>, l3: usize, m: &Mutation) {
-    if let Some(ip) = frame.get_mut(l3..) {
-        if ip.len() >= 20 {
-            if let Some(v) = m.version {
-                ip[0] = (v << 4) | (ip[0] & 0x0f);
-            }
-            if let Some(ihl) = m.ihl {
-                ip[0] = (ip[0] & 0xf0) | ihl;
-            }
-            if let Some(t) = m.total_len {
-                ip[2..4].copy_from_slice(&t.to_be_bytes());
-            }
-            if let Some(f) = m.frag {
-                ip[6..8].copy_from_slice(&f.to_be_bytes());
-            }
-            if m.fix_checksum {
-                if let Ok(mut v) = Ipv4Packet::new_checked(&mut ip[..]) {
-                    v.fill_checksum();
-                }
-            }
-        }
+/// Apply the header changes of `m` to `frame`; the checksum is refilled
+/// only when `m` says so and the changed header still parses.
+fn mutate_header(
+    frame: testkit::Frame,
+    header_len: usize,
+    total: usize,
+    m: &Mutation,
+) -> testkit::Frame {
+    let mut f = frame;
+    if let Some(v) = m.version {
+        f = f.version(v);
     }
+    if let Some(ihl) = m.ihl {
+        f = f.ihl(ihl);
+    }
+    if let Some(t) = m.total_len {
+        f = f.total_len(t);
+    }
+    if let Some(w) = m.frag {
+        f = f.flags_frag(w);
+    }
+    let ihl_len = m.ihl.map_or(header_len, |i| usize::from(i) * 4);
+    if !m.fix_checksum || ihl_len < 20 || ihl_len > total {
+        f = f.stale_ipv4_checksum();
+    }
+    f
+}
+
+/// Apply the byte changes and the truncation of `m`.
+fn mutate_bytes(frame: &mut Vec<u8>, m: &Mutation) {
     if !frame.is_empty() {
         let n = frame.len();
         for &(i, b) in &m.bytes {
@@ -399,18 +358,15 @@ fn mutate(frame: &mut Vec<u8>, l3: usize, m: &Mutation) {
 
 /// An Ethernet frame (VLAN-tagged or not) and the offset of its IPv4 header.
 fn build_frame(s: &FrameSpec) -> (Vec<u8>, u16) {
-    let mut f = vec![0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2];
+    let mut frame = datagram(s).pad(s.pad);
     if let Some(tci) = s.vlan {
-        f.extend_from_slice(&[0x81, 0x00]);
-        f.extend_from_slice(&tci.to_be_bytes());
+        frame = frame.vlan(tci);
     }
-    f.extend_from_slice(&[0x08, 0x00]);
-    let l3 = f.len();
-    f.extend(build_l3(s));
-    if s.pad && f.len() < 60 {
-        f.resize(60, 0);
-    }
-    mutate(&mut f, l3, &s.mutation);
+    let l3 = frame.l3_offset();
+    let total = frame.build().len() - l3;
+    let header_len = 20 + usize::from(s.option_words) * 4;
+    let mut f = mutate_header(frame, header_len, total, &s.mutation).build();
+    mutate_bytes(&mut f, &s.mutation);
     (f, l3 as u16)
 }
 

@@ -13,7 +13,8 @@
 
 mod common;
 
-use common::frames::{tcp, udp};
+use common::frames::{from_host_a, tcp, udp, UDP_DATA};
+use hooks::testkit;
 use common::*;
 
 const CONFIG: &str = concat!(
@@ -76,15 +77,17 @@ fn traffic() -> Vec<Vec<u8>> {
     let tcp_burst: Vec<_> = (0..32).map(|i| tcp(A, B, 2000 + i, 22, 0x02)).collect();
     // Burst 0's flows with another TTL, identification and payload: the
     // same flows, so the memo answers.
-    let mut same_flows = http.clone();
-    for f in same_flows.iter_mut() {
-        f[22] = 9;
-        f[18] ^= 0x77;
-        f[50] ^= 0xff;
-        f[24..26].fill(0);
-        let c = hooks::wire::checksum::checksum(&f[14..34]);
-        f[24..26].copy_from_slice(&c.to_be_bytes());
-    }
+    let mut data = UDP_DATA;
+    data[8] ^= 0xff;
+    let same_flows: Vec<_> = (0..32)
+        .map(|i| {
+            from_host_a(testkit::udp(A, B, 1000 + i, 80 + i % 8))
+                .ttl(9)
+                .ident(0x6534)
+                .payload(&data)
+                .build()
+        })
+        .collect();
     // UDP the filter's policy drops (no accept rule for port 1000+).
     let refused = udp_burst(|i| 1000 + i);
     [

@@ -8,7 +8,8 @@
 
 mod common;
 
-use common::frames::{eth, set_ipv4_checksum, udp, PCAP1_MAC};
+use common::frames::{self, udp, PCAP1_MAC};
+use hooks::wire::Ipv4Packet;
 use common::*;
 use hooks::{
     BuildContext, Hook, HookArgs, HookBuildError, HookBurst, HookContext, HookKind, HookPoint,
@@ -32,9 +33,9 @@ impl Hook for Dnat {
             if ip[9] != 17 || ip[22..24] != [0, 53] || ip[16..20] == DNS_SERVER {
                 return None;
             }
-            let ip = p.data_mut().get_mut(l3..l3 + 20)?;
-            ip[16..20].copy_from_slice(&DNS_SERVER);
-            set_ipv4_checksum(ip);
+            let mut ip = Ipv4Packet::new_checked(p.data_mut().get_mut(l3..)?).ok()?;
+            ip.set_dst_addr(DNS_SERVER.into());
+            ip.fill_checksum();
             None
         });
     }
@@ -69,15 +70,13 @@ kind = "dnat53"
 );
 
 /// `frame` routed out of net_pcap1 to `neigh`, with `dst` as its IPv4
-/// destination.
+/// destination (the UDP checksum as it was: the hook leaves it).
 fn routed(frame: &[u8], neigh: [u8; 6], dst: [u8; 4]) -> Vec<u8> {
-    let mut ip = frame[14..].to_vec();
-    ip[8] -= 1;
-    ip[16..20].copy_from_slice(&dst);
-    set_ipv4_checksum(&mut ip);
-    let mut out = eth(neigh, PCAP1_MAC, 0x0800);
-    out.extend(ip);
-    out
+    let mut f = frame.to_vec();
+    let mut ip = Ipv4Packet::new_checked(&mut f[14..]).expect("IPv4");
+    ip.set_dst_addr(dst.into());
+    ip.fill_checksum();
+    frames::routed(&f, PCAP1_MAC, neigh)
 }
 
 #[test]

@@ -21,6 +21,7 @@
 //! (a test tool whose traffic generator builds frames) and the fuzz crates
 //! in their dependencies.
 
+use crate::wire::arp::{self, ArpPacket, ArpRepr};
 use crate::wire::checksum;
 use crate::wire::ethernet::{self, ethertype, EthernetFrame, EthernetRepr};
 use crate::wire::icmp::{self, IcmpEchoRepr, IcmpPacket};
@@ -214,6 +215,16 @@ pub fn ethernet(dst: [u8; 6], src: [u8; 6], ethertype: u16, payload: &[u8]) -> V
         repr.emit(&mut frame);
     }
     f
+}
+
+/// An Ethernet frame from `src` to `dst` carrying the ARP packet `arp`
+/// (42 bytes, not padded).
+pub fn arp(dst: [u8; 6], src: [u8; 6], arp: &ArpRepr) -> Vec<u8> {
+    let mut body = [0u8; arp::PACKET_LEN];
+    if let Ok(mut packet) = ArpPacket::new_checked(&mut body[..]) {
+        arp.emit(&mut packet);
+    }
+    ethernet(dst, src, ethertype::ARP, &body)
 }
 
 /// Recompute the header checksum of the IPv4 header at the start of `ip`
@@ -779,6 +790,17 @@ mod tests {
         assert!(!Ipv4Packet::new_checked(&f[14..]).unwrap().verify_checksum());
         refresh_ipv4_checksum(&mut f[14..]);
         assert!(Ipv4Packet::new_checked(&f[14..]).unwrap().verify_checksum());
+        let request = ArpRepr {
+            operation: arp::op::REQUEST,
+            sender_mac: SRC_MAC,
+            sender_ip: A.into(),
+            target_mac: [0; 6],
+            target_ip: B.into(),
+        };
+        let f = arp([0xff; 6], SRC_MAC, &request);
+        assert_eq!((f.len(), &f[12..14]), (42, &[0x08, 0x06][..]));
+        let back = ArpRepr::parse(&ArpPacket::new_checked(&f[14..]).unwrap());
+        assert_eq!(back, Some(request));
         assert_eq!(
             ethernet(DST_MAC, SRC_MAC, ethertype::ARP, &[1, 2]),
             [2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x06, 1, 2]

@@ -5,8 +5,9 @@
 //! never match port rules, and every drop lands under its reason.
 
 mod common;
-use common::frames::{eth, ipv4, padded, set_ipv4_checksum, tcp, udp, HOST_A_MAC, PCAP0_MAC};
+use common::frames::{from_host_a, tcp, udp};
 use common::*;
+use hooks::testkit;
 
 const CONFIG: &str = concat!(
     pcap_router_config!(),
@@ -51,40 +52,27 @@ action = "count"
 
 const DST: [u8; 4] = [198, 51, 100, 9];
 
+const A: [u8; 4] = [10, 0, 1, 2];
+
 /// A non-first fragment (offset 1480) of a UDP datagram whose payload bytes
-/// look like ports 1234 -> 80: they are data, not a header.
+/// are a UDP header to ports 1234 -> 80: they are data, not a header.
 fn later_fragment() -> Vec<u8> {
-    let payload = [0x04, 0xd2, 0x00, 0x50, 0, 8, 0, 0];
-    let mut ip = ipv4([10, 0, 1, 2], DST, 64, 17, &payload);
-    let off: u16 = 1480 / 8;
-    ip[6..8].copy_from_slice(&off.to_be_bytes());
-    set_ipv4_checksum(&mut ip);
-    let mut f = eth(PCAP0_MAC, HOST_A_MAC, 0x0800);
-    f.extend(ip);
-    padded(f)
+    let payload = testkit::udp(A, DST, 1234, 80).build_l4();
+    from_host_a(testkit::ipv4(A, DST, 17, &payload).fragment(false, 1480)).build()
 }
 
-/// UDP to port 80 with IHL 6 (4 bytes of options, a no-op and end list).
+/// UDP to port 80 with IHL 6 (4 bytes of options, no-ops and end of list).
 fn with_options() -> Vec<u8> {
-    let l4 = [0x13, 0x88, 0x00, 0x50, 0, 8, 0, 0];
-    let mut ip = ipv4([10, 0, 1, 2], DST, 64, 17, &l4);
-    ip.splice(20..20, [1, 1, 1, 0]);
-    ip[0] = 0x46;
-    let total = ip.len() as u16;
-    ip[2..4].copy_from_slice(&total.to_be_bytes());
-    set_ipv4_checksum(&mut ip);
-    let mut f = eth(PCAP0_MAC, HOST_A_MAC, 0x0800);
-    f.extend(ip);
-    padded(f)
+    from_host_a(testkit::udp(A, DST, 5000, 80).ip_options(&[1, 1, 1, 0])).build()
 }
 
 #[test]
 fn classify_marks_filter_decides_and_every_drop_has_its_reason() {
     let mut frames = Vec::new();
-    frames.extend((0..10).map(|i| udp([10, 0, 1, 2], DST, 5000 + i, 53))); // marked, accepted
-    frames.extend((0..10).map(|i| udp([10, 0, 1, 2], DST, 6000 + i, 80))); // accepted
+    frames.extend((0..10).map(|i| udp(A, DST, 5000 + i, 53))); // marked, accepted
+    frames.extend((0..10).map(|i| udp(A, DST, 6000 + i, 80))); // accepted
     frames.extend((0..5).map(|i| udp([192, 0, 2, 7], DST, 7000 + i, 9))); // classify drop
-    frames.extend((0..5).map(|i| tcp([10, 0, 1, 2], DST, 8000 + i, 23, 0x02))); // filter drop
+    frames.extend((0..5).map(|i| tcp(A, DST, 8000 + i, 23, 0x02))); // filter drop
     frames.extend((0..3).map(|_| later_fragment())); // policy drop, counted
     frames.extend((0..2).map(|_| with_options())); // accepted (port 80 past options)
 
@@ -164,15 +152,9 @@ action = "drop"
 "#
 );
 
-/// A fragment of a TCP segment to DST: `l4` at `offset` (8-byte units).
+/// A fragment of a TCP segment to DST: `l4` at `offset` bytes.
 fn tcp_fragment(offset: u16, more: bool, l4: &[u8]) -> Vec<u8> {
-    let mut ip = ipv4([10, 0, 1, 2], DST, 64, 6, l4);
-    let word = offset | if more { 0x2000 } else { 0 };
-    ip[6..8].copy_from_slice(&word.to_be_bytes());
-    set_ipv4_checksum(&mut ip);
-    let mut f = eth(PCAP0_MAC, HOST_A_MAC, 0x0800);
-    f.extend(ip);
-    padded(f)
+    from_host_a(testkit::ipv4(A, DST, 6, l4).fragment(more, offset)).build()
 }
 
 /// RFC 1858 through the router (DPDK's ACL, the flow cache, the flow
@@ -184,19 +166,26 @@ fn tcp_fragment(offset: u16, more: bool, l4: &[u8]) -> Vec<u8> {
 /// offset-1 ones of the same addresses that follow them.
 #[test]
 fn tiny_and_overlapping_fragments_do_not_pass_a_port_rule() {
-    let ports_only = [0x04, 0x00, 0x00, 0x16, 0, 0, 0, 1];
-    let flags = [0, 0, 0, 0, 0x50, 0x02, 0x04, 0x00];
+    // A SYN from port 1024 to 22: its ports (and sequence number) alone,
+    // then the 8 bytes with its flags.
+    let syn = testkit::tcp(A, DST, 1024, 22, 0x02)
+        .seq(1)
+        .window(1024)
+        .build_l4();
+    let (ports_only, flags) = (&syn[..8], &syn[8..16]);
     // Two bursts of later fragments, accepted: the memo remembers them and
     // answers the second.
-    let mut frames: Vec<_> = (0..64).map(|_| tcp_fragment(185, false, &[0; 8])).collect();
+    let mut frames: Vec<_> = (0..64)
+        .map(|_| tcp_fragment(1480, false, &[0; 8]))
+        .collect();
     frames.extend([
-        tcp_fragment(0, true, &ports_only),
-        tcp_fragment(1, false, &flags),
-        tcp_fragment(2, false, &[0; 8]),
-        tcp([10, 0, 1, 2], DST, 1024, 22, 0x02),
-        tcp([10, 0, 1, 2], DST, 1024, 80, 0x02),
+        tcp_fragment(0, true, ports_only),
+        tcp_fragment(8, false, flags),
+        tcp_fragment(16, false, &[0; 8]),
+        tcp(A, DST, 1024, 22, 0x02),
+        tcp(A, DST, 1024, 80, 0x02),
     ]);
-    frames.extend((0..40).map(|_| tcp_fragment(1, true, &flags)));
+    frames.extend((0..40).map(|_| tcp_fragment(8, true, flags)));
     let (_, out1, s, _) = run_pcaps_logged("hooks-frag", SSH_DROP, &frames, &[], "1");
     let offset = |f: &Vec<u8>| u16::from_be_bytes([f[20], f[21]]) & 0x1fff;
     assert_eq!(out1.len(), 64 + 1 + 1, "frames out of port 1");

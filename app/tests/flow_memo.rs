@@ -14,8 +14,8 @@
 mod common;
 
 use common::frames::{from_host_a, tcp, udp, UDP_DATA};
-use hooks::testkit;
 use common::*;
+use hooks::testkit;
 
 const CONFIG: &str = concat!(
     pcap_router_config!(),

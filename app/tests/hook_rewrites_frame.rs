@@ -9,8 +9,8 @@
 mod common;
 
 use common::frames::{self, udp, PCAP1_MAC};
-use hooks::wire::Ipv4Packet;
 use common::*;
+use hooks::wire::Ipv4Packet;
 use hooks::{
     BuildContext, Hook, HookArgs, HookBuildError, HookBurst, HookContext, HookKind, HookPoint,
 };

@@ -10,22 +10,23 @@
 //! rounds: a neighbour's reply is placed after the packets that make us ask.
 
 mod common;
-use common::frames::{
-    eth, ipv4, routed, HOST_A_MAC as HOST_A, PCAP0_MAC as MAC0, PCAP1_MAC as MAC1,
-};
+use common::frames::{routed, HOST_A_MAC as HOST_A, PCAP0_MAC as MAC0, PCAP1_MAC as MAC1};
 use common::*;
+use hooks::testkit;
+use hooks::wire::ethernet::ethertype;
+use hooks::wire::ArpRepr;
 
 /// Frames per round of the worker's poll of one port.
 const ROUND: usize = 32;
 
 /// `rounds` rounds of frames to another station, dropped as other_host.
 fn filler(rounds: usize) -> Vec<Vec<u8>> {
-    let mut f = eth([0x02, 0xcc, 0, 0, 0, 1], HOST_A, 0x0800);
-    f.resize(60, 0);
+    let f = testkit::ethernet([0x02, 0xcc, 0, 0, 0, 1], HOST_A, ethertype::IPV4, &[0; 46]);
     vec![f; rounds * ROUND]
 }
 
-/// An ARP packet (operation `op`) from `(mac, ip)` for `target_ip`, to `dst`.
+/// An ARP packet (operation `op`) from `(mac, ip)` for `target_ip`, to
+/// `dst`, padded to 60 bytes.
 fn arp(
     op: u16,
     dst: [u8; 6],
@@ -34,13 +35,14 @@ fn arp(
     to_mac: [u8; 6],
     to_ip: [u8; 4],
 ) -> Vec<u8> {
-    let mut f = eth(dst, mac, 0x0806);
-    f.extend_from_slice(&[0, 1, 8, 0, 6, 4]);
-    f.extend_from_slice(&op.to_be_bytes());
-    f.extend_from_slice(&mac);
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&to_mac);
-    f.extend_from_slice(&to_ip);
+    let repr = ArpRepr {
+        operation: op,
+        sender_mac: mac,
+        sender_ip: ip.into(),
+        target_mac: to_mac,
+        target_ip: to_ip.into(),
+    };
+    let mut f = testkit::arp(dst, mac, &repr);
     f.resize(60, 0);
     f
 }
@@ -57,16 +59,11 @@ fn gratuitous(mac: [u8; 6], ip: [u8; 4]) -> Vec<u8> {
 
 /// A UDP frame received on port `port` (to its MAC) from `src` to `dst`.
 fn udp_in(port_mac: [u8; 6], src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
-    let mut f = eth(port_mac, HOST_A, 0x0800);
-    f.extend(ipv4(
-        src,
-        dst,
-        64,
-        17,
-        &[0x30, 0x39, 0, 0x35, 0, 12, 0, 0, 1, 2, 3, 4],
-    ));
-    f.resize(60, 0);
-    f
+    testkit::udp(src, dst, 12345, 53)
+        .macs(port_mac, HOST_A)
+        .ident(0x1234)
+        .payload(&[1, 2, 3, 4])
+        .build()
 }
 
 fn count(frames: &[Vec<u8>], f: &[u8]) -> usize {

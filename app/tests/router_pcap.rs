@@ -7,11 +7,12 @@
 
 mod common;
 use common::frames::{
-    eth, ipv4, tcp, udp, HOST_A_MAC as HOST_A, PCAP0_MAC as MAC0, PCAP1_MAC as MAC1,
+    from_host_a, tcp, udp, HOST_A_MAC as HOST_A, PCAP0_MAC as MAC0, PCAP1_MAC as MAC1, UDP_DATA,
 };
 use common::*;
-use hooks::wire::checksum;
-use hooks::wire::Ipv4Packet;
+use hooks::testkit::{self, Frame};
+use hooks::wire::ethernet::ethertype;
+use hooks::wire::{arp, checksum, ArpRepr, Ipv4Packet};
 
 const NEIGH_22: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 0x22];
 const NEIGH_23: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 0x23];
@@ -29,30 +30,29 @@ mac = "02:bb:00:00:00:23"
 "#
 );
 
+/// Host A's address on port 0's subnet.
+const A: [u8; 4] = [10, 0, 1, 2];
+
 /// An Ethernet + ARP reply (42 bytes, unpadded) from `(mac, ip)` to `(to_mac, to_ip)`.
 fn arp_reply(mac: [u8; 6], ip: [u8; 4], to_mac: [u8; 6], to_ip: [u8; 4]) -> Vec<u8> {
-    let mut f = eth(to_mac, mac, 0x0806);
-    f.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, 2]);
-    f.extend_from_slice(&mac);
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&to_mac);
-    f.extend_from_slice(&to_ip);
-    f
+    let repr = ArpRepr {
+        operation: arp::op::REPLY,
+        sender_mac: mac,
+        sender_ip: ip.into(),
+        target_mac: to_mac,
+        target_ip: to_ip.into(),
+    };
+    testkit::arp(to_mac, mac, &repr)
+}
+
+/// A UDP frame from host A, port `sport`, to `dst`:53 with TTL `ttl` and
+/// 18 bytes of data (60 bytes).
+fn udp_frame(dst: [u8; 4], ttl: u8, sport: u16) -> Frame {
+    from_host_a(testkit::udp(A, dst, sport, 53).ttl(ttl)).payload(&UDP_DATA)
 }
 
 fn udp_to(dst: [u8; 4], ttl: u8) -> Vec<u8> {
-    let mut f = eth(MAC0, HOST_A, 0x0800);
-    f.extend(ipv4(
-        [10, 0, 1, 2],
-        dst,
-        ttl,
-        17,
-        &[
-            0x30, 0x39, 0x00, 0x35, 0, 26, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
-            16, 17, 18,
-        ],
-    ));
-    f
+    udp_frame(dst, ttl, 12345).build()
 }
 
 /// What `frame` (untagged, IP at 14) looks like routed out of port 1 to `neigh`.
@@ -60,79 +60,69 @@ fn routed(frame: &[u8], neigh: [u8; 6]) -> Vec<u8> {
     common::frames::routed(frame, MAC1, neigh)
 }
 
-/// A UDP frame with 8 bytes of IP payload to `dst` with TTL 9, padded
-/// with 0xee to 60 bytes: the router must trim the padding.
-fn padded_udp_to(dst: [u8; 4]) -> Vec<u8> {
-    let mut f = eth(MAC0, HOST_A, 0x0800);
-    f.extend(ipv4([10, 0, 1, 2], dst, 9, 17, &[0, 1, 0, 2, 0, 8, 0, 0]));
+/// A UDP frame with 8 bytes of IP payload (a bare UDP header from `sport`
+/// to port 2) to `dst` with TTL `ttl`, padded with 0xee to 60 bytes: the
+/// router must trim the padding.
+fn padded_udp_to(dst: [u8; 4], sport: u16, ttl: u8) -> Vec<u8> {
+    let mut f = from_host_a(testkit::udp(A, dst, sport, 2).ttl(ttl))
+        .pad(false)
+        .build();
     f.resize(60, 0xee);
     f
 }
 
-/// Set the TTL of the untagged frame `f` and refill its header checksum.
-fn set_ttl(f: &mut [u8], ttl: u8) {
-    f[22] = ttl;
-    f[24..26].fill(0);
-    let c = checksum::checksum(&f[14..34]);
-    f[24..26].copy_from_slice(&c.to_be_bytes());
+/// A frame to another station's MAC (dropped as other_host), 60 bytes.
+fn to_other_host() -> Vec<u8> {
+    testkit::ethernet([0x02, 0xcc, 0, 0, 0, 1], HOST_A, ethertype::IPV4, &[0; 46])
+}
+
+/// `sport` with `i` as its low byte: the frames of a burst differ by it, and
+/// frame `i` of two bursts is one flow when their ports share a high byte.
+fn low_byte(sport: u16, i: u16) -> u16 {
+    (sport & 0xff00) | (i & 0xff)
 }
 
 #[test]
 fn every_kind_of_frame_ends_where_it_should() {
     let good = udp_to([198, 51, 100, 9], 64);
     let host32 = udp_to([198, 51, 100, 7], 64);
+    let good_frame = || udp_frame([198, 51, 100, 9], 64, 12345);
     // VLAN 5: no VLAN is configured, so not ours. A priority tag (VLAN 0,
     // PCP 5) is as good as untagged and is routed, untagged.
-    let mut tagged = eth(MAC0, HOST_A, 0x8100);
-    tagged.extend_from_slice(&[0x00, 0x05, 0x08, 0x00]);
-    tagged.extend_from_slice(&good[14..]);
-    let mut prio = eth(MAC0, HOST_A, 0x8100);
-    prio.extend_from_slice(&[0xa0, 0x00, 0x08, 0x00]);
-    prio.extend_from_slice(&good[14..]);
+    let tagged = good_frame().vlan(5).build();
+    let prio = good_frame().vlan(0xa000).build();
     // Martians: from loopback, to 240/4.
-    let mut from_loopback = udp_to([198, 51, 100, 9], 64);
-    from_loopback[26..30].copy_from_slice(&[127, 0, 0, 1]);
-    from_loopback[24..26].fill(0);
-    let c = checksum::checksum(&from_loopback[14..34]);
-    from_loopback[24..26].copy_from_slice(&c.to_be_bytes());
+    let from_loopback = from_host_a(testkit::udp([127, 0, 0, 1], [198, 51, 100, 9], 12345, 53))
+        .payload(&UDP_DATA)
+        .build();
     let to_reserved = udp_to([240, 0, 0, 1], 64);
-    let padded = padded_udp_to([198, 51, 100, 10]);
+    let padded = padded_udp_to([198, 51, 100, 10], 1, 9);
 
-    let mut runt = udp_to([198, 51, 100, 9], 64);
-    runt.truncate(59);
-    let mut other_host = good.clone();
-    other_host[..6].copy_from_slice(&[0x02, 0xcc, 0, 0, 0, 1]);
-    let mut bcast = good.clone();
-    bcast[..6].fill(0xff);
-    let mut llc = eth(MAC0, HOST_A, 0x0026);
-    llc.extend_from_slice(&[0x42, 0x42, 0x03]);
+    let runt = good_frame().truncate(59).build();
+    let other_host = good_frame().macs([0x02, 0xcc, 0, 0, 0, 1], HOST_A).build();
+    let bcast = good_frame().macs([0xff; 6], HOST_A).build();
+    let mut llc = testkit::ethernet(MAC0, HOST_A, 0x0026, &[0x42, 0x42, 0x03]);
     llc.resize(60, 0);
-    let mut bad_ihl = good.clone();
-    bad_ihl[14] = 0x44;
-    let mut bad_csum = good.clone();
-    bad_csum[24] ^= 0xff;
-    let mut long_total = good.clone();
-    long_total[16..18].copy_from_slice(&200u16.to_be_bytes());
-    long_total[24..26].fill(0);
-    let c = checksum::checksum(&long_total[14..34]);
-    long_total[24..26].copy_from_slice(&c.to_be_bytes());
+    // IHL 4, the checksum as it was for IHL 5.
+    let bad_ihl = good_frame().ihl(4).stale_ipv4_checksum().build();
+    let bad_csum = good_frame().bad_ipv4_checksum().build();
+    let long_total = good_frame().total_len(200).build();
     let ttl1 = udp_to([198, 51, 100, 9], 1);
     let no_route = udp_to([203, 0, 113, 1], 64);
-    let mut ipv6 = eth(MAC0, HOST_A, 0x86dd);
-    ipv6.resize(80, 0x60);
-    let mut tcp_to_us = eth(MAC0, HOST_A, 0x0800);
-    tcp_to_us.extend(ipv4([10, 0, 1, 2], [10, 0, 1, 1], 64, 6, &[0; 20]));
-    tcp_to_us.resize(60, 0);
-    let mut echo_msg = vec![8, 0, 0, 0, 0x12, 0x34, 0, 1, b'h', b'i'];
-    let c = checksum::checksum(&echo_msg);
-    echo_msg[2..4].copy_from_slice(&c.to_be_bytes());
-    let mut echo = eth(MAC0, HOST_A, 0x0800);
-    echo.extend(ipv4([10, 0, 1, 2], [10, 0, 2, 1], 64, 1, &echo_msg));
-    echo.resize(60, 0);
-    let mut arp_req = eth([0xff; 6], HOST_A, 0x0806);
-    arp_req.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
-    arp_req.extend_from_slice(&HOST_A);
-    arp_req.extend_from_slice(&[10, 0, 1, 2, 0, 0, 0, 0, 0, 0, 10, 0, 1, 1]);
+    let ipv6 = testkit::ethernet(MAC0, HOST_A, ethertype::IPV6, &[0x60; 66]);
+    let tcp_to_us = from_host_a(testkit::tcp(A, [10, 0, 1, 1], 0, 0, 0)).build();
+    let echo_data = b"hi";
+    let echo = from_host_a(testkit::icmp_echo(A, [10, 0, 2, 1], 8, 0x1234, 1))
+        .payload(echo_data)
+        .build();
+    let request = ArpRepr {
+        operation: arp::op::REQUEST,
+        sender_mac: HOST_A,
+        sender_ip: A.into(),
+        target_mac: [0; 6],
+        target_ip: [10, 0, 1, 1].into(),
+    };
+    let mut arp_req = testkit::arp([0xff; 6], HOST_A, &request);
     arp_req.resize(60, 0);
 
     let input = vec![
@@ -196,7 +186,8 @@ fn every_kind_of_frame_ends_where_it_should() {
     assert!(rip.verify_checksum());
     assert_eq!(reply.len(), 14 + 30, "trimmed to the IP total length");
     assert_eq!(reply[34], 0, "echo reply");
-    assert_eq!(&reply[38..], &echo_msg[4..], "ident, seq and data echoed");
+    assert_eq!(&reply[38..], &echo[38..44], "ident, seq and data echoed");
+    assert_eq!(&reply[42..], echo_data);
     assert_eq!(
         checksum::checksum(&reply[34..]),
         0,
@@ -291,9 +282,7 @@ fn an_arp_reply_releases_the_waiting_packets() {
     let nb = [0x02, 0xdd, 0, 0, 0, 0x77];
     let mut reply = arp_reply(nb, [10, 0, 2, 77], MAC1, [10, 0, 2, 1]);
     reply.resize(60, 0);
-    let mut other = eth([0x02, 0xcc, 0, 0, 0, 1], HOST_A, 0x0800);
-    other.resize(60, 0);
-    let mut in1 = vec![other; 4 * 32];
+    let mut in1 = vec![to_other_host(); 4 * 32];
     in1.push(reply);
     let (_, out1, s) = run_pcaps("rtreply", CONFIG_NO_NEIGH, &frames, &in1, "2");
     let expect = routed(&frames[0], nb);
@@ -355,12 +344,9 @@ fn a_no_route_flood_is_answered_at_a_bounded_rate() {
 fn a_ping_flood_to_the_router_is_answered_at_the_punt_rate() {
     // 2000 echo requests to 10.0.1.1 in a few ms: the worker punts 128 per
     // 10 ms and drops the rest itself, so the ring never overflows.
-    let mut msg = vec![8, 0, 0, 0, 0x12, 0x34, 0, 1, b'x', b'y'];
-    let c = checksum::checksum(&msg);
-    msg[2..4].copy_from_slice(&c.to_be_bytes());
-    let mut echo = eth(MAC0, HOST_A, 0x0800);
-    echo.extend(ipv4([10, 0, 1, 2], [10, 0, 1, 1], 64, 1, &msg));
-    echo.resize(60, 0);
+    let echo = from_host_a(testkit::icmp_echo(A, [10, 0, 1, 1], 8, 0x1234, 1))
+        .payload(b"xy")
+        .build();
     let frames = vec![echo; 2000];
     let (out0, _, s) = run_pcaps("rtpingflood", CONFIG_NO_NEIGH, &frames, &[], "1.5");
     let replies = out0.len() as u64;
@@ -415,15 +401,8 @@ fn too_big_with_df_gets_frag_needed_and_without_is_dropped() {
         "address = \"10.0.2.1/24\"\nmtu = 576",
     );
     let big = |df: bool| {
-        let mut f = eth(MAC0, HOST_A, 0x0800);
-        f.extend(ipv4([10, 0, 1, 2], [198, 51, 100, 9], 64, 17, &[7; 600]));
-        if df {
-            f[20] = 0x40;
-            f[24..26].fill(0);
-            let c = checksum::checksum(&f[14..34]);
-            f[24..26].copy_from_slice(&c.to_be_bytes());
-        }
-        f
+        let f = from_host_a(testkit::ipv4(A, [198, 51, 100, 9], 17, &[7; 600]));
+        if df { f.dont_frag() } else { f }.build()
     };
     let fits = udp_to([198, 51, 100, 9], 64);
     let (out0, out1, s) = run_pcaps(
@@ -456,9 +435,7 @@ fn an_on_link_route_outside_the_subnet_resolves_by_arp() {
     let mut reply = arp_reply(nb, [192, 0, 2, 5], MAC1, [10, 0, 2, 1]);
     reply.resize(60, 0);
     // After the packets that make us ask (see an_arp_reply_releases_the_waiting_packets).
-    let mut other = eth([0x02, 0xcc, 0, 0, 0, 1], HOST_A, 0x0800);
-    other.resize(60, 0);
-    let mut in1 = vec![other; 4 * 32];
+    let mut in1 = vec![to_other_host(); 4 * 32];
     in1.push(reply);
     let (_, out1, s) = run_pcaps("rtdevroute", &config, &frames, &in1, "2");
     let expect = routed(&frames[0], nb);
@@ -484,24 +461,27 @@ fn plain_bursts_take_the_fast_lane_and_leave_as_the_stages_would() {
         "{CONFIG}\n[[neighbour]]\naddress = \"10.0.2.5\"\nmac = \"02:bb:00:00:00:25\"\n\
          \n[[neighbour]]\naddress = \"10.0.2.6\"\nmac = \"02:bb:00:00:00:26\"\n"
     );
-    let small = padded_udp_to([198, 51, 100, 11]);
-    let kinds: [(Vec<u8>, [u8; 6]); 4] = [
-        (udp_to([198, 51, 100, 9], 64), NEIGH_22),
-        (udp_to([198, 51, 100, 7], 2), NEIGH_23),
-        (udp_to([10, 0, 2, 5], 128), NEIGH_25),
-        (small, NEIGH_22),
+    // (destination, TTL, neighbour); the last kind is a small padded frame.
+    let kinds = [
+        ([198, 51, 100, 9], 64, NEIGH_22),
+        ([198, 51, 100, 7], 2, NEIGH_23),
+        ([10, 0, 2, 5], 128, NEIGH_25),
+        ([198, 51, 100, 11], 9, NEIGH_22),
     ];
     // Burst 1: all plain. Burst 2: plain but for a TTL 1 in the middle.
     let mut input = Vec::new();
     let mut expect = Vec::new();
-    for i in 0..64 {
-        let (f, neigh) = &kinds[i % kinds.len()];
-        let mut f = f.clone();
-        f[35] = i as u8; // UDP source port's low byte: every frame its own
-        if i == 40 {
-            set_ttl(&mut f, 1);
-        } else {
-            expect.push(routed(&f, *neigh));
+    for i in 0..64u16 {
+        let k = usize::from(i) % kinds.len();
+        let (dst, ttl, neigh) = kinds[k];
+        let ttl = if i == 40 { 1 } else { ttl };
+        // The UDP source port's low byte is i: every frame its own.
+        let f = match k {
+            3 => padded_udp_to(dst, i, ttl),
+            _ => udp_frame(dst, ttl, low_byte(12345, i)).build(),
+        };
+        if i != 40 {
+            expect.push(routed(&f, neigh));
         }
         input.push(f);
     }
@@ -513,8 +493,7 @@ fn plain_bursts_take_the_fast_lane_and_leave_as_the_stages_would() {
         } else {
             ([10, 0, 2, 6], NEIGH_26)
         };
-        let mut f = udp_to(dst, 64);
-        f[35] = i as u8;
+        let f = udp_frame(dst, 64, low_byte(12345, i)).build();
         expect.push(routed(&f, neigh));
         input.push(f);
     }
@@ -546,14 +525,13 @@ fn bursts_declined_after_the_checks_are_routed_by_the_stages_unchanged() {
     let mut input = Vec::new();
     let mut expect1 = Vec::new();
     let mut expect0 = Vec::new();
-    for i in 0..64 {
+    for i in 0..64u16 {
         let (dst, neigh) = match i {
             31 => ([10, 0, 1, 5], Some(NEIGH_15)),
             32 => ([10, 0, 2, 9], None),
             _ => ([198, 51, 100, 9], Some(NEIGH_22)),
         };
-        let mut f = udp_to(dst, 64);
-        f[35] = i as u8;
+        let f = udp_frame(dst, 64, low_byte(12345, i)).build();
         match neigh {
             Some(NEIGH_15) => expect0.push(routed_out(&f, NEIGH_15, MAC0)),
             Some(n) => expect1.push(routed(&f, n)),
@@ -617,19 +595,20 @@ action = \"drop\"
     let mut expect = Vec::new();
     for burst in 0..2u16 {
         for i in 0..32u16 {
-            let sport = 1000 + 32 * burst + i;
-            let (mut f, neigh) = match i % 4 {
-                0 => (udp([10, 0, 1, 2], [198, 51, 100, 9], sport, 53), NEIGH_22),
-                1 => (padded_udp_to([198, 51, 100, 10]), NEIGH_22),
-                2 => (udp([10, 0, 1, 2], [10, 0, 2, 5], sport, 53), NEIGH_25),
-                _ => (
-                    tcp([10, 0, 1, 2], [198, 51, 100, 9], sport, 23, 0x02),
+            // The source port's low byte is i (see low_byte).
+            let sport = low_byte(1000 + 32 * burst + i, i);
+            let ttl1 = burst == 1 && i == 5;
+            let (f, neigh) = match i % 4 {
+                0 => (udp(A, [198, 51, 100, 9], sport, 53), NEIGH_22),
+                1 => (
+                    padded_udp_to([198, 51, 100, 10], i, if ttl1 { 1 } else { 9 }),
                     NEIGH_22,
                 ),
+                2 => (udp(A, [10, 0, 2, 5], sport, 53), NEIGH_25),
+                _ => (tcp(A, [198, 51, 100, 9], sport, 23, 0x02), NEIGH_22),
             };
-            f[35] = i as u8;
-            if burst == 1 && i == 5 {
-                set_ttl(&mut f, 1);
+            if ttl1 {
+                // Time exceeded: not routed.
             } else if i % 4 != 3 {
                 expect.push(routed(&f, neigh));
             }
@@ -703,31 +682,25 @@ action = \"drop\"
     for burst in 0..4u16 {
         for i in 0..32u16 {
             let sport = 1000 + 32 * burst + i;
+            // The source port's low byte is i (see low_byte).
+            let low = low_byte(sport, i);
             // Burst 3 has no packet to port 53: nothing marked.
             let dns = if burst == 3 { 5353 } else { 53 };
+            let ttl1 = burst == 2 && i == 9;
             let (mut f, neigh, marked) = match i % 4 {
-                0 => (
-                    udp([10, 0, 1, 2], [198, 51, 100, 9], sport, dns),
+                0 => (udp(A, [198, 51, 100, 9], low, dns), NEIGH_22, dns == 53),
+                1 => (
+                    padded_udp_to([198, 51, 100, 10], i, if ttl1 { 1 } else { 9 }),
                     NEIGH_22,
-                    dns == 53,
-                ),
-                1 => (padded_udp_to([198, 51, 100, 10]), NEIGH_22, false),
-                2 => (
-                    udp([10, 0, 1, 2], [10, 0, 2, 5], sport, 54),
-                    NEIGH_25,
                     false,
                 ),
-                _ => (
-                    udp([10, 0, 1, 2], [10, 0, 2, 5], sport, dns),
-                    NEIGH_25,
-                    dns == 53,
-                ),
+                2 => (udp(A, [10, 0, 2, 5], low, 54), NEIGH_25, false),
+                _ => (udp(A, [10, 0, 2, 5], low, dns), NEIGH_25, dns == 53),
             };
-            f[35] = i as u8;
             if burst == 1 && i == 7 {
-                f = tcp([10, 0, 1, 2], [198, 51, 100, 9], sport, 23, 0x02);
-            } else if burst == 2 && i == 9 {
-                set_ttl(&mut f, 1);
+                f = tcp(A, [198, 51, 100, 9], sport, 23, 0x02);
+            } else if ttl1 {
+                // Time exceeded: not routed.
             } else {
                 plain.push((routed(&f, neigh), marked));
             }
@@ -780,14 +753,11 @@ action = \"drop\"
 }
 
 /// An echo request to our address 10.0.1.1 from `src_mac`.
-fn echo_from(src_mac: [u8; 6], seq: u8) -> Vec<u8> {
-    let mut msg = vec![8, 0, 0, 0, 0x12, 0x34, 0, seq, b'h', b'i'];
-    let c = checksum::checksum(&msg);
-    msg[2..4].copy_from_slice(&c.to_be_bytes());
-    let mut f = eth(MAC0, src_mac, 0x0800);
-    f.extend(ipv4([10, 0, 1, 2], [10, 0, 1, 1], 64, 1, &msg));
-    f.resize(60, 0);
-    f
+fn echo_from(src_mac: [u8; 6], seq: u16) -> Vec<u8> {
+    from_host_a(testkit::icmp_echo(A, [10, 0, 1, 1], 8, 0x1234, seq))
+        .macs(MAC0, src_mac)
+        .payload(b"hi")
+        .build()
 }
 
 /// Source MACs no station has: broadcast, multicast, zero.
@@ -803,9 +773,11 @@ fn frames_from_a_broadcast_multicast_or_zero_source_mac_are_dropped_unanswered()
     let good = udp_to([198, 51, 100, 9], 64);
     let mut input = vec![good.clone()];
     for src in BAD_SOURCES {
-        let mut f = good.clone();
-        f[6..12].copy_from_slice(&src);
-        input.push(f);
+        input.push(
+            udp_frame([198, 51, 100, 9], 64, 12345)
+                .macs(MAC0, src)
+                .build(),
+        );
     }
     // Every frame of this run is a plain forward but for its source: the
     // fast lane's burst.
@@ -817,9 +789,11 @@ fn frames_from_a_broadcast_multicast_or_zero_source_mac_are_dropped_unanswered()
 
     let mut pings: Vec<Vec<u8>> = BAD_SOURCES.iter().map(|&m| echo_from(m, 1)).collect();
     // And the ones the stages would answer with an ICMP error.
-    let mut ttl1 = udp_to([198, 51, 100, 9], 1);
-    ttl1[6..12].fill(0xff);
-    pings.push(ttl1);
+    pings.push(
+        udp_frame([198, 51, 100, 9], 1, 12345)
+            .macs(MAC0, [0xff; 6])
+            .build(),
+    );
     pings.push(echo_from(HOST_A, 2));
     let (out0, out1, s) = run_pcaps("rtbadsrc-ping", CONFIG, &pings, &[], "1");
     assert!(out1.is_empty(), "{out1:02x?}");
@@ -842,13 +816,10 @@ fn frames_from_a_broadcast_multicast_or_zero_source_mac_are_dropped_unanswered()
 fn double_tags_with_an_inner_priority_tag_are_vlan_not_configured() {
     let good = udp_to([198, 51, 100, 9], 64);
     let double = |outer: u16, outer_tci: u16, inner_tci: u16| {
-        let mut f = eth(MAC0, HOST_A, outer);
-        f.extend_from_slice(&outer_tci.to_be_bytes());
-        f.extend_from_slice(&[0x81, 0x00]);
-        f.extend_from_slice(&inner_tci.to_be_bytes());
-        f.extend_from_slice(&[0x08, 0x00]);
-        f.extend_from_slice(&good[14..]);
-        f
+        udp_frame([198, 51, 100, 9], 64, 12345)
+            .tag(outer, outer_tci)
+            .vlan(inner_tci)
+            .build()
     };
     let input = vec![
         double(0x8100, 100, 0),

@@ -4,7 +4,7 @@
 
 use hooks::testkit::{self, Frame};
 use hooks::wire::ethernet::ethertype;
-use hooks::wire::{checksum, Ipv4Packet};
+use hooks::wire::Ipv4Packet;
 
 /// net_pcap's MAC is 02:70:63:61:70:<port id> ("pcap").
 pub const PCAP0_MAC: [u8; 6] = [0x02, 0x70, 0x63, 0x61, 0x70, 0x00];
@@ -47,48 +47,4 @@ pub fn routed(f: &[u8], from: [u8; 6], to: [u8; 6]) -> Vec<u8> {
     let total = usize::from(view.total_len());
     ip.truncate(total);
     testkit::ethernet(to, from, ethertype::IPV4, &ip)
-}
-
-// Old builders, while the files that use them move to the kit.
-
-pub fn eth(dst: [u8; 6], src: [u8; 6], ethertype: u16) -> Vec<u8> {
-    let mut f = Vec::new();
-    f.extend_from_slice(&dst);
-    f.extend_from_slice(&src);
-    f.extend_from_slice(&ethertype.to_be_bytes());
-    f
-}
-
-/// IPv4 header (IHL 5, right checksum) + `payload`.
-pub fn ipv4(src: [u8; 4], dst: [u8; 4], ttl: u8, protocol: u8, payload: &[u8]) -> Vec<u8> {
-    let mut p = vec![0u8; 20];
-    p[0] = 0x45;
-    let total = (20 + payload.len()) as u16;
-    p[2..4].copy_from_slice(&total.to_be_bytes());
-    p[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
-    p[8] = ttl;
-    p[9] = protocol;
-    p[12..16].copy_from_slice(&src);
-    p[16..20].copy_from_slice(&dst);
-    let c = checksum::checksum(&p);
-    p[10..12].copy_from_slice(&c.to_be_bytes());
-    p.extend_from_slice(payload);
-    p
-}
-
-/// `f` padded with zeros to Ethernet's 60-byte minimum, as a NIC sends it.
-pub fn padded(mut f: Vec<u8>) -> Vec<u8> {
-    if f.len() < 60 {
-        f.resize(60, 0);
-    }
-    f
-}
-
-/// Recompute the header checksum of the IPv4 header at the start of `ip`
-/// (its length from the IHL).
-pub fn set_ipv4_checksum(ip: &mut [u8]) {
-    let hlen = usize::from(ip[0] & 0x0f) * 4;
-    ip[10..12].fill(0);
-    let c = checksum::checksum(&ip[..hlen]);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
 }

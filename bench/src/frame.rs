@@ -1,5 +1,8 @@
 //! Valid Ethernet / IPv4 / UDP test frames: right lengths, IPv4 header checksum
-//! and UDP checksum, flows varied over source address and port.
+//! and UDP checksum, flows varied over source address and port. Built with
+//! `hooks::testkit`, the frame builder of the project's tests.
+
+use hooks::testkit;
 
 /// Ethernet FCS: counted in a frame size ("64-byte frames") but not in the
 /// bytes a pcap or an mbuf holds.
@@ -41,25 +44,7 @@ impl Default for FlowSpec {
     }
 }
 
-/// Internet checksum (RFC 1071) of `data`, folded, not complemented.
-fn sum16(data: &[u8], mut acc: u32) -> u32 {
-    let mut chunks = data.chunks_exact(2);
-    for c in &mut chunks {
-        acc += u16::from_be_bytes([c[0], c[1]]) as u32;
-    }
-    if let [last] = chunks.remainder() {
-        acc += (*last as u32) << 8;
-    }
-    while acc > 0xffff {
-        acc = (acc & 0xffff) + (acc >> 16);
-    }
-    acc
-}
-
-/// One's-complement checksum of `data` (0 when the data checks).
-pub fn checksum(data: &[u8]) -> u16 {
-    !(sum16(data, 0) as u16)
-}
+pub use hooks::wire::checksum::checksum;
 
 impl FlowSpec {
     /// Bytes of one frame as it sits in a buffer (frame size minus FCS).
@@ -81,51 +66,22 @@ impl FlowSpec {
         Ok(())
     }
 
-    /// Frame for packet `seq` of flow `seq % flows`; `seq` also goes in the payload.
+    /// Frame for packet `seq` of flow `seq % flows`; `seq` also goes in the
+    /// payload (its first 8 bytes, big-endian) and, cut to 16 bits, in the
+    /// IPv4 identification.
     pub fn frame(&self, seq: u64) -> Vec<u8> {
         let flow = (seq % self.flows as u64) as u32;
-        let len = self.buffer_len();
-        let mut f = vec![0u8; len];
-        f[0..6].copy_from_slice(&self.dst_mac);
-        f[6..12].copy_from_slice(&self.src_mac);
-        f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
-
-        let ip_total = (len - ETH_LEN) as u16;
         let src = u32::from_be_bytes(self.src_ip).wrapping_add(flow / 256);
-        let ip = &mut f[ETH_LEN..ETH_LEN + IPV4_LEN];
-        ip[0] = 0x45;
-        ip[2..4].copy_from_slice(&ip_total.to_be_bytes());
-        ip[4..6].copy_from_slice(&(seq as u16).to_be_bytes());
-        ip[6] = 0x40; // DF
-        ip[8] = 64; // TTL
-        ip[9] = 17; // UDP
-        ip[12..16].copy_from_slice(&src.to_be_bytes());
-        ip[16..20].copy_from_slice(&self.dst_ip);
-        let c = checksum(ip);
-        ip[10..12].copy_from_slice(&c.to_be_bytes());
-
-        let udp_len = ip_total - IPV4_LEN as u16;
         let sport = 1024 + (flow % 256) as u16;
-        let u = ETH_LEN + IPV4_LEN;
-        f[u..u + 2].copy_from_slice(&sport.to_be_bytes());
-        f[u + 2..u + 4].copy_from_slice(&self.dst_port.to_be_bytes());
-        f[u + 4..u + 6].copy_from_slice(&udp_len.to_be_bytes());
-        let payload = u + UDP_LEN;
-        let n = (len - payload).min(8);
-        f[payload..payload + n].copy_from_slice(&seq.to_be_bytes()[..n]);
-
-        // UDP checksum over the pseudo-header and the datagram.
-        let mut pseudo = [0u8; 12];
-        pseudo[0..4].copy_from_slice(&src.to_be_bytes());
-        pseudo[4..8].copy_from_slice(&self.dst_ip);
-        pseudo[9] = 17;
-        pseudo[10..12].copy_from_slice(&udp_len.to_be_bytes());
-        let mut c = !(sum16(&f[u..], sum16(&pseudo, 0)) as u16);
-        if c == 0 {
-            c = 0xffff;
-        }
-        f[u + 6..u + 8].copy_from_slice(&c.to_be_bytes());
-        f
+        let mut payload = vec![0u8; self.buffer_len() - ETH_LEN - IPV4_LEN - UDP_LEN];
+        let n = payload.len().min(8);
+        payload[..n].copy_from_slice(&seq.to_be_bytes()[..n]);
+        testkit::udp(src, self.dst_ip, sport, self.dst_port)
+            .macs(self.dst_mac, self.src_mac)
+            .ident(seq as u16)
+            .dont_frag()
+            .payload(&payload)
+            .build()
     }
 
     /// `count` consecutive frames.
@@ -137,15 +93,27 @@ impl FlowSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hooks::wire::{Ipv4Packet, UdpPacket};
 
     fn udp_checks(f: &[u8]) -> bool {
-        let ip = &f[14..34];
-        let udp = &f[34..];
-        let mut pseudo = [0u8; 12];
-        pseudo[0..8].copy_from_slice(&ip[12..20]);
-        pseudo[9] = 17;
-        pseudo[10..12].copy_from_slice(&(udp.len() as u16).to_be_bytes());
-        sum16(udp, sum16(&pseudo, 0)) == 0xffff
+        let ip = Ipv4Packet::new_checked(&f[14..]).unwrap();
+        let udp = UdpPacket::new_checked(ip.payload()).unwrap();
+        udp.checksum() != 0 && udp.verify_checksum(ip.src_addr(), ip.dst_addr())
+    }
+
+    /// The frames of the builder this module had before it used the test
+    /// kit, kept as bytes: 64 bytes, seq 1, flow 1 of 300.
+    #[test]
+    fn the_bytes_did_not_change() {
+        let spec = FlowSpec {
+            flows: 300,
+            ..Default::default()
+        };
+        let f = spec.frame(1);
+        let hex: String = f.iter().map(|b| format!("{b:02x}")).collect();
+        let expect = "02000000000202000000000108004500002e000140004011ae96c6120001c6130001\
+                      04010009001a6f87000000000000000100000000000000000000";
+        assert_eq!(hex, expect);
     }
 
     #[test]

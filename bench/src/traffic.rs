@@ -12,7 +12,8 @@
 //! The generator stamps a [`Signature`] over the first 14 payload bytes of each
 //! packet it sends and fixes the UDP checksum incrementally.
 
-use crate::frame::{checksum, FCS_LEN, MAX_FRAME_SIZE, MIN_FRAME_SIZE};
+use crate::frame::{FCS_LEN, MAX_FRAME_SIZE, MIN_FRAME_SIZE};
+use hooks::testkit;
 use std::net::Ipv4Addr;
 use std::str::FromStr;
 
@@ -342,46 +343,16 @@ impl TrafficSpec {
     /// spec must be valid.
     pub fn template(&self, size: usize, flow: u32) -> Template {
         let (src, dst, sport, dport) = self.flow_tuple(flow);
-        let len = size - FCS_LEN;
-        let mut f = vec![0u8; len];
-        f[0..6].copy_from_slice(&self.dst_mac);
-        f[6..12].copy_from_slice(&self.src_mac);
-        let mut o = 12;
+        let payload = vec![0u8; size - FCS_LEN - self.l2_len() - IPV4_LEN - UDP_LEN];
+        let mut frame = testkit::udp(src, dst, sport, dport)
+            .macs(self.dst_mac, self.src_mac)
+            .dont_frag()
+            .payload(&payload);
         if let Some(v) = self.vlan {
-            f[12..14].copy_from_slice(&0x8100u16.to_be_bytes());
-            f[14..16].copy_from_slice(&v.to_be_bytes());
-            o = 16;
+            frame = frame.vlan(v);
         }
-        f[o..o + 2].copy_from_slice(&0x0800u16.to_be_bytes());
-        let ip_off = o + 2;
-        let ip_total = (len - ip_off) as u16;
-        let ip = &mut f[ip_off..ip_off + IPV4_LEN];
-        ip[0] = 0x45;
-        ip[2..4].copy_from_slice(&ip_total.to_be_bytes());
-        ip[6] = 0x40; // DF
-        ip[8] = 64; // TTL
-        ip[9] = 17; // UDP
-        ip[12..16].copy_from_slice(&src.octets());
-        ip[16..20].copy_from_slice(&dst.octets());
-        let c = checksum(ip);
-        ip[10..12].copy_from_slice(&c.to_be_bytes());
-
-        let u = ip_off + IPV4_LEN;
-        let udp_len = ip_total - IPV4_LEN as u16;
-        f[u..u + 2].copy_from_slice(&sport.to_be_bytes());
-        f[u + 2..u + 4].copy_from_slice(&dport.to_be_bytes());
-        f[u + 4..u + 6].copy_from_slice(&udp_len.to_be_bytes());
-        let mut pseudo = Vec::with_capacity(12 + len - u);
-        pseudo.extend_from_slice(&src.octets());
-        pseudo.extend_from_slice(&dst.octets());
-        pseudo.extend_from_slice(&[0, 17]);
-        pseudo.extend_from_slice(&udp_len.to_be_bytes());
-        pseudo.extend_from_slice(&f[u..]);
-        let mut c = checksum(&pseudo);
-        if c == 0 {
-            c = 0xffff;
-        }
-        f[u + 6..u + 8].copy_from_slice(&c.to_be_bytes());
+        let u = frame.l3_offset() + IPV4_LEN;
+        let f = frame.build();
         Template { bytes: f, udp: u }
     }
 
@@ -514,6 +485,7 @@ pub fn signature_of(frame: &[u8]) -> Option<Signature> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frame::checksum;
 
     /// The checks a receiver makes: lengths, IPv4 header checksum, UDP checksum.
     fn check_valid(f: &[u8], l2: usize) {

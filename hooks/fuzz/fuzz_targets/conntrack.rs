@@ -19,6 +19,7 @@
 
 use arbitrary::Arbitrary;
 use hooks::conntrack::{ConnTable, CtConfig, CtHint, CtState};
+use hooks::testkit;
 use hooks::{FlowSummary, Flows, Lease};
 use libfuzzer_sys::fuzz_target;
 
@@ -78,17 +79,6 @@ fn config() -> CtConfig {
 
 const LONGEST: u64 = 20 * S;
 
-fn ipv4(proto: u8, src: u32, dst: u32, l4: &[u8]) -> Vec<u8> {
-    let total = (20 + l4.len()) as u16;
-    let mut b = vec![0x45, 0];
-    b.extend_from_slice(&total.to_be_bytes());
-    b.extend_from_slice(&[0, 1, 0, 0, 64, proto, 0, 0]);
-    b.extend_from_slice(&src.to_be_bytes());
-    b.extend_from_slice(&dst.to_be_bytes());
-    b.extend_from_slice(l4);
-    b
-}
-
 /// The packet of `step`, and the flow's hosts and ports as sent.
 fn packet(w: &mut World, st: &Step) -> (Vec<u8>, usize) {
     let f = usize::from(st.flow) % FLOWS;
@@ -114,29 +104,24 @@ fn packet(w: &mut World, st: &Step) -> (Vec<u8>, usize) {
                 Some(s) => &[1, 3, 3, s],
                 None => &[],
             };
-            let mut h = vec![0u8; 20];
-            h[..2].copy_from_slice(&sp.to_be_bytes());
-            h[2..4].copy_from_slice(&dp.to_be_bytes());
-            h[4..8].copy_from_slice(&seq.to_be_bytes());
-            h[8..12].copy_from_slice(&ack.to_be_bytes());
-            h[12] = ((20 + opts.len()) / 4 << 4) as u8;
-            h[13] = st.flags;
-            h[14..16].copy_from_slice(&st.win.to_be_bytes());
-            h.extend_from_slice(opts);
-            h.extend(std::iter::repeat(0).take(usize::from(st.payload % 64)));
+            let payload = vec![0u8; usize::from(st.payload % 64)];
             let len = u32::from(st.payload % 64) + u32::from(st.flags & 3 != 0);
             w.next[f][d] = seq.wrapping_add(len);
-            ipv4(6, src, dst, &h)
+            testkit::tcp(src, dst, sp, dp, st.flags)
+                .ident(1)
+                .seq(seq)
+                .ack(ack)
+                .window(st.win)
+                .tcp_options(opts)
+                .payload(&payload)
+                .build_ipv4()
         }
-        2 => {
-            let mut h = vec![0u8; 8];
-            h[..2].copy_from_slice(&sp.to_be_bytes());
-            h[2..4].copy_from_slice(&dp.to_be_bytes());
-            ipv4(17, src, dst, &h)
-        }
+        2 => testkit::udp(src, dst, sp, dp).ident(1).build_ipv4(),
         _ => {
             let ty = if d == 0 { 8 } else { 0 };
-            ipv4(1, src, dst, &[ty, 0, 0, 0, 0, f as u8, 0, 1])
+            testkit::icmp_echo(src, dst, ty, f as u16, 1)
+                .ident(1)
+                .build_ipv4()
         }
     };
     (pkt, f)

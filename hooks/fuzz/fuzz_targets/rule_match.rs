@@ -19,6 +19,7 @@ use hooks::rules::{
     parse_match, ClassifierBuilder, Key, LinearBuilder, LinearClassifier, MatchRule, Prefix,
     MATCH_KEYS,
 };
+use hooks::testkit;
 use hooks::{BuildContext, HookArgs, HookContext, HookKind, HookPoint, PacketMeta, MAX_BURST};
 use hooks_fuzz::{run_checked, Pkt, Role};
 use libfuzzer_sys::fuzz_target;
@@ -231,19 +232,14 @@ fn packet(p: &P) -> Pkt {
             total_len,
             cut,
         } => {
-            let mut f = vec![0u8; 14];
-            f[12..14].copy_from_slice(&[0x08, 0x00]);
-            let mut ip = [0u8; 20];
-            ip[0] = 0x40 | (5 + ihl % 3); // IHL 5..=7: options come out of l4
-            ip[1] = *tos;
-            ip[2..4].copy_from_slice(&total_len.unwrap_or(40).to_be_bytes());
-            ip[6..8].copy_from_slice(&frag.to_be_bytes());
-            ip[8] = 64;
-            ip[9] = *proto;
-            ip[12..16].copy_from_slice(&src.to_be_bytes());
-            ip[16..20].copy_from_slice(&dst.to_be_bytes());
-            f.extend_from_slice(&ip);
-            f.extend_from_slice(l4);
+            // IHL 5..=7: options come out of l4.
+            let mut f = testkit::ipv4(*src, *dst, *proto, l4)
+                .tos(*tos)
+                .flags_frag(*frag)
+                .ihl(5 + ihl % 3)
+                .total_len(total_len.unwrap_or(40))
+                .pad(false)
+                .build();
             if let Some(c) = cut {
                 f.truncate(usize::from(*c) % (f.len() + 1));
             }

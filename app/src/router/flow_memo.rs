@@ -722,22 +722,19 @@ impl FlowMemo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hooks::testkit;
     use hooks::FlowSummary;
     use proptest::prelude::*;
 
-    /// Ethernet + IPv4 (IHL 5) + `l4`, padded to 60 bytes.
+    /// Ethernet (zero MACs) + IPv4 (IHL 5, 10.0.1.2 to 198.51.100.9, the
+    /// flags and offset word `frag`) + `l4`, padded to 60 bytes.
     fn frame(proto: u8, tos: u8, frag: u16, l4: &[u8]) -> Vec<u8> {
-        let mut f = vec![0u8; 14];
-        f[12..14].copy_from_slice(&[0x08, 0x00]);
-        let total = 20 + l4.len() as u16;
-        f.extend_from_slice(&[0x45, tos]);
-        f.extend_from_slice(&total.to_be_bytes());
-        f.extend_from_slice(&[0, 1]);
-        f.extend_from_slice(&frag.to_be_bytes());
-        f.extend_from_slice(&[64, proto, 0, 0, 10, 0, 1, 2, 198, 51, 100, 9]);
-        f.extend_from_slice(l4);
-        f.resize(f.len().max(60), 0);
-        f
+        testkit::ipv4([10, 0, 1, 2], [198, 51, 100, 9], proto, l4)
+            .macs([0; 6], [0; 6])
+            .tos(tos)
+            .ident(1)
+            .flags_frag(frag)
+            .build()
     }
 
     fn summary(f: &[u8]) -> Option<FlowSummary> {

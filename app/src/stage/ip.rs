@@ -163,7 +163,8 @@ pub fn ipv4_forward_ttl(frame: &mut [u8], l3_offset: usize) -> Result<u8, DropRe
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hooks::wire::ethernet::{ethertype, EthernetFrame};
+    use hooks::testkit;
+    use hooks::wire::ethernet::ethertype;
 
     const DST: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 7);
 
@@ -174,28 +175,18 @@ mod tests {
         m
     }
 
-    /// Ethernet + IPv4 (IHL `ihl`, `payload` bytes after the header, TTL 64,
-    /// right checksum) + `pad` bytes of Ethernet padding.
+    /// Ethernet + IPv4 (IHL `ihl` >= 5, `payload` bytes after the header,
+    /// TTL 64, right checksum) + `pad` bytes of Ethernet padding.
     fn packet(ihl: u8, payload: usize, pad: usize) -> Vec<u8> {
-        let header_len = usize::from(ihl) * 4;
-        let mut f = vec![0u8; 14 + header_len.max(20) + payload + pad];
-        let mut eth = EthernetFrame::new_checked(&mut f[..]).unwrap();
-        eth.set_dst_addr([2, 0, 0, 0, 0, 1]);
-        eth.set_src_addr([2, 0, 0, 0, 0, 2]);
-        eth.set_ethertype(ethertype::IPV4);
-        f[14] = 0x45;
-        let mut ip = Ipv4Packet::new_checked(&mut f[14..]).unwrap();
-        ip.set_total_len((header_len + payload) as u16);
-        ip.set_ttl(64);
-        ip.set_protocol(17);
-        ip.set_src_addr(Ipv4Addr::new(10, 0, 0, 1));
-        ip.set_dst_addr(DST);
-        ip.set_version_ihl(4, ihl);
         // Router alert (RFC 2113), then no-ops, as options.
-        for (i, o) in ip.options_mut().iter_mut().enumerate() {
-            *o = [0x94, 0x04, 0x00, 0x00].get(i).copied().unwrap_or(1);
-        }
-        refill(&mut f);
+        let options: Vec<u8> = (0..usize::from(ihl - 5) * 4)
+            .map(|i| [0x94, 0x04, 0x00, 0x00].get(i).copied().unwrap_or(1))
+            .collect();
+        let mut f = testkit::ipv4([10, 0, 0, 1], DST, 17, &vec![0; payload])
+            .ip_options(&options)
+            .pad(false)
+            .build();
+        f.resize(f.len() + pad, 0);
         f
     }
 

@@ -172,6 +172,7 @@ mod tests {
     use super::*;
     use crate::neigh::store_header;
     use crate::stage::l2::eth_type_trans;
+    use hooks::testkit;
     use hooks::wire::checksum;
     use proptest::prelude::*;
 
@@ -183,22 +184,15 @@ mod tests {
     }
 
     /// Ethernet to MAC + IPv4 (IHL 5, TTL 64, UDP, right checksum) with
-    /// `payload` bytes after the header, then `pad` bytes of padding.
+    /// `payload` bytes (0, 1, 2, ...) after the header, then `pad` bytes of
+    /// padding.
     fn frame(payload: usize, pad: usize) -> Vec<u8> {
-        let mut f = vec![0u8; 34 + payload + pad];
-        f[..6].copy_from_slice(&MAC);
-        f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x02]);
-        f[12..14].copy_from_slice(&[0x08, 0x00]);
-        f[14] = 0x45;
-        f[16..18].copy_from_slice(&((20 + payload) as u16).to_be_bytes());
-        f[22] = 64;
-        f[23] = 17;
-        f[26..30].copy_from_slice(&[10, 0, 0, 1]);
-        f[30..34].copy_from_slice(&[198, 51, 100, 9]);
-        for (i, b) in f[34..34 + payload].iter_mut().enumerate() {
-            *b = i as u8;
-        }
-        refill(&mut f);
+        let data: Vec<u8> = (0..payload).map(|i| i as u8).collect();
+        let mut f = testkit::ipv4([10, 0, 0, 1], [198, 51, 100, 9], 17, &data)
+            .macs(MAC, [0x02, 0, 0, 0, 0, 0x02])
+            .pad(false)
+            .build();
+        f.resize(f.len() + pad, 0);
         f
     }
 

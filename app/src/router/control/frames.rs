@@ -194,33 +194,28 @@ pub fn set_next_hop_mtu(frame: &mut [u8], mtu: u16) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hooks::testkit;
 
     const OUR_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 1];
     const PEER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 2];
     const OUR_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 1);
     const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 2);
 
+    /// IPv4 from the peer to us, `payload` as given, not padded.
     fn ip_packet(protocol: u8, payload: &[u8], ttl: u8) -> Vec<u8> {
-        let mut f = vec![0u8; HEADER_LEN + 20 + payload.len()];
-        write_eth(&mut f, OUR_MAC, PEER_MAC, ethertype::IPV4);
-        f[HEADER_LEN] = 0x45;
-        let mut ip = Ipv4Packet::new_checked(&mut f[HEADER_LEN..]).unwrap();
-        ip.set_total_len((20 + payload.len()) as u16);
-        ip.set_ttl(ttl);
-        ip.set_protocol(protocol);
-        ip.set_src_addr(PEER_IP);
-        ip.set_dst_addr(OUR_IP);
-        ip.fill_checksum();
-        f[HEADER_LEN + 20..].copy_from_slice(payload);
-        f
+        testkit::ipv4(PEER_IP, OUR_IP, protocol, payload)
+            .macs(OUR_MAC, PEER_MAC)
+            .ttl(ttl)
+            .pad(false)
+            .build()
     }
 
     fn echo_request() -> Vec<u8> {
-        let mut msg = vec![8, 0, 0, 0, 0x12, 0x34, 0, 1, b'p', b'i', b'n', b'g'];
-        IcmpPacket::new_checked(&mut msg[..])
-            .unwrap()
-            .fill_checksum();
-        ip_packet(1, &msg, 64)
+        testkit::icmp_echo(PEER_IP, OUR_IP, icmp::kind::ECHO_REQUEST, 0x1234, 1)
+            .macs(OUR_MAC, PEER_MAC)
+            .payload(b"ping")
+            .pad(false)
+            .build()
     }
 
     #[test]

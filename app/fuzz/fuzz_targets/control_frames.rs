@@ -14,6 +14,7 @@ use fastpath::router::control::frames::{
 };
 use fastpath::stage::ip::{ipv4_input, CsumFlag};
 use fastpath::stage::l2::eth_type_trans;
+use hooks::testkit;
 use hooks::wire::arp::{self, ArpPacket, ArpRepr};
 use hooks::wire::ethernet::{ethertype, EthernetFrame, HEADER_LEN};
 use hooks::wire::icmp::{self, IcmpPacket};
@@ -42,27 +43,28 @@ struct Input {
 }
 
 /// An ARP request (`arp`) or an ICMP echo request from 10.0.1.2 to
-/// `our_ip`, to `our_mac`, with `tail` after it (the echo's data).
+/// `our_ip`, to `our_mac`, with `tail` after it (the echo's data), padded
+/// to 60 bytes: from the test kit.
 fn request(arp: bool, our_mac: [u8; 6], our_ip: Ipv4Addr, tail: &[u8]) -> Vec<u8> {
     let peer = [0x02, 0, 0, 0, 0, 2];
-    let mut f = our_mac.to_vec();
-    f.extend_from_slice(&peer);
-    if arp {
-        f.extend_from_slice(&[0x08, 0x06, 0, 1, 0x08, 0, 6, 4, 0, 1]);
-        f.extend_from_slice(&peer);
-        f.extend_from_slice(&[10, 0, 1, 2]);
-        f.extend_from_slice(&[0; 6]);
-        f.extend_from_slice(&our_ip.octets());
+    let peer_ip = Ipv4Addr::new(10, 0, 1, 2);
+    let mut f = if arp {
+        let repr = ArpRepr {
+            operation: arp::op::REQUEST,
+            sender_mac: peer,
+            sender_ip: peer_ip,
+            target_mac: [0; 6],
+            target_ip: our_ip,
+        };
+        [testkit::arp(our_mac, peer, &repr), tail.to_vec()].concat()
     } else {
-        let total = (20 + icmp::HEADER_LEN + tail.len()) as u16;
-        f.extend_from_slice(&[0x08, 0x00, 0x45, 0]);
-        f.extend_from_slice(&total.to_be_bytes());
-        f.extend_from_slice(&[0, 1, 0x40, 0, 64, 1, 0, 0, 10, 0, 1, 2]);
-        f.extend_from_slice(&our_ip.octets());
-        f.extend_from_slice(&[8, 0, 0, 0, 0x12, 0x34, 0, 1]);
-    }
-    f.extend_from_slice(tail);
-    fix_checksums(&mut f, HEADER_LEN);
+        testkit::icmp_echo(peer_ip, our_ip, icmp::kind::ECHO_REQUEST, 0x1234, 1)
+            .macs(our_mac, peer)
+            .ident(1)
+            .dont_frag()
+            .payload(tail)
+            .build()
+    };
     if f.len() < 60 {
         f.resize(60, 0);
     }

@@ -16,6 +16,7 @@ use fastpath::stage::l2::{eth_type_trans, packet_type};
 use fastpath::stage::plain::{
     forward_plain, mac_word, plain_ipv4, plain_meta, route_plain, staged_reference,
 };
+use hooks::testkit;
 use hooks::wire::checksum;
 use hooks::wire::ethernet::{ethertype, HEADER_LEN, MIN_FRAME_LEN};
 use hooks::wire::Ipv4Packet;
@@ -40,21 +41,12 @@ struct Input {
 }
 
 /// Ethernet (to `mac`) + IPv4 (IHL 5, TTL 64, UDP, 10.0.0.1 to
-/// 198.51.100.9, right checksum) + `payload`.
+/// 198.51.100.9, right checksum) + `payload`, from the test kit.
 fn plain_frame(mac: &[u8; 6], payload: &[u8]) -> Vec<u8> {
-    let mut f = vec![0u8; 34];
-    f[..6].copy_from_slice(mac);
-    f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x02]);
-    f[12..14].copy_from_slice(&[0x08, 0x00]);
-    f[14] = 0x45;
-    f[16..18].copy_from_slice(&((20 + payload.len()) as u16).to_be_bytes());
-    f[22] = 64;
-    f[23] = 17;
-    f[26..30].copy_from_slice(&[10, 0, 0, 1]);
-    f[30..34].copy_from_slice(&[198, 51, 100, 9]);
-    f.extend_from_slice(payload);
-    refill(&mut f, HEADER_LEN);
-    f
+    testkit::ipv4([10, 0, 0, 1], [198, 51, 100, 9], 17, payload)
+        .macs(*mac, [0x02, 0, 0, 0, 0, 0x02])
+        .pad(false)
+        .build()
 }
 
 /// Every public field of `PacketMeta`.

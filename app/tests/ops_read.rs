@@ -4,9 +4,10 @@
 //! the answers equal the final statistics it prints when stopped.
 
 mod common;
-use common::frames::{eth, ipv4, padded, udp, HOST_A_MAC, PCAP0_MAC};
+use common::frames::{from_host_a, udp};
 use common::watch::Watched;
 use common::*;
+use hooks::testkit;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
@@ -39,9 +40,11 @@ fn router_frames() -> Vec<Vec<u8>> {
         .map(|i| udp([10, 0, 1, 2], [198, 51, 100, 9], 5000 + i, 53))
         .collect();
     v.extend((0..5).map(|_| udp([10, 0, 1, 2], [198, 51, 100, 7], 7, 9)));
-    let mut ttl1 = eth(PCAP0_MAC, HOST_A_MAC, 0x0800);
-    ttl1.extend(ipv4([10, 0, 1, 2], [198, 51, 100, 9], 1, 17, &[0; 8]));
-    v.push(padded(ttl1));
+    v.push(
+        from_host_a(testkit::udp([10, 0, 1, 2], [198, 51, 100, 9], 0, 0))
+            .ttl(1)
+            .build(),
+    );
     v.push(udp([10, 0, 1, 2], [203, 0, 113, 1], 1, 2));
     v.push(vec![0xff; 40]);
     v

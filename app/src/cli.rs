@@ -90,7 +90,7 @@ pub struct AppArgs {
     /// Print the live view every SECS seconds (0: only the final statistics):
     /// on a terminal a table (per port Mpps, Gbit/s, drops and their top
     /// reasons; per worker the busy share), otherwise one line per period.
-    /// Default: the table every second on a terminal, nothing otherwise.
+    /// Default: every second, as a table on a terminal, as lines otherwise.
     #[arg(long, value_name = "SECS")]
     pub stats_period: Option<f64>,
 
@@ -168,9 +168,9 @@ pub fn split_args(args: Vec<String>) -> (Vec<String>, Vec<String>) {
 
 impl AppArgs {
     /// The live view's style and period, if any: `--quiet` and
-    /// `--stats-period 0` none; on a terminal a table (every second unless
-    /// `--stats-period` says otherwise); elsewhere lines, only with
-    /// `--stats-period`.
+    /// `--stats-period 0` none; otherwise every second unless
+    /// `--stats-period` says otherwise: a table on a terminal, lines
+    /// elsewhere (a pipe, a file, the journal).
     pub fn live_view(&self, stdout_is_tty: bool) -> Option<(crate::ops::live::Style, f64)> {
         use crate::ops::live::Style;
         let style = if stdout_is_tty {
@@ -181,7 +181,7 @@ impl AppArgs {
         match (self.quiet, self.stats_period, stdout_is_tty) {
             (true, _, _) => None,
             (false, Some(p), _) if p > 0.0 => Some((style, p)),
-            (false, None, true) => Some((style, 1.0)),
+            (false, None, _) => Some((style, 1.0)),
             _ => None,
         }
     }
@@ -284,7 +284,7 @@ mod tests {
         use crate::ops::live::Style;
         let v = |args: &[&str], tty| parse(args).unwrap().live_view(tty);
         assert_eq!(v(&[], true), Some((Style::Table, 1.0)));
-        assert_eq!(v(&[], false), None);
+        assert_eq!(v(&[], false), Some((Style::Lines, 1.0)));
         assert_eq!(
             v(&["--stats-period", "2"], false),
             Some((Style::Lines, 2.0))

@@ -1,7 +1,7 @@
 //! The live view: without a terminal, `--stats-period` prints one line per
 //! period with per port rates, drops and their top reasons, and each
-//! worker's busy share; `--quiet` and the default print none of it; the
-//! final statistics follow either way.
+//! worker's busy share, every second by default; `--quiet` prints none of
+//! it; the final statistics follow either way.
 
 mod common;
 use common::watch::{rates, Watched};
@@ -63,11 +63,20 @@ fn lines_carry_rates_drops_and_busy_share() {
 }
 
 #[test]
-fn quiet_and_the_default_without_a_terminal_print_no_periodic_lines() {
-    for (test, app) in [("live-quiet", &["--quiet"][..]), ("live-default", &[][..])] {
+fn quiet_prints_no_periodic_lines_and_the_default_one_a_second() {
+    for (test, app, lines) in [
+        ("live-quiet", &["--quiet"][..], 0),
+        ("live-default", &[][..], 1),
+    ] {
         let r = null_run(test, app);
         assert_success(&r);
-        assert!(periodic(&r.stdout).is_empty(), "{test}: {}", r.stdout);
+        let periodic = periodic(&r.stdout);
+        assert_eq!(periodic.len(), lines, "{test}: {}", r.stdout);
+        assert!(
+            periodic.iter().all(|l| rates(l).is_some()),
+            "{test}: {}",
+            r.stdout
+        );
         assert!(r.stdout.contains("[balanced]"), "{test}: {}", r.stdout);
     }
 }

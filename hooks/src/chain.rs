@@ -20,12 +20,13 @@ pub struct ChainEntry {
     pub counters: Arc<HookCounters>,
 }
 
-/// Which hook stole which packet in one run.
+/// Which hook stole or dropped which packet in one run.
 #[derive(Clone, Copy, Debug)]
 pub struct StealLog {
     /// Bit i: packet i was stolen.
     pub mask: u64,
-    /// Entry index of the thief of packet i (valid where `mask` has bit i).
+    /// Entry index of the hook that stole packet i (valid where `mask` has
+    /// bit i) or dropped it (valid where its verdict is a drop).
     pub owner: [u8; MAX_BURST],
 }
 
@@ -115,6 +116,9 @@ impl Chain {
             e.counters.record(cx.worker, before, after);
             if after.stolen != before.stolen {
                 note_thefts(&mut log, burst, mask, k as u8);
+            }
+            if after.dropped != before.dropped {
+                note_drops(&mut log, burst, mask, k as u8);
             }
             if let Some(row) = tokens.as_deref_mut().and_then(|t| t.get_mut(k)) {
                 burst.take_tokens(row);
@@ -224,6 +228,20 @@ fn note_thefts(log: &mut StealLog, burst: &HookBurst<'_, '_>, before: u64, owner
     }
 }
 
+/// The hook that dropped them, for the packets `owner` dropped in this
+/// step (what a drop capture names).
+#[cold]
+fn note_drops(log: &mut StealLog, burst: &HookBurst<'_, '_>, before: u64, owner: u8) {
+    let mut gone = before & !burst.accepted_mask();
+    while gone != 0 {
+        let i = gone.trailing_zeros() as usize;
+        gone &= gone - 1;
+        if matches!(burst.verdict(i), Some(Verdict::Drop(_))) {
+            log.owner[i] = owner;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,6 +336,8 @@ mod tests {
         assert_eq!(burst.accepted().collect::<Vec<_>>(), vec![3]);
         assert_eq!(log.mask, 0b0100);
         assert_eq!(log.owner[2], 0);
+        // The droppers: early dropped packet 0, late packet 1.
+        assert_eq!((log.owner[0], log.owner[1]), (0, 1));
         let e = chain.entries()[0].counters.read();
         assert_eq!((e.seen, e.accepted, e.dropped, e.stolen), (4, 2, 1, 1));
         let l = chain.entries()[1].counters.read();

@@ -110,6 +110,38 @@ pub struct AppArgs {
     /// Do not put ports in promiscuous mode.
     #[arg(long)]
     pub no_promiscuous: bool,
+
+    // --- Drop capture (docs/capture.md) ---
+    /// Router mode: write every dropped packet (its first 256 bytes) to this
+    /// pcapng file, with the drop reason, stage, ports and hook in the
+    /// packet's comment (`tshark -r FILE -T fields -e frame.comment`).
+    #[arg(long, value_name = "FILE", requires = "config")]
+    pub capture_drops: Option<PathBuf>,
+
+    /// The size bound of a drop capture file (bytes, or K, M, G); at the
+    /// bound the capture stops and says so.
+    #[arg(long, value_name = "SIZE", default_value = "64M",
+          value_parser = crate::capture::parse_size)]
+    pub capture_max_bytes: u64,
+
+    /// Dropped packets each lcore may capture per second; past it they are
+    /// counted as over rate, not captured.
+    #[arg(long, value_name = "PPS", default_value_t = crate::capture::DEFAULT_RATE,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub capture_rate: u64,
+
+    /// Records the queue to the capture writer holds; a drop that finds it
+    /// full is counted as capture_lost.
+    #[arg(long, value_name = "N", default_value_t = crate::capture::DEFAULT_QUEUE,
+          value_parser = parse_capture_queue)]
+    pub capture_queue: usize,
+}
+
+fn parse_capture_queue(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=1 << 20).contains(&n) => Ok(n),
+        _ => Err(format!("`{s}`: give 1 to 1048576 records")),
+    }
 }
 
 /// One forwarding rule: everything received on `rx` leaves on `tx`.

@@ -8,6 +8,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod builtin_hooks;
+pub mod capture;
 pub mod cli;
 pub mod config;
 pub mod counters;

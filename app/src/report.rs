@@ -101,6 +101,9 @@ pub struct Report {
     /// Every hook of the last hook set (router mode), with its counters.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<HookReport>,
+    /// Every drop capture of the run (router mode), oldest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub captures: Vec<crate::capture::Summary>,
 }
 
 /// One hook's counters at exit, summed over workers.
@@ -245,6 +248,7 @@ impl Report {
             neighbours: Vec::new(),
             control: BTreeMap::new(),
             hooks: Vec::new(),
+            captures: Vec::new(),
         }
     }
 
@@ -363,6 +367,9 @@ impl Report {
         };
         if t.stolen > 0 {
             let _ = writeln!(s, "taken by hooks (stolen): {}", t.stolen);
+        }
+        for c in &self.captures {
+            let _ = writeln!(s, "{}", c.to_line());
         }
         if t.fast_lane > 0 {
             let _ = writeln!(

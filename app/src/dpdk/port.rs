@@ -551,10 +551,24 @@ impl TxQueue {
     /// is freed here and counted in the outcome. The burst is empty afterwards.
     #[inline(always)]
     pub fn tx_burst(&mut self, burst: &mut MbufBurst) -> TxOutcome {
+        self.tx_burst_inspect(burst, |_| {})
+    }
+
+    /// [`TxQueue::tx_burst`], with `refused` shown the packets the driver
+    /// refused (if any) before they are freed.
+    #[inline(always)]
+    pub fn tx_burst_inspect(
+        &mut self,
+        burst: &mut MbufBurst,
+        refused: impl FnOnce(&[super::Mbuf]),
+    ) -> TxOutcome {
         if burst.is_empty() {
             return TxOutcome::default();
         }
         let sent = self.hand_to_driver(burst);
+        if let Some(rest) = burst.as_slice().get(sent..).filter(|r| !r.is_empty()) {
+            refused(rest);
+        }
         let dropped = burst.free_from(sent);
         // SAFETY: slots 0..sent now belong to the driver: forget them, do not free.
         unsafe { burst.set_len(0) };

@@ -145,7 +145,7 @@ fn run_chain(
         let i = usize::from(i);
         match verdicts[k] {
             hooks::Verdict::Accept => {}
-            hooks::Verdict::Drop(r) => s.verdicts[i] = Verdict::Drop(r),
+            hooks::Verdict::Drop(r) => s.verdicts[i] = Verdict::HookDrop(cx.point, log.owner[k], r),
             hooks::Verdict::Stolen => s.verdicts[i] = Verdict::Stolen(cx.point, log.owner[k]),
         }
     }

@@ -6,6 +6,7 @@
 pub mod budget;
 pub mod control;
 mod ctl_requests;
+pub mod drop_site;
 pub mod fastlane;
 pub mod fib;
 pub mod flow_memo;

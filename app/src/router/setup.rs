@@ -187,13 +187,14 @@ pub fn run(
         eal, args, cfg, registry, &port_ids, &placement, &pool, &mut ports, stop, reload,
     );
     match outcome {
-        Ok((duration, counts, stages, neighbours, events, hooks)) => {
+        Ok((duration, counts, stages, neighbours, events, hooks, captures)) => {
             let mut report = finish(eal, ports, pool, duration, &counts);
             let add = |r: &mut Report| {
                 r.stage_cycles_per_packet = stages.clone();
                 r.neighbours = neighbours.clone();
                 r.control = events.clone();
                 r.hooks = hooks.clone();
+                r.captures = captures.clone();
             };
             match &mut report {
                 Ok(r) => add(r),
@@ -217,6 +218,7 @@ type Outcome = (
     Vec<String>,
     BTreeMap<&'static str, u64>,
     Vec<HookReport>,
+    Vec<crate::capture::Summary>,
 );
 
 #[allow(clippy::too_many_arguments)]
@@ -411,15 +413,21 @@ fn route(
         let inject = mbuf_ring(&format!("inject_{lcore_id}"), RING_SIZE, eal.socket_id())?;
         worker_rings.push((punt, inject, qsbr.reader(w as u32)?));
     }
+    // Drop capture: a tap per lcore; started now with --capture-drops.
+    let (hub, capture) = drop_capture(args, ports, max_port);
+    if let Some(path) = &args.capture_drops {
+        capture.start(path).map_err(RunError::Usage)?;
+    }
     for ((w, (lcore_id, queues)), ((punt_p, punt_c), (inj_p, inj_c), rcu)) in
         placement.iter().enumerate().zip(worker_rings)
     {
         punt_rx.push(punt_c);
         inject_tx.push(inj_p);
+        let tap = hub.tap(*lcore_id);
         let mut tx: Vec<Option<TxBuffer>> = (0..max_port).map(|_| None).collect();
         for (i, id) in port_ids.iter().enumerate() {
             if let Some(q) = tx_tokens[i].get_mut(w).and_then(Option::take) {
-                tx[usize::from(*id)] = Some(TxBuffer::new(q));
+                tx[usize::from(*id)] = Some(TxBuffer::new(q, tap.clone()));
             }
         }
         let rx: Vec<RxQueue> = queues.iter().filter_map(|k| rx_tokens.remove(k)).collect();
@@ -444,6 +452,7 @@ fn route(
                 tsc_hz: crate::dpdk::tsc_hz(),
                 worker: w,
                 ns_per_tick: super::hook_points::ns_per_tick(crate::dpdk::tsc_hz()),
+                capture: tap,
             },
             hooks: publisher.subscribe(),
             neigh_grace: table.grace_reader(),
@@ -487,6 +496,8 @@ fn route(
         main.clone(),
         awaited,
     );
+    let main_tap = hub.tap(lcore::main_lcore());
+    control.set_capture(main_tap.clone());
     if launch_err.is_none() {
         let ops = Arc::new(Ops::new(
             Mode::Router,
@@ -566,7 +577,14 @@ fn route(
         let mut burst = crate::dpdk::MbufBurst::new();
         while ring.dequeue_burst(&mut burst) != 0 {
             for m in burst.drain() {
-                main.dropped(m.meta().out_port, hooks::DropReason::ShutdownDrain, 1);
+                let (reason, out) = (hooks::DropReason::ShutdownDrain, m.meta().out_port);
+                main.dropped(out, reason, 1);
+                let at = crate::capture::DropSite::new(
+                    reason,
+                    crate::capture::Stage::Control,
+                    m.meta().in_port,
+                );
+                main_tap.capture(m.data(), at.to_port(out));
                 injected += 1;
             }
         }
@@ -580,6 +598,7 @@ fn route(
         );
     }
     counters.push(main);
+    let captures = capture.finish();
     drop(fib);
     drop(qsbr);
     if let Some(e) = launch_err {
@@ -617,6 +636,7 @@ fn route(
         neighbours,
         events,
         hook_reports,
+        captures,
     ))
 }
 
@@ -655,6 +675,25 @@ pub(crate) fn control_view(control: &ControlPlane, hooks: &HookSet) -> ControlVi
         hooks: HookReport::of(hooks),
         control: control.stats().fields().to_vec(),
     }
+}
+
+/// The drop capture of a run: the hub every lcore's tap feeds, and its
+/// control, writing files with an interface per port id (by DPDK name)
+/// from a thread on the main lcore's CPU.
+fn drop_capture(
+    args: &AppArgs,
+    ports: &[Port],
+    max_port: usize,
+) -> (Arc<crate::capture::Hub>, crate::capture::Control) {
+    let hz = crate::dpdk::tsc_hz();
+    let hub = crate::capture::Hub::new(args.capture_queue, args.capture_rate, hz);
+    let mut names: Vec<String> = (0..max_port).map(|i| format!("port{i}")).collect();
+    for p in ports {
+        names[usize::from(p.id())] = p.name().to_string();
+    }
+    let cpu = lcore::cpu_of(lcore::main_lcore());
+    let control = crate::capture::Control::new(hub.clone(), names, args.capture_max_bytes, cpu, hz);
+    (hub, control)
 }
 
 /// What building the hook chains needs, kept for reloads.

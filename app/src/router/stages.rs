@@ -11,6 +11,7 @@ use super::flow_memo::{FlowKey, FlowMemo, Run};
 use super::hook_points;
 use super::punt::Punt;
 use super::txbuf::TxBuffer;
+use crate::capture::{DropSite, Tap};
 use crate::counters::{LcoreCounters, STAGES};
 use crate::dpdk::{tsc, Mbuf, MbufBurst, BURST_SIZE};
 use crate::neigh::{store_header, NeighTable};
@@ -35,6 +36,8 @@ pub(super) enum Verdict {
     Forward(u16),
     Punt(Punt),
     Drop(DropReason),
+    /// Dropped by entry `.1` of the chain at this point (as for `Stolen`).
+    HookDrop(HookPoint, u8, DropReason),
     /// Taken by entry `.1` of the chain at this point (of the input port at
     /// ingress, of `meta.out_port` at egress).
     Stolen(HookPoint, u8),
@@ -67,6 +70,8 @@ pub struct Pipeline {
     /// Nanoseconds per TSC tick in 32.32 fixed point (`hook_points::ns_per_tick(tsc_hz)`):
     /// the hooks' clock is one multiply and a shift, not a division.
     pub ns_per_tick: u64,
+    /// This worker's way into drop capture (`crate::capture`).
+    pub capture: Arc<Tap>,
 }
 
 /// Per-burst working arrays, owned by the worker and reused burst after
@@ -503,11 +508,17 @@ impl Pipeline {
             match verdicts[i] {
                 Verdict::Forward(p) => match out.tx.get_mut(usize::from(p)) {
                     Some(Some(txb)) => txb.push(m, out.counters),
-                    _ => drop_one(&mut dropped, m, out.counters, p, DropReason::NoRoute),
+                    _ => {
+                        let at = super::drop_site::no_tx_queue(port, p);
+                        drop_one(&mut dropped, m, out.counters, &self.capture, p, at)
+                    }
                 },
                 Verdict::Punt(reason) => {
                     match self.may_punt(budgets, reason, port, &m, &metas[i]) {
-                        Err(r) => drop_one(&mut dropped, m, out.counters, port, r),
+                        Err(r) => {
+                            let at = super::drop_site::over_budget(r, reason, port, &metas[i]);
+                            drop_one(&mut dropped, m, out.counters, &self.capture, port, at)
+                        }
                         Ok(()) => {
                             let mut m = m;
                             let meta = m.meta_mut();
@@ -519,7 +530,10 @@ impl Pipeline {
                         }
                     }
                 }
-                Verdict::Drop(r) => drop_one(&mut dropped, m, out.counters, port, r),
+                Verdict::Drop(_) | Verdict::HookDrop(..) => {
+                    let at = super::drop_site::of_verdict(verdicts[i], port, &metas[i], hooks);
+                    drop_one(&mut dropped, m, out.counters, &self.capture, port, at)
+                }
                 Verdict::Stolen(point, entry) => {
                     let chain_port = match point {
                         HookPoint::Ingress => port,
@@ -535,7 +549,8 @@ impl Pipeline {
                     hook_points::hand_over(hooks, cx, self.ns_per_tick, entry, m, metas[i]);
                 }
                 Verdict::Ipv4 | Verdict::Neigh(_) => {
-                    drop_one(&mut dropped, m, out.counters, port, DropReason::NoRoute)
+                    let at = DropSite::new(DropReason::NoRoute, crate::capture::Stage::Ip, port);
+                    drop_one(&mut dropped, m, out.counters, &self.capture, port, at)
                 }
             }
         }
@@ -806,15 +821,19 @@ fn l2_verdict(meta: &PacketMeta) -> Verdict {
     }
 }
 
+/// Count `m` as dropped at `at` (attributed to `port`), hand a copy to a
+/// running drop capture, and free it with the burst's other drops.
 #[cold]
 fn drop_one(
     dropped: &mut MbufBurst,
     m: Mbuf,
     counters: &LcoreCounters,
+    tap: &Tap,
     port: u16,
-    reason: DropReason,
+    at: DropSite<'_>,
 ) {
-    counters.dropped(port, reason, 1);
+    counters.dropped(port, at.reason, 1);
+    tap.capture(m.data(), at);
     if let Err(m) = dropped.push(m) {
         drop(m);
     }

@@ -3,6 +3,7 @@
 
 use super::stages::{Outputs, Pipeline, Scratch};
 use super::txbuf::TxBuffer;
+use crate::capture::{DropSite, Stage, Tap, NO_PORT};
 use crate::counters::LcoreCounters;
 use crate::dpdk::{MbufBurst, QsbrReader, RingConsumer, RingProducer, RxQueue};
 use crate::neigh::GraceReader;
@@ -88,11 +89,17 @@ impl RouterWorker {
                 self.pipeline
                     .process(port, &mut burst, &mut out, hooks, self.timed);
                 if !punt.is_empty() {
-                    punt_to_control(&mut self.punt, &mut punt, &counters);
+                    let tap = &self.pipeline.capture;
+                    punt_to_control(&mut self.punt, &mut punt, &counters, tap);
                 }
             }
             if self.inject.dequeue_burst(&mut injected) != 0 {
-                send_injected(&mut self.tx, &mut injected, &counters);
+                send_injected(
+                    &mut self.tx,
+                    &mut injected,
+                    &counters,
+                    &self.pipeline.capture,
+                );
             }
         }
         for txb in self.tx.iter_mut().flatten() {
@@ -107,21 +114,39 @@ impl RouterWorker {
 
 /// Hand the punted packets to the control lcore; a full ring drops them.
 #[cold]
-fn punt_to_control(ring: &mut RingProducer, punt: &mut MbufBurst, counters: &LcoreCounters) {
+fn punt_to_control(
+    ring: &mut RingProducer,
+    punt: &mut MbufBurst,
+    counters: &LcoreCounters,
+    tap: &Tap,
+) {
     ring.enqueue_burst(punt);
     for m in punt.drain() {
-        counters.dropped(m.meta().in_port, DropReason::ControlRingFull, 1);
+        let at = DropSite::new(DropReason::ControlRingFull, Stage::Punt, m.meta().in_port);
+        counters.dropped(at.in_port, at.reason, 1);
+        tap.capture(m.data(), at);
     }
 }
 
 /// Send what the control plane injected, through the TX buffers.
 #[cold]
-fn send_injected(tx: &mut [Option<TxBuffer>], injected: &mut MbufBurst, counters: &LcoreCounters) {
+fn send_injected(
+    tx: &mut [Option<TxBuffer>],
+    injected: &mut MbufBurst,
+    counters: &LcoreCounters,
+    tap: &Tap,
+) {
     for m in injected.drain() {
         let port = m.meta().out_port;
         match tx.get_mut(usize::from(port)) {
             Some(Some(txb)) => txb.push(m, counters),
-            _ => counters.dropped(port, DropReason::NoRoute, 1),
+            _ => {
+                counters.dropped(port, DropReason::NoRoute, 1);
+                tap.capture(
+                    m.data(),
+                    DropSite::new(DropReason::NoRoute, Stage::Tx, NO_PORT).to_port(port),
+                );
+            }
         }
     }
     for txb in tx.iter_mut().flatten() {

@@ -24,6 +24,7 @@ pub mod policy;
 use super::budget::ArpAwaited;
 use super::fib::{FibWriter, HopKind};
 use super::punt::Punt;
+use crate::capture::{DropSite, Stage, Tap, NO_PORT};
 use crate::counters::LcoreCounters;
 use crate::dpdk::{Mbuf, MbufBurst, Mempool, RingConsumer, RingProducer};
 use crate::neigh::{EthHeader, NeighState, NeighWriter};
@@ -215,6 +216,8 @@ pub struct ControlPlane<'a> {
     start: Instant,
     next_age: Instant,
     stats: ControlStats,
+    /// The main lcore's way into drop capture.
+    capture: Option<Arc<Tap>>,
 }
 
 impl<'a> ControlPlane<'a> {
@@ -260,6 +263,21 @@ impl<'a> ControlPlane<'a> {
             start: now,
             next_age: now + Duration::from_secs(1),
             stats: ControlStats::default(),
+            capture: None,
+        }
+    }
+
+    /// Hand copies of what the control plane drops to `tap`'s capture.
+    pub fn set_capture(&mut self, tap: Arc<Tap>) {
+        self.capture = Some(tap);
+    }
+
+    /// Hand a copy of `m`, dropped for `reason`, to a running drop capture
+    /// (`out_port`: where it was to go, [`NO_PORT`] for nowhere yet).
+    fn capture(&self, m: &Mbuf, reason: DropReason, out_port: u16) {
+        if let Some(tap) = &self.capture {
+            let at = DropSite::new(reason, Stage::Control, m.meta().in_port);
+            tap.capture(m.data(), at.to_port(out_port));
         }
     }
 
@@ -322,8 +340,17 @@ impl<'a> ControlPlane<'a> {
         }
     }
 
+    /// Drop `m`, received on `port`, for `reason`.
     fn drop(&self, m: Mbuf, port: u16, reason: DropReason) {
         self.counters.dropped(port, reason, 1);
+        self.capture(&m, reason, NO_PORT);
+        drop(m);
+    }
+
+    /// Drop `m`, on its way out of `port`, for `reason`.
+    fn drop_out(&self, m: Mbuf, port: u16, reason: DropReason) {
+        self.counters.dropped(port, reason, 1);
+        self.capture(&m, reason, port);
         drop(m);
     }
 
@@ -347,11 +374,11 @@ impl<'a> ControlPlane<'a> {
     fn send(&mut self, mut m: Mbuf, port: u16) {
         m.meta_mut().out_port = port;
         if self.inject.is_empty() {
-            return self.drop(m, port, DropReason::ControlRingFull);
+            return self.drop_out(m, port, DropReason::ControlRingFull);
         }
         let ring = usize::from(port) % self.inject.len();
         if let Err(m) = self.inject[ring].enqueue(m) {
-            self.drop(m, port, DropReason::ControlRingFull);
+            self.drop_out(m, port, DropReason::ControlRingFull);
         }
     }
 
@@ -360,6 +387,8 @@ impl<'a> ControlPlane<'a> {
         let Some(mut m) = Mbuf::alloc(self.pool) else {
             return; // pool exhausted: nothing was created, nothing to count
         };
+        // Received on no port (what a drop capture says of it).
+        m.meta_mut().in_port = NO_PORT;
         if !m.append(frame) {
             return;
         }
@@ -487,7 +516,7 @@ impl<'a> ControlPlane<'a> {
             if written {
                 self.send(m, res.port);
             } else {
-                self.drop(m, res.port, DropReason::NeighFailed);
+                self.drop_out(m, res.port, DropReason::NeighFailed);
             }
         }
     }
@@ -523,6 +552,7 @@ impl<'a> ControlPlane<'a> {
     fn icmp_error(&mut self, m: Mbuf, reason: DropReason, msg_type: u8, code: u8) {
         let meta = *m.meta();
         self.counters.dropped(meta.in_port, reason, 1);
+        self.capture(&m, reason, NO_PORT);
         let Some(port) = self.port(meta.in_port) else {
             return;
         };
@@ -563,7 +593,7 @@ impl<'a> ControlPlane<'a> {
         let meta = *m.meta();
         let (out, target) = (meta.out_port, Ipv4Addr::from(meta.next_hop));
         let Some(port) = self.port(out) else {
-            return self.drop(m, out, DropReason::NeighFailed);
+            return self.drop_out(m, out, DropReason::NeighFailed);
         };
         // Resolved since the worker looked: send it now.
         if let Some(index) = self.neigh.table().lookup(target) {
@@ -572,14 +602,14 @@ impl<'a> ControlPlane<'a> {
                 if m.eth_header_mut().is_some_and(|s| entry.hh_output(s)) {
                     return self.send(m, out);
                 }
-                return self.drop(m, out, DropReason::NeighFailed);
+                return self.drop_out(m, out, DropReason::NeighFailed);
             }
         }
         let now = Instant::now();
         let failed_before = self.failed_at.get(&target).copied();
         if let Some(at) = failed_before {
             if now.saturating_duration_since(at) < self.params.failed_hold {
-                return self.drop(m, out, DropReason::NeighFailed);
+                return self.drop_out(m, out, DropReason::NeighFailed);
             }
         }
         let gateway = self
@@ -588,7 +618,7 @@ impl<'a> ControlPlane<'a> {
             .get(target)
             .is_some_and(|e| e.is_held() || e.is_static());
         if !policy::may_queue(self.queued, gateway) {
-            return self.drop(m, out, DropReason::NeighQueueFull);
+            return self.drop_out(m, out, DropReason::NeighQueueFull);
         }
         if !self.pending.contains_key(&target) {
             let req = Request {
@@ -598,7 +628,7 @@ impl<'a> ControlPlane<'a> {
             };
             let Some(probes) = policy::admit(&self.load, req, self.params.probes) else {
                 self.stats.resolve_refused += 1;
-                return self.drop(m, out, DropReason::NeighResolveLimit);
+                return self.drop_out(m, out, DropReason::NeighResolveLimit);
             };
             if probes < self.params.probes {
                 self.stats.resolve_single_probe += 1;
@@ -610,10 +640,10 @@ impl<'a> ControlPlane<'a> {
         }
         let queue_len = self.params.queue_len;
         let Some(res) = self.pending.get_mut(&target) else {
-            return self.drop(m, out, DropReason::NeighFailed);
+            return self.drop_out(m, out, DropReason::NeighFailed);
         };
         if res.queue.len() >= queue_len {
-            return self.drop(m, out, DropReason::NeighQueueFull);
+            return self.drop_out(m, out, DropReason::NeighQueueFull);
         }
         res.queue.push_back(m);
         self.queued += 1;
@@ -709,6 +739,9 @@ impl<'a> ControlPlane<'a> {
         self.queued -= res.queue.len();
         let n = res.queue.len() as u64;
         self.counters.dropped(res.port, DropReason::NeighFailed, n);
+        for m in &res.queue {
+            self.capture(m, DropReason::NeighFailed, res.port);
+        }
     }
 
     /// Reachable neighbours not confirmed for `reachable` become stale. A
@@ -807,11 +840,14 @@ impl<'a> ControlPlane<'a> {
         }
         self.queued = 0;
         self.load = Load::default();
-        for (target, res) in self.pending.drain() {
+        for (target, res) in std::mem::take(&mut self.pending) {
             self.awaited.remove(target);
             let k = res.queue.len() as u64;
             self.counters
                 .dropped(res.port, DropReason::ShutdownDrain, k);
+            for m in &res.queue {
+                self.capture(m, DropReason::ShutdownDrain, res.port);
+            }
             n += k;
         }
         n

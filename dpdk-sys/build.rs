@@ -49,6 +49,9 @@ const FUNCTIONS: &[&str] = &[
     "rte_seqlock_.*",
     "rte_tel_data_.*",
     "rte_telemetry_register_cmd",
+    // So that the stock dpdk-dumpcap can attach (librte_pdump).
+    "rte_pdump_init",
+    "rte_pdump_uninit",
     "fastpath_.*",
 ];
 
@@ -128,7 +131,8 @@ fn main() {
         .blocklist_function("rte_mempool_ops_.*")
         .blocklist_function("rte_.*_trace.*")
         .blocklist_function("rte_lcore_dump")
-        .blocklist_function("rte_.*dump.*")
+        // The dump functions take a FILE*; rte_pdump_* are not of them.
+        .blocklist_function("rte_.*_dump.*")
         .blocklist_function("rte_lpm_lookupx4")
         .clang_macro_fallback()
         .wrap_static_fns(true)

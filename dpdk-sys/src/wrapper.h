@@ -25,6 +25,7 @@
 #include <rte_seqlock.h>
 #include <rte_prefetch.h>
 #include <rte_telemetry.h>
+#include <rte_pdump.h>
 
 /* Hand-written helpers for what is a macro, not a function, in DPDK. */
 int fastpath_rte_errno(void);

@@ -12,6 +12,8 @@ static EAL_STARTED: AtomicBool = AtomicBool::new(false);
 /// port, pool and lcore it served is gone.
 #[derive(Debug)]
 pub struct Eal {
+    /// `rte_pdump_init` succeeded (dpdk-dumpcap may attach): uninit at drop.
+    pdump: bool,
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
@@ -64,8 +66,17 @@ impl Eal {
                 .map(|a| a.as_ref().to_string())
                 .unwrap_or_default()];
         }
+        // dpdk-dumpcap attaches through pdump; without it fastpath still runs.
+        let pdump = match super::pdump::init() {
+            Ok(()) => true,
+            Err(e) => {
+                eprintln!("fastpath: dpdk-dumpcap cannot attach: {e}");
+                false
+            }
+        };
         Ok((
             Eal {
+                pdump,
                 _not_send: std::marker::PhantomData,
             },
             rest,
@@ -104,6 +115,9 @@ impl Eal {
 
 impl Drop for Eal {
     fn drop(&mut self) {
+        if self.pdump {
+            super::pdump::uninit();
+        }
         // SAFETY: every DPDK object of this process was released before the Eal
         // (the owner drops it last); EAL is not used afterwards.
         unsafe {

@@ -9,6 +9,7 @@ pub mod lcore;
 pub mod lpm;
 pub mod mbuf;
 pub mod mempool;
+pub mod pdump;
 pub mod pmdinfo;
 pub mod port;
 pub mod rcu;

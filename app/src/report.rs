@@ -264,6 +264,7 @@ impl Report {
         self.write_ports(&mut s);
         self.write_lcores(&mut s);
         self.write_drops(&mut s);
+        self.write_captures(&mut s);
         self.write_totals(&mut s);
         self.write_details(&mut s);
         self.write_mbufs(&mut s);
@@ -357,6 +358,13 @@ impl Report {
         }
     }
 
+    /// One line per drop capture (`--capture-drops`).
+    fn write_captures(&self, s: &mut String) {
+        for c in &self.captures {
+            let _ = writeln!(s, "{}", c.to_line());
+        }
+    }
+
     /// The accounting: received and originated against where it went.
     fn write_totals(&self, s: &mut String) {
         let t = &self.totals;
@@ -367,9 +375,6 @@ impl Report {
         };
         if t.stolen > 0 {
             let _ = writeln!(s, "taken by hooks (stolen): {}", t.stolen);
-        }
-        for c in &self.captures {
-            let _ = writeln!(s, "{}", c.to_line());
         }
         if t.fast_lane > 0 {
             let _ = writeln!(

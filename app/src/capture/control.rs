@@ -194,3 +194,56 @@ impl Control {
         std::mem::take(&mut self.state().done)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::record::{DropSite, Stage};
+    use hooks::DropReason;
+
+    fn control(hub: &Arc<Hub>) -> Control {
+        let ports = vec!["net_pcap0".to_string(), "net_pcap1".to_string()];
+        Control::new(hub.clone(), ports, 1 << 20, None, 1_000_000_000)
+    }
+
+    #[test]
+    fn start_and_stop_while_running_capture_only_in_between() {
+        let dir = tempfile::tempdir().unwrap();
+        let hub = Hub::new(64, 1_000_000, 1_000_000_000);
+        let tap = hub.tap(1);
+        let c = control(&hub);
+        let site = DropSite::new(DropReason::NoRoute, Stage::Ip, 0);
+        tap.capture(&[1; 60], site);
+        assert!(c.stop().is_err(), "nothing runs yet");
+        let first = dir.path().join("a.pcapng");
+        c.start(&first).unwrap();
+        let again = c.start(&dir.path().join("b.pcapng")).unwrap_err();
+        assert!(again.contains("already running"), "{again}");
+        for _ in 0..3 {
+            tap.capture(&[2; 60], site);
+        }
+        assert_eq!(c.status().map(|s| s.0), Some(first.clone()));
+        let s = c.stop().unwrap();
+        assert_eq!((s.written, s.capture_lost, s.cut), (3, 0, 0));
+        assert_eq!(s.bytes, std::fs::metadata(&first).unwrap().len());
+        tap.capture(&[3; 60], site);
+        // A second capture, into another file, sees only its own drops.
+        let second = dir.path().join("b.pcapng");
+        c.start(&second).unwrap();
+        tap.capture(&[4; 60], site);
+        let all = c.finish();
+        assert_eq!(all.len(), 2);
+        assert_eq!((all[1].file.clone(), all[1].written), (second, 1));
+        assert!(c.status().is_none());
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_created_changes_nothing() {
+        let hub = Hub::new(4, 1000, 1_000_000_000);
+        let c = control(&hub);
+        let e = c.start(Path::new("/nonexistent/dir/x.pcapng")).unwrap_err();
+        assert!(e.contains("/nonexistent/dir/x.pcapng"), "{e}");
+        assert!(c.status().is_none());
+        assert!(!hub.on.load(Relaxed));
+    }
+}

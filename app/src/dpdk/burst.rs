@@ -112,17 +112,8 @@ impl MbufBurst {
     /// Free the mbufs in slots `from..len`, keep `0..from`; returns how many freed.
     #[inline]
     pub(crate) fn free_from(&mut self, from: usize) -> usize {
-        self.free_from_seen(from, |_| {})
-    }
-
-    /// [`MbufBurst::free_from`], with `see` shown the mbufs to be freed
-    /// first (if any): on the branch that frees, so nothing on the way
-    /// when there are none.
-    #[inline(always)]
-    pub(crate) fn free_from_seen(&mut self, from: usize, see: impl FnOnce(&[Mbuf])) -> usize {
         let n = self.len.saturating_sub(from);
         if n > 0 {
-            see(&self.as_slice()[from..]);
             // SAFETY: slots from..len are mbufs we own; after the call they are
             // forgotten (len shrinks), so none is freed twice.
             unsafe { sys::rte_pktmbuf_free_bulk(self.slots.as_mut_ptr().add(from), n as u32) };

@@ -566,7 +566,10 @@ impl TxQueue {
             return TxOutcome::default();
         }
         let sent = self.hand_to_driver(burst);
-        let dropped = burst.free_from_seen(sent, refused);
+        if let Some(rest) = burst.as_slice().get(sent..).filter(|r| !r.is_empty()) {
+            refused(rest);
+        }
+        let dropped = burst.free_from(sent);
         // SAFETY: slots 0..sent now belong to the driver: forget them, do not free.
         unsafe { burst.set_len(0) };
         TxOutcome { sent, dropped }

@@ -509,16 +509,15 @@ impl Pipeline {
                 Verdict::Forward(p) => match out.tx.get_mut(usize::from(p)) {
                     Some(Some(txb)) => txb.push(m, out.counters),
                     _ => {
-                        let at = || super::drop_site::no_tx_queue(port, p);
-                        let r = DropReason::NoRoute;
-                        drop_one(&mut dropped, m, out.counters, &self.capture, p, r, at)
+                        let at = super::drop_site::no_tx_queue(port, p);
+                        drop_one(&mut dropped, m, out.counters, &self.capture, p, at)
                     }
                 },
                 Verdict::Punt(reason) => {
                     match self.may_punt(budgets, reason, port, &m, &metas[i]) {
                         Err(r) => {
-                            let at = || super::drop_site::over_budget(r, reason, port, &metas[i]);
-                            drop_one(&mut dropped, m, out.counters, &self.capture, port, r, at)
+                            let at = super::drop_site::over_budget(r, reason, port, &metas[i]);
+                            drop_one(&mut dropped, m, out.counters, &self.capture, port, at)
                         }
                         Ok(()) => {
                             let mut m = m;
@@ -531,10 +530,9 @@ impl Pipeline {
                         }
                     }
                 }
-                Verdict::Drop(r) | Verdict::HookDrop(_, _, r) => {
-                    let v = verdicts[i];
-                    let at = || super::drop_site::of_verdict(v, port, &metas[i], hooks);
-                    drop_one(&mut dropped, m, out.counters, &self.capture, port, r, at)
+                Verdict::Drop(_) | Verdict::HookDrop(..) => {
+                    let at = super::drop_site::of_verdict(verdicts[i], port, &metas[i], hooks);
+                    drop_one(&mut dropped, m, out.counters, &self.capture, port, at)
                 }
                 Verdict::Stolen(point, entry) => {
                     let chain_port = match point {
@@ -551,9 +549,8 @@ impl Pipeline {
                     hook_points::hand_over(hooks, cx, self.ns_per_tick, entry, m, metas[i]);
                 }
                 Verdict::Ipv4 | Verdict::Neigh(_) => {
-                    let r = DropReason::NoRoute;
-                    let at = || DropSite::new(r, crate::capture::Stage::Ip, port);
-                    drop_one(&mut dropped, m, out.counters, &self.capture, port, r, at)
+                    let at = DropSite::new(DropReason::NoRoute, crate::capture::Stage::Ip, port);
+                    drop_one(&mut dropped, m, out.counters, &self.capture, port, at)
                 }
             }
         }
@@ -824,23 +821,19 @@ fn l2_verdict(meta: &PacketMeta) -> Verdict {
     }
 }
 
-/// Count `m` as dropped for `reason` (attributed to `port`), hand a copy
-/// to a running drop capture with where it was dropped (`at`, made only
-/// then), and free it with the burst's other drops.
+/// Count `m` as dropped at `at` (attributed to `port`), hand a copy to a
+/// running drop capture, and free it with the burst's other drops.
 #[cold]
-fn drop_one<'h>(
+fn drop_one(
     dropped: &mut MbufBurst,
     m: Mbuf,
     counters: &LcoreCounters,
     tap: &Tap,
     port: u16,
-    reason: DropReason,
-    at: impl FnOnce() -> DropSite<'h>,
+    at: DropSite<'_>,
 ) {
-    counters.dropped(port, reason, 1);
-    if tap.on() {
-        tap.capture(m.data(), at());
-    }
+    counters.dropped(port, at.reason, 1);
+    tap.capture(m.data(), at);
     if let Err(m) = dropped.push(m) {
         drop(m);
     }

@@ -12,8 +12,9 @@
 //!   did not fit are reported as capture_lost.
 
 mod common;
-use common::frames::{eth, ipv4, tcp, udp, HOST_A_MAC as HOST_A, PCAP0_MAC as MAC0};
+use common::frames::{from_host_a, tcp, udp, HOST_A_MAC as HOST_A, PCAP0_MAC as MAC0};
 use common::*;
+use hooks::testkit::{self, ethernet};
 use hooks::wire::checksum;
 use std::path::Path;
 use std::process::Command;
@@ -73,13 +74,15 @@ fn malformed() -> Vec<(Vec<u8>, &'static str)> {
     other_host[..6].copy_from_slice(&[0x02, 0xcc, 0, 0, 0, 1]);
     let mut bcast = good.clone();
     bcast[..6].fill(0xff);
-    let mut llc = eth(MAC0, HOST_A, 0x0026);
-    llc.extend_from_slice(&[0x42, 0x42, 0x03]);
+    let mut llc = ethernet(MAC0, HOST_A, 0x0026, &[0x42, 0x42, 0x03]);
     llc.resize(60, 0);
-    let mut tagged = eth(MAC0, HOST_A, 0x8100);
-    tagged.extend_from_slice(&[0x00, 0x05, 0x08, 0x00]);
-    tagged.extend_from_slice(&good[14..]);
-    let mut ipv6 = eth(MAC0, HOST_A, 0x86dd);
+    let tagged = ethernet(
+        MAC0,
+        HOST_A,
+        0x8100,
+        &[&[0x00, 0x05, 0x08, 0x00], &good[14..]].concat(),
+    );
+    let mut ipv6 = ethernet(MAC0, HOST_A, 0x86dd, &[]);
     ipv6.resize(80, 0x60);
     let mut bad_ihl = good.clone();
     bad_ihl[14] = 0x44;
@@ -91,8 +94,8 @@ fn malformed() -> Vec<(Vec<u8>, &'static str)> {
     let mut from_loopback = good.clone();
     from_loopback[26..30].copy_from_slice(&[127, 0, 0, 1]);
     refill_checksum(&mut from_loopback);
-    let mut tcp_to_us = eth(MAC0, HOST_A, 0x0800);
-    tcp_to_us.extend(ipv4([10, 0, 1, 2], [10, 0, 1, 1], 64, 6, &[0; 20]));
+    let mut tcp_to_us =
+        from_host_a(testkit::ipv4([10, 0, 1, 2], [10, 0, 1, 1], 6, &[0; 20])).build();
     tcp_to_us.resize(60, 0);
     vec![
         (runt, "reason=runt stage=l2 in=0 out=- lcore=1"),

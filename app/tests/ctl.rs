@@ -3,10 +3,11 @@
 //! `show routes` and `show neighbours`); no running instance is said as
 //! such; `reload` and SIGHUP apply a changed config file's routes and static
 //! neighbours as a difference, keep a route `ctl` added, and a file that
-//! does not load changes nothing.
+//! does not load changes nothing; `capture start` and `stop` capture what
+//! drops meanwhile, one capture at a time.
 
 mod common;
-use common::ctl::{ctl, ctl_ok, gateways, prefix, routes};
+use common::ctl::{ctl, ctl_in, ctl_ok, gateways, prefix, routes};
 use common::watch::Watched;
 use common::*;
 use std::time::Duration;
@@ -36,16 +37,18 @@ struct Router {
 
 impl Router {
     fn start(test: &str, routes: &str) -> Router {
+        Router::start_on(test, routes, &["net_null0,no-rx=1", "net_null1,no-rx=1"])
+    }
+
+    fn start_on(test: &str, routes: &str, vdevs: &[&str]) -> Router {
         let dir = tempfile::tempdir().unwrap();
         let cfg = dir.path().join("router.toml");
         std::fs::write(&cfg, format!("{PORTS}{routes}")).unwrap();
+        let vdevs: Vec<String> = vdevs.iter().map(|v| v.to_string()).collect();
         let mut cmd = fastpath();
-        cmd.args(eal_args(
-            test,
-            &["net_null0,no-rx=1".into(), "net_null1,no-rx=1".into()],
-        ))
-        .args(["--", "--config"])
-        .arg(&cfg);
+        cmd.args(eal_args(test, &vdevs))
+            .args(["--", "--config"])
+            .arg(&cfg);
         let mut child = Watched::spawn(cmd);
         child.wait_stderr("fastpath: control socket", LIMIT);
         Router {
@@ -282,5 +285,69 @@ mac = "02:bb:00:00:00:25"
         .unwrap_or_else(|| panic!("no 10.0.2.5 in {n}"));
     assert_eq!(five["static"], true, "{five}");
     assert_eq!(five["mac"], "02:bb:00:00:00:25", "{five}");
+    r.stop();
+}
+
+/// The comment of every packet of the pcapng `file`, by `tshark`.
+fn tshark_comments(file: &std::path::Path) -> Vec<String> {
+    let out = std::process::Command::new("tshark")
+        .arg("-r")
+        .arg(file)
+        .args(["-T", "fields", "-e", "frame.comment"])
+        .output()
+        .expect("tshark runs (apt-get install -y --no-install-recommends tshark)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn capture_starts_and_stops_while_packets_drop() {
+    // net_null0 receives a stream of frames for no one's MAC: every one a
+    // drop at l2.
+    let r = Router::start_on("ctl_capture", "", &["net_null0", "net_null1,no-rx=1"]);
+    let (p, dir) = (r.prefix.clone(), r.dir.path().to_path_buf());
+    let s = ctl(&p, &["capture", "stop"]);
+    assert_eq!(s.code, 1, "{s:?}");
+    assert!(s.stderr.contains("no drop capture is running"), "{s:?}");
+
+    // A relative path is the caller's, not the router's.
+    let s = ctl_in(&dir, &p, &["--json", "capture", "start", "drops.pcapng"]);
+    assert_eq!(s.code, 0, "{s:?}");
+    let file = dir.join("drops.pcapng");
+    let v: serde_json::Value = serde_json::from_str(&s.stdout).unwrap();
+    assert_eq!(v["data"]["file"], file.to_str().unwrap(), "{v}");
+    let s = ctl_in(&dir, &p, &["capture", "start", "second.pcapng"]);
+    assert_eq!(s.code, 1, "one capture at a time: {s:?}");
+    assert!(!dir.join("second.pcapng").exists());
+
+    // Wait for the writer to have written packets, not for a guessed time.
+    let deadline = std::time::Instant::now() + LIMIT;
+    while std::fs::metadata(&file).map_or(0, |m| m.len()) < 64 * 1024 {
+        assert!(std::time::Instant::now() < deadline, "nothing captured");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let s = ctl_ok(&p, &["--json", "capture", "stop"]);
+    let v: serde_json::Value = serde_json::from_str(&s.stdout).unwrap();
+    let written = v["data"]["written"].as_u64().unwrap();
+    assert!(written > 0, "{v}");
+    let comments = tshark_comments(&file);
+    assert_eq!(comments.len() as u64, written, "{v}");
+    assert!(
+        comments
+            .iter()
+            .all(|c| c.starts_with("reason=") && c.contains(" stage=l2 ")),
+        "{:?}",
+        &comments[..comments.len().min(5)]
+    );
+    let s = ctl(&p, &["capture", "stop"]);
+    assert_eq!(s.code, 1, "stopped already: {s:?}");
     r.stop();
 }

@@ -118,6 +118,19 @@ pub fn parse_command(words: &[String]) -> Result<Request, String> {
             };
             Ok(Request::Show { what })
         }
+        ["capture", "start", file] => {
+            let file = std::path::Path::new(file);
+            let file = match std::env::current_dir() {
+                Ok(cwd) => cwd.join(file),
+                Err(_) if file.is_absolute() => file.to_path_buf(),
+                Err(e) => return Err(format!("capture start: cannot resolve {file:?}: {e}")),
+            };
+            Ok(Request::CaptureStart { file })
+        }
+        ["capture", "stop"] => Ok(Request::CaptureStop),
+        ["capture", ..] => {
+            Err("capture: expected `capture start FILE` (pcapng) or `capture stop`".into())
+        }
         [] => Err("no command given".into()),
         _ => Err(format!("unknown command `{}`", w.join(" "))),
     }

@@ -45,6 +45,11 @@ pub enum Request {
     Reload,
     /// `show routes|neighbours|hooks|stats`.
     Show { what: Show },
+    /// `capture start FILE`: dropped packets to a pcapng file (an absolute
+    /// path: the client resolves a relative one against its own folder).
+    CaptureStart { file: PathBuf },
+    /// `capture stop`: end the running drop capture.
+    CaptureStop,
 }
 
 /// What `show` lists.

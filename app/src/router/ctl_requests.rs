@@ -33,6 +33,8 @@ pub(super) struct CtlRequests<'a> {
     pub last: RouterConfig,
     /// Every lcore's counters (workers and the main lcore), for `show stats`.
     pub counters: Vec<Arc<LcoreCounters>>,
+    /// Drop capture, for `capture start` / `stop`.
+    pub capture: crate::capture::Control,
 }
 
 /// Whether two `[[route]]`s route the same way (lines aside).
@@ -65,6 +67,8 @@ impl CtlRequests<'_> {
             } => control.show_neighbours(),
             Request::Show { what: Show::Hooks } => self.show_hooks(),
             Request::Show { what: Show::Stats } => self.show_stats(),
+            Request::CaptureStart { file } => self.capture_start(&file),
+            Request::CaptureStop => self.capture_stop(),
         }
     }
 
@@ -161,6 +165,26 @@ impl CtlRequests<'_> {
     }
 
     /// `show hooks`: each hook and its counters.
+    fn capture_start(&self, file: &std::path::Path) -> Reply {
+        match self.capture.start(file) {
+            Ok(()) => Reply::done(
+                format!("capturing dropped packets to {}", file.display()),
+                json!({ "file": file }),
+            ),
+            Err(e) => Reply::refused(e),
+        }
+    }
+
+    fn capture_stop(&self) -> Reply {
+        match self.capture.stop() {
+            Ok(summary) => Reply::done(
+                summary.to_line(),
+                serde_json::to_value(&summary).unwrap_or_default(),
+            ),
+            Err(e) => Reply::refused(e),
+        }
+    }
+
     fn show_hooks(&self) -> Reply {
         let hooks = HookReport::of(&self.publisher.current());
         let mut text = String::new();

@@ -523,6 +523,7 @@ fn route(
             publisher: &publisher,
             last: cfg.clone(),
             counters: counters.iter().chain([&main]).cloned().collect(),
+            capture: capture.clone(),
         };
         let mut ctl = start_ctl(eal);
         // The control plane is not a poll-mode core: it naps while idle.

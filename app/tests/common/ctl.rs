@@ -23,7 +23,13 @@ pub struct Said {
 
 /// Run `fastpath ctl --file-prefix PREFIX ARGS...`.
 pub fn ctl(prefix: &str, args: &[&str]) -> Said {
+    ctl_in(Path::new("."), prefix, args)
+}
+
+/// `ctl` run in the folder `dir` (what relative paths are relative to).
+pub fn ctl_in(dir: &Path, prefix: &str, args: &[&str]) -> Said {
     let out: Output = super::fastpath()
+        .current_dir(dir)
         .args(["ctl", "--file-prefix", prefix])
         .args(args)
         .output()

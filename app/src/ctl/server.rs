@@ -1,6 +1,7 @@
 //! The control socket's server: a thread that accepts connections, reads one
 //! request per line and hands it to the main lcore's control loop through a
 //! channel, then writes the answer back (or says that none came in time).
+//!
 //! It never touches worker state, and workers never see it. Spawned from the
 //! main lcore's thread, it inherits that thread's CPU affinity (EAL pins it
 //! to the main lcore's core), so it never runs on a worker's core.

@@ -1,7 +1,8 @@
 //! The forwarding table: `rte_lpm` maps a destination to a next-hop id; the
 //! id indexes a fixed-capacity array of next hops (what to do, which port,
-//! which neighbour), or of ECMP groups whose members are next hops. Built by
-//! the control plane at start and changed by it at run time
+//! which neighbour), or of ECMP groups whose members are next hops.
+//!
+//! Built by the control plane at start and changed by it at run time
 //! ([`FibWriter`]) while workers look up: see `writer` for how a change
 //! reaches them whole.
 

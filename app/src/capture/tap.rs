@@ -6,7 +6,7 @@
 //! Capture off: a drop site pays one relaxed load of a flag that is written
 //! only when a capture starts or stops (out of line, on the drop path, never
 //! on a forwarded packet's). Capture on: a per-lcore rate check (GCRA: one
-//! compare on the TSC), a copy of at most [`SNAP_LEN`] bytes into a record,
+//! compare on the TSC), a copy of at most [`SNAP_LEN`](super::SNAP_LEN) bytes into a record,
 //! and one push that never waits: a full queue counts the packet as lost.
 
 use super::record::{DropRecord, DropSite};

@@ -17,27 +17,6 @@ use common::*;
 use hooks::testkit::{self, ethernet};
 use hooks::wire::checksum;
 use std::path::Path;
-use std::process::Command;
-
-/// The comment of every packet in `file`, by `tshark`, in file order.
-fn tshark_comments(file: &Path) -> Vec<String> {
-    let out = Command::new("tshark")
-        .arg("-r")
-        .arg(file)
-        .args(["-T", "fields", "-e", "frame.comment"])
-        .output()
-        .expect("tshark runs (apt-get install -y --no-install-recommends tshark)");
-    assert!(
-        out.status.success(),
-        "tshark failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
 
 /// Every packet of the pcapng `file`: (bytes, original length).
 fn packets(file: &Path) -> Vec<(Vec<u8>, u32)> {

@@ -288,26 +288,6 @@ mac = "02:bb:00:00:00:25"
     r.stop();
 }
 
-/// The comment of every packet of the pcapng `file`, by `tshark`.
-fn tshark_comments(file: &std::path::Path) -> Vec<String> {
-    let out = std::process::Command::new("tshark")
-        .arg("-r")
-        .arg(file)
-        .args(["-T", "fields", "-e", "frame.comment"])
-        .output()
-        .expect("tshark runs (apt-get install -y --no-install-recommends tshark)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
 #[test]
 fn capture_starts_and_stops_while_packets_drop() {
     // net_null0 receives a stream of frames for no one's MAC: every one a

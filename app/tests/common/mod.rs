@@ -130,6 +130,27 @@ pub fn assert_success(r: &Run) {
         r.stderr
     );
 }
+
+/// The comment of every packet in `file`, by `tshark`, in file order.
+pub fn tshark_comments(file: &Path) -> Vec<String> {
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(file)
+        .args(["-T", "fields", "-e", "frame.comment"])
+        .output()
+        .expect("tshark runs (apt-get install -y --no-install-recommends tshark)");
+    assert!(
+        out.status.success(),
+        "tshark failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
 pub mod ctl;
 pub mod frames;
 pub mod watch;

@@ -26,3 +26,4 @@ pub mod report;
 pub mod router;
 pub mod runtime;
 pub mod stage;
+mod sync;

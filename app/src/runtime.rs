@@ -416,7 +416,7 @@ fn configure_and_forward(
     // Every worker has stopped: drain what devices still hold for us, at most
     // as many packets per queue as mbufs are out (more cannot be ours).
     let main = Arc::new(LcoreCounters::new(lcore::main_lcore(), max_port));
-    let mut queues = std::mem::take(&mut *handback.lock().unwrap_or_else(|p| p.into_inner()));
+    let mut queues = std::mem::take(&mut *crate::sync::lock(&handback));
     let drained = forward::drain(&mut queues, pool.in_use() as u64, &main);
     drop(queues);
     if drained > 0 {

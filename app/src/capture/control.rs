@@ -108,7 +108,7 @@ impl Control {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.state)
     }
 
     /// Start capturing dropped packets into `path` (created, or truncated).

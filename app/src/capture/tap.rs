@@ -52,16 +52,13 @@ impl Hub {
             lost: AtomicU64::new(0),
             over_rate: AtomicU64::new(0),
         });
-        self.taps
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(tap.clone());
+        crate::sync::lock(&self.taps).push(tap.clone());
         tap
     }
 
     /// Packets lost so far over every tap: (queue full, over the rate).
     pub(super) fn losses(&self) -> (u64, u64) {
-        let taps = self.taps.lock().unwrap_or_else(|p| p.into_inner());
+        let taps = crate::sync::lock(&self.taps);
         taps.iter().fold((0, 0), |(l, r), t| {
             (l + t.lost.load(Relaxed), r + t.over_rate.load(Relaxed))
         })

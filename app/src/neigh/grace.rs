@@ -16,6 +16,7 @@
 //! stored epoch reached it. A reader that is dropped (its worker stopped)
 //! goes offline and never holds a grace period up.
 
+use crate::sync::lock;
 use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
 
@@ -62,10 +63,6 @@ impl Grace {
             .iter()
             .all(|s| s.0.load(Acquire) >= ticket)
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A worker's side. Not `Clone`: one per worker.

@@ -66,12 +66,12 @@ impl Ops {
 
     /// The latest control view (empty until the main lcore publishes one).
     pub fn view(&self) -> Arc<ControlView> {
-        self.view.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        crate::sync::lock(&self.view).clone()
     }
 
     /// Replace the control view (main lcore); its `seq` is set here.
     pub fn publish(&self, mut view: ControlView) {
-        let mut slot = self.view.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = crate::sync::lock(&self.view);
         view.seq = slot.seq + 1;
         *slot = Arc::new(view);
     }

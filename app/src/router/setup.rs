@@ -475,9 +475,7 @@ fn route(
         }
     }
     // RX queues no worker polls are drained at shutdown.
-    handback
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+    crate::sync::lock(&handback)
         .rx
         .extend(std::mem::take(&mut rx_tokens).into_values());
 
@@ -572,7 +570,7 @@ fn route(
     let neighbours = control.describe_neighbours();
     let events: BTreeMap<&'static str, u64> = control.stats().fields().into_iter().collect();
     drop(control);
-    let mut hb = std::mem::take(&mut *handback.lock().unwrap_or_else(|p| p.into_inner()));
+    let mut hb = std::mem::take(&mut *crate::sync::lock(&handback));
     let mut injected = 0;
     for mut ring in hb.inject.drain(..) {
         let mut burst = crate::dpdk::MbufBurst::new();

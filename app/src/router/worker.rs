@@ -105,7 +105,7 @@ impl RouterWorker {
         for txb in self.tx.iter_mut().flatten() {
             txb.flush(&counters);
         }
-        let mut hb = handback.lock().unwrap_or_else(|p| p.into_inner());
+        let mut hb = crate::sync::lock(&handback);
         hb.rx.append(&mut self.rx);
         hb.inject.push(self.inject);
         0

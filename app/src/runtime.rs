@@ -337,6 +337,8 @@ fn configure_and_forward(
             rx_desc: args.rx_desc,
             tx_desc: args.tx_desc,
             promiscuous: !args.no_promiscuous,
+            // Forwarding keeps no per-flow state: the driver's own key will do.
+            symmetric_rss: false,
         };
         let (rx, tx) = port.configure(&cfg, pool)?;
         port.start()?;
@@ -466,13 +468,7 @@ pub(crate) fn log_port_up(port: &Port, cfg: &PortConfig) {
         if link.up { "up" } else { "down" },
         link.speed_mbps,
         cfg.rx_queues,
-        if port.rss() {
-            " (RSS)"
-        } else if cfg.rx_queues > 1 {
-            " (no RSS on this device)"
-        } else {
-            ""
-        },
+        port.rx_spread().describe(),
         cfg.tx_queues,
         if port.fast_free() { " (fast free)" } else { "" },
     );

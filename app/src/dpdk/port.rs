@@ -17,6 +17,59 @@ pub struct PortConfig {
     pub tx_desc: u16,
     /// Receive every frame, not only those to our MAC.
     pub promiscuous: bool,
+    /// Hash with the symmetric RSS key ([`SYMMETRIC_RSS_KEY`]) instead of the
+    /// driver's default, so both directions of a flow land on the same queue
+    /// number (and thus the same worker's connection table).
+    pub symmetric_rss: bool,
+}
+
+/// The Toeplitz key of "Scalable TCP Session Monitoring with Symmetric
+/// Receive-side Scaling" (Woo, Park, 2012): 0x6d5a repeated. With it the
+/// hash of (src, dst) equals that of (dst, src), for addresses and ports.
+/// 52 bytes, the longest any driver asks for; a device takes the first
+/// `hash_key_size` bytes (40 for most).
+pub const SYMMETRIC_RSS_KEY: [u8; 52] = {
+    let mut k = [0u8; 52];
+    let mut i = 0;
+    while i < 52 {
+        k[i] = if i % 2 == 0 { 0x6d } else { 0x5a };
+        i += 1;
+    }
+    k
+};
+
+/// How a port's RX queues share the incoming flows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RxSpread {
+    /// One RX queue: nothing to spread.
+    Single,
+    /// The device hashes flows to queues (RSS), with the symmetric key or
+    /// the driver's default.
+    Rss { symmetric: bool },
+    /// net_af_packet: one socket per queue in a PACKET_FANOUT_HASH group;
+    /// the kernel picks the socket by its symmetric flow hash (and rolls a
+    /// packet over to another socket when the chosen one is full).
+    KernelFanout,
+    /// net_tap: the kernel's tun driver picks the queue (the one the flow
+    /// was last sent on, else a symmetric flow hash); no key of ours applies.
+    KernelTun,
+    /// Several queues but no hashing by the device: whoever feeds it (a
+    /// memif peer, a ring's producer) decides which queue gets what.
+    None,
+}
+
+impl RxSpread {
+    /// How the port's start line says it (empty for one queue).
+    pub fn describe(self) -> &'static str {
+        match self {
+            RxSpread::Single => "",
+            RxSpread::Rss { symmetric: true } => " (RSS, symmetric key)",
+            RxSpread::Rss { symmetric: false } => " (RSS)",
+            RxSpread::KernelFanout => " (spread by the kernel's PACKET_FANOUT hash, symmetric)",
+            RxSpread::KernelTun => " (spread by the kernel's tun queue selection)",
+            RxSpread::None => " (no RSS on this device)",
+        }
+    }
 }
 
 impl Default for PortConfig {
@@ -27,6 +80,7 @@ impl Default for PortConfig {
             rx_desc: 1024,
             tx_desc: 1024,
             promiscuous: true,
+            symmetric_rss: false,
         }
     }
 }
@@ -83,7 +137,10 @@ pub struct Port {
     id: u16,
     name: String,
     state: State,
-    rss: bool,
+    spread: RxSpread,
+    /// The RSS key handed to the driver; drivers read it again at start, so
+    /// it lives as long as the port.
+    rss_key: Option<Box<[u8]>>,
     fast_free: bool,
 }
 
@@ -131,7 +188,8 @@ impl Port {
             id,
             name: port_name(id),
             state: State::Idle,
-            rss: false,
+            spread: RxSpread::Single,
+            rss_key: None,
             fast_free: false,
         })
     }
@@ -192,7 +250,12 @@ impl Port {
 
     /// True when RX is spread over queues by RSS.
     pub fn rss(&self) -> bool {
-        self.rss
+        matches!(self.spread, RxSpread::Rss { .. })
+    }
+
+    /// How the RX queues share the flows (known after `configure`).
+    pub fn rx_spread(&self) -> RxSpread {
+        self.spread
     }
 
     /// True when TX uses MBUF_FAST_FREE (single pool, refcount 1).
@@ -203,16 +266,8 @@ impl Port {
     /// Device capabilities and current queue counts.
     pub fn info(&self) -> Result<PortInfo, DpdkError> {
         let info = self.raw_info()?;
-        let driver = if info.driver_name.is_null() {
-            String::from("?")
-        } else {
-            // SAFETY: driver_name is a static NUL-terminated string of the driver.
-            unsafe { CStr::from_ptr(info.driver_name) }
-                .to_string_lossy()
-                .into_owned()
-        };
         Ok(PortInfo {
-            driver,
+            driver: driver_name(&info).unwrap_or_else(|| "?".into()),
             max_rx_queues: info.max_rx_queues,
             max_tx_queues: info.max_tx_queues,
             configured_rx_queues: info.nb_rx_queues,
@@ -308,19 +363,27 @@ impl Port {
     }
 
     /// The device configuration: RSS over IP, TCP and UDP when there is more
-    /// than one RX queue and the device hashes any of them, and fast mbuf
-    /// free where the device has it.
+    /// than one RX queue and the device hashes any of them (with the
+    /// symmetric key when asked), and fast mbuf free where the device has it.
     fn eth_conf(&mut self, cfg: &PortConfig, info: &sys::rte_eth_dev_info) -> sys::rte_eth_conf {
         let mut conf = sys::rte_eth_conf::default();
         let rss_hf = (sys::RTE_ETH_RSS_IP as u64
             | sys::RTE_ETH_RSS_TCP as u64
             | sys::RTE_ETH_RSS_UDP as u64)
             & info.flow_type_rss_offloads;
-        self.rss = cfg.rx_queues > 1 && rss_hf != 0;
-        if self.rss {
+        let driver = driver_name(info).unwrap_or_default();
+        self.spread = spread_of(&driver, cfg.rx_queues, rss_hf != 0, cfg.symmetric_rss);
+        self.rss_key = None;
+        if let RxSpread::Rss { symmetric } = self.spread {
             conf.rxmode.mq_mode = sys::RTE_ETH_MQ_RX_RSS;
             conf.rx_adv_conf.rss_conf.rss_hf = rss_hf;
             conf.rx_adv_conf.rss_conf.rss_key = std::ptr::null_mut();
+            if symmetric {
+                let len = symmetric_key_len(info.hash_key_size);
+                let key = self.rss_key.insert(SYMMETRIC_RSS_KEY[..len].into());
+                conf.rx_adv_conf.rss_conf.rss_key = key.as_mut_ptr();
+                conf.rx_adv_conf.rss_conf.rss_key_len = len as u8;
+            }
         }
         let fast_free = sys::RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE as u64;
         self.fast_free = info.tx_offload_capa & fast_free != 0;
@@ -590,6 +653,42 @@ impl TxQueue {
     }
 }
 
+/// The driver's name from its info (`None` when it gives none).
+fn driver_name(info: &sys::rte_eth_dev_info) -> Option<String> {
+    if info.driver_name.is_null() {
+        return None;
+    }
+    // SAFETY: driver_name is a static NUL-terminated string of the driver.
+    let name = unsafe { CStr::from_ptr(info.driver_name) };
+    Some(name.to_string_lossy().into_owned())
+}
+
+/// How `rx_queues` queues of a device of `driver` share the flows, given
+/// whether it hashes IP/TCP/UDP (`hashes`) and whether the symmetric key is
+/// wanted. The kernel-backed devices spread by themselves, whatever they report.
+fn spread_of(driver: &str, rx_queues: u16, hashes: bool, symmetric: bool) -> RxSpread {
+    if rx_queues <= 1 {
+        RxSpread::Single
+    } else if driver.starts_with("net_af_packet") {
+        RxSpread::KernelFanout
+    } else if driver.starts_with("net_tap") {
+        RxSpread::KernelTun
+    } else if hashes {
+        RxSpread::Rss { symmetric }
+    } else {
+        RxSpread::None
+    }
+}
+
+/// The length of the symmetric key for a device whose key is `hash_key_size`
+/// bytes (0: it does not say; 40, the Toeplitz default).
+fn symmetric_key_len(hash_key_size: u8) -> usize {
+    match usize::from(hash_key_size) {
+        0 => 40,
+        n => n.min(SYMMETRIC_RSS_KEY.len()),
+    }
+}
+
 fn port_name(id: u16) -> String {
     let mut buf = [0 as std::os::raw::c_char; sys::RTE_ETH_NAME_MAX_LEN as usize];
     // SAFETY: buf has room for RTE_ETH_NAME_MAX_LEN bytes as DPDK requires.
@@ -616,4 +715,100 @@ pub fn describe_ports() -> String {
         if n == 1 { "" } else { "s" },
         list.join(", ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Toeplitz hash as RSS computes it (the spec's reference form).
+    fn toeplitz(key: &[u8], input: &[u8]) -> u32 {
+        let window = |bit: usize| -> u32 {
+            let b = bit / 8;
+            let word = u64::from_be_bytes([
+                key[b],
+                key[b + 1],
+                key[b + 2],
+                key[b + 3],
+                key[b + 4],
+                0,
+                0,
+                0,
+            ]);
+            (word >> (64 - 32 - (bit % 8))) as u32
+        };
+        let mut hash = 0;
+        for (i, byte) in input.iter().enumerate() {
+            for b in 0..8 {
+                if byte & (0x80 >> b) != 0 {
+                    hash ^= window(i * 8 + b);
+                }
+            }
+        }
+        hash
+    }
+
+    /// (src, dst, sport, dport) as RSS hashes IPv4 TCP/UDP.
+    fn tuple(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16) -> Vec<u8> {
+        [&src[..], &dst, &sport.to_be_bytes(), &dport.to_be_bytes()].concat()
+    }
+
+    #[test]
+    fn symmetric_key_hashes_both_directions_alike() {
+        let key = &SYMMETRIC_RSS_KEY[..40];
+        let mut rng = fastrand::Rng::with_seed(7);
+        let mut distinct = std::collections::BTreeSet::new();
+        for _ in 0..1000 {
+            let (a, b) = (rng.u32(..).to_be_bytes(), rng.u32(..).to_be_bytes());
+            let (pa, pb) = (rng.u16(..), rng.u16(..));
+            let there = toeplitz(key, &tuple(a, b, pa, pb));
+            assert_eq!(there, toeplitz(key, &tuple(b, a, pb, pa)));
+            distinct.insert(there);
+        }
+        // Still a hash: different flows mostly differ.
+        assert!(distinct.len() > 990, "{}", distinct.len());
+    }
+
+    #[test]
+    fn a_common_default_key_is_not_symmetric() {
+        // The Microsoft reference key many drivers default to.
+        let ms: [u8; 40] = [
+            0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
+            0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
+            0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+        ];
+        // The spec's own example: 66.9.149.187:2794 -> 161.142.100.80:1766.
+        let t = tuple([66, 9, 149, 187], [161, 142, 100, 80], 2794, 1766);
+        assert_eq!(toeplitz(&ms, &t), 0x51cc_c178);
+        let back = tuple([161, 142, 100, 80], [66, 9, 149, 187], 1766, 2794);
+        assert_ne!(toeplitz(&ms, &t), toeplitz(&ms, &back));
+    }
+
+    #[test]
+    fn key_length_follows_the_device() {
+        assert_eq!(symmetric_key_len(0), 40);
+        assert_eq!(symmetric_key_len(40), 40);
+        assert_eq!(symmetric_key_len(52), 52);
+        assert_eq!(symmetric_key_len(64), 52);
+        assert!(SYMMETRIC_RSS_KEY.chunks(2).all(|c| c == [0x6d, 0x5a]));
+    }
+
+    #[test]
+    fn spread_names_who_distributes() {
+        assert_eq!(spread_of("net_ixgbe", 1, true, true), RxSpread::Single);
+        assert_eq!(
+            spread_of("net_ixgbe", 4, true, true),
+            RxSpread::Rss { symmetric: true }
+        );
+        assert_eq!(
+            spread_of("net_i40e", 4, true, false),
+            RxSpread::Rss { symmetric: false }
+        );
+        assert_eq!(
+            spread_of("net_af_packet", 2, false, true),
+            RxSpread::KernelFanout
+        );
+        assert_eq!(spread_of("net_tap", 2, true, true), RxSpread::KernelTun);
+        assert_eq!(spread_of("net_memif", 2, false, true), RxSpread::None);
+    }
 }

@@ -95,15 +95,19 @@ fn resolve_ports(cfg: &RouterConfig) -> Result<Vec<u16>, RunError> {
 type Placement = Vec<(u32, Vec<(usize, u16)>)>;
 
 /// Which worker lcore polls which (config port index, queue): the config's
-/// `[[lcore]]` tables, or round-robin over the workers.
+/// `[[lcore]]` tables, or by default queue `q` of every port on worker
+/// `q mod workers`. Same queue number, same worker: with a symmetric hash a
+/// flow's two directions arrive on the same queue number of their ports,
+/// so they meet in one worker's connection table. Ports with one queue
+/// each are spread round-robin instead, so that every worker gets a port.
 fn place_queues(cfg: &RouterConfig, workers: &[u32]) -> Result<Placement, RunError> {
     if cfg.lcores.is_empty() {
         let mut plan: Placement = workers.iter().map(|w| (*w, Vec::new())).collect();
-        let mut next = 0;
+        let spread = cfg.ports.iter().any(|p| p.rx_queues > 1);
         for (i, p) in cfg.ports.iter().enumerate() {
             for q in 0..p.rx_queues {
-                plan[next % workers.len()].1.push((i, q));
-                next += 1;
+                let w = if spread { usize::from(q) } else { i };
+                plan[w % workers.len()].1.push((i, q));
             }
         }
         plan.retain(|(_, q)| !q.is_empty());
@@ -130,6 +134,14 @@ fn place_queues(cfg: &RouterConfig, workers: &[u32]) -> Result<Placement, RunErr
             Ok((l.id, l.queues.clone()))
         })
         .collect()
+}
+
+/// True when a `filter` hook tracks connections (`stateful = true`): its
+/// tables are per worker, so the ports hash with the symmetric RSS key.
+fn tracks_connections(cfg: &RouterConfig) -> bool {
+    cfg.hooks.iter().any(|h| {
+        h.kind == "filter" && h.args.params.get("stateful").and_then(|v| v.as_bool()) == Some(true)
+    })
 }
 
 /// Software devices hand frames over as the sending kernel built them, without
@@ -254,6 +266,7 @@ fn route(
             rx_desc: args.rx_desc,
             tx_desc: args.tx_desc,
             promiscuous: false,
+            symmetric_rss: tracks_connections(cfg),
         };
         let (rx, tx) = port.configure(&pcfg, pool).map_err(|e| {
             RunError::Usage(

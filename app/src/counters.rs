@@ -19,6 +19,11 @@ pub struct PortCounters {
     /// Packets the control plane created to send on this port (ARP requests,
     /// ICMP errors).
     pub originated: AtomicU64,
+    /// Packets the control plane handed this lcore to send on this port
+    /// (what it originated, and punted packets it sends on, such as those
+    /// that waited for a neighbour): a worker's own count of them, so that
+    /// per worker `rx + injected == tx + dropped + punted + stolen`.
+    pub injected: AtomicU64,
     /// Received on this port and consumed by the control plane (ARP replies
     /// and announcements it learned from).
     pub consumed: AtomicU64,
@@ -45,6 +50,7 @@ impl Default for PortCounters {
             tx: AtomicU64::new(0),
             punted: AtomicU64::new(0),
             originated: AtomicU64::new(0),
+            injected: AtomicU64::new(0),
             consumed: AtomicU64::new(0),
             stolen: AtomicU64::new(0),
             fast_lane: AtomicU64::new(0),
@@ -139,6 +145,12 @@ impl LcoreCounters {
         bump(&self.ports[port as usize].originated, n);
     }
 
+    /// Count packets the control plane handed this lcore to send on `port`.
+    #[cold]
+    pub fn injected(&self, port: u16, n: u64) {
+        bump(&self.ports[port as usize].injected, n);
+    }
+
     /// Count packets from `port` a hook stole.
     #[cold]
     pub fn stolen(&self, port: u16, n: u64) {
@@ -204,6 +216,7 @@ impl LcoreCounters {
         for (p, o) in self.ports.iter().zip(out.iter_mut()) {
             o.rx = p.rx.load(Relaxed);
             o.originated = p.originated.load(Relaxed);
+            o.injected = p.injected.load(Relaxed);
             o.punted = p.punted.load(Relaxed);
             o.fast_lane = p.fast_lane.load(Relaxed);
             o.flow_memo = p.flow_memo.load(Relaxed);
@@ -219,6 +232,7 @@ impl LcoreCounters {
                 tx: p.tx.load(Relaxed),
                 punted: p.punted.load(Relaxed),
                 originated: p.originated.load(Relaxed),
+                injected: p.injected.load(Relaxed),
                 consumed: p.consumed.load(Relaxed),
                 stolen: p.stolen.load(Relaxed),
                 fast_lane: p.fast_lane.load(Relaxed),
@@ -236,6 +250,7 @@ pub struct PortCount {
     pub tx: u64,
     pub punted: u64,
     pub originated: u64,
+    pub injected: u64,
     pub consumed: u64,
     pub stolen: u64,
     pub fast_lane: u64,
@@ -250,6 +265,7 @@ impl PortCount {
         self.tx += other.tx;
         self.punted += other.punted;
         self.originated += other.originated;
+        self.injected += other.injected;
         self.consumed += other.consumed;
         self.stolen += other.stolen;
         self.fast_lane += other.fast_lane;

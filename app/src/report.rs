@@ -38,6 +38,9 @@ pub struct LcoreReport {
     pub tx: u64,
     pub punted: u64,
     pub originated: u64,
+    /// Handed by the control plane to this worker to send; a worker
+    /// balances `rx + injected == tx + dropped + punted + stolen`.
+    pub injected: u64,
     pub consumed: u64,
     /// Taken by hooks (verdict `Stolen`).
     pub stolen: u64,
@@ -189,6 +192,7 @@ impl Report {
                     tx: sum.tx,
                     punted: sum.punted,
                     originated: sum.originated,
+                    injected: sum.injected,
                     consumed: sum.consumed,
                     stolen: sum.stolen,
                     fast_lane: sum.fast_lane,

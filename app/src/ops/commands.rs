@@ -157,6 +157,8 @@ fn lcores(_: &str) -> Tel {
                 .put_u64("tx", w.count.tx)
                 .put_u64("dropped", w.count.drops.total())
                 .put_u64("punted", w.count.punted)
+                .put_u64("injected", w.count.injected)
+                .put_u64("stolen", w.count.stolen)
                 .put_u64("busy_cycles", w.busy_cycles)
                 .put_u64("idle_cycles", w.idle_cycles)
                 .put_u64("busy_percent", w.busy_percent_since(None).round() as u64);

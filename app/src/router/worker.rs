@@ -138,6 +138,7 @@ fn send_injected(
 ) {
     for m in injected.drain() {
         let port = m.meta().out_port;
+        counters.injected(port, 1);
         match tx.get_mut(usize::from(port)) {
             Some(Some(txb)) => txb.push(m, counters),
             _ => {

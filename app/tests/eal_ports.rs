@@ -1,10 +1,13 @@
 //! EAL in this test process (one EAL per process: this file holds one test):
 //! net_ring and net_null ports come up with the queue counts asked for, a
-//! device that cannot have that many queues is refused with a clear error, and
-//! mbufs allocated, bursted and freed all return to the pool.
+//! device that cannot have that many queues is refused with a clear error,
+//! mbufs allocated, bursted and freed all return to the pool, and a hashing
+//! port takes the symmetric RSS key when asked.
 
 mod common;
-use fastpath::dpdk::{lcore, Eal, Mbuf, MbufBurst, Mempool, Port, PortConfig, BURST_SIZE};
+use fastpath::dpdk::{
+    lcore, Eal, Mbuf, MbufBurst, Mempool, Port, PortConfig, RssKey, RxSpread, BURST_SIZE,
+};
 
 #[test]
 fn ring_and_null_ports_come_up_with_expected_queues() {
@@ -121,6 +124,22 @@ fn ring_and_null_ports_come_up_with_expected_queues() {
     drop(burst);
 
     drop(ntx);
+
+    // net_null hashes (RSS): the driver's key unless the symmetric one is
+    // asked for, which the port reads back after start (net_null takes it
+    // only through an update, which the port then makes).
+    assert_eq!(ring.rx_spread(), RxSpread::Single);
+    let rss = |key| RxSpread::Rss { key };
+    assert_eq!(null.rx_spread(), rss(RssKey::Driver));
+    null.stop().unwrap();
+    let symmetric = PortConfig {
+        symmetric_rss: true,
+        ..null_cfg
+    };
+    let (_nrx, _ntx) = null.configure(&symmetric, &pool).unwrap();
+    null.start().unwrap();
+    assert_eq!(null.rx_spread(), rss(RssKey::Symmetric));
+
     ring.close().unwrap();
     null.close().unwrap();
     assert_eq!(pool.in_use(), 0, "every mbuf back in the pool");

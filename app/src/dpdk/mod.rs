@@ -24,7 +24,7 @@ pub use error::DpdkError;
 pub use lpm::{Lpm, LpmWriter, LPM_MISS};
 pub use mbuf::Mbuf;
 pub use mempool::Mempool;
-pub use port::{Port, PortConfig, PortStats, RxQueue, TxQueue};
+pub use port::{Port, PortConfig, PortStats, RssKey, RxQueue, RxSpread, TxQueue};
 pub use rcu::{Qsbr, QsbrReader};
 pub use ring::{mbuf_ring, RingConsumer, RingProducer};
 

@@ -38,14 +38,24 @@ pub const SYMMETRIC_RSS_KEY: [u8; 52] = {
     k
 };
 
+/// The key an RSS port hashes with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RssKey {
+    /// The driver's default (not symmetric in general).
+    Driver,
+    /// [`SYMMETRIC_RSS_KEY`], read back from the device after start.
+    Symmetric,
+    /// The symmetric key was asked for, but the device reports another.
+    SymmetricRefused,
+}
+
 /// How a port's RX queues share the incoming flows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RxSpread {
     /// One RX queue: nothing to spread.
     Single,
-    /// The device hashes flows to queues (RSS), with the symmetric key or
-    /// the driver's default.
-    Rss { symmetric: bool },
+    /// The device hashes flows to queues (RSS) with this key.
+    Rss { key: RssKey },
     /// net_af_packet: one socket per queue in a PACKET_FANOUT_HASH group;
     /// the kernel picks the socket by its symmetric flow hash (and rolls a
     /// packet over to another socket when the chosen one is full).
@@ -63,8 +73,18 @@ impl RxSpread {
     pub fn describe(self) -> &'static str {
         match self {
             RxSpread::Single => "",
-            RxSpread::Rss { symmetric: true } => " (RSS, symmetric key)",
-            RxSpread::Rss { symmetric: false } => " (RSS)",
+            RxSpread::Rss {
+                key: RssKey::Symmetric,
+            } => " (RSS, symmetric key)",
+            RxSpread::Rss {
+                key: RssKey::Driver,
+            } => " (RSS)",
+            RxSpread::Rss {
+                key: RssKey::SymmetricRefused,
+            } => {
+                " (RSS, but the device kept its own key, not the symmetric one: \
+                 replies may reach another worker's connection table)"
+            }
             RxSpread::KernelFanout => " (spread by the kernel's PACKET_FANOUT hash, symmetric)",
             RxSpread::KernelTun => " (spread by the kernel's tun queue selection)",
             RxSpread::None => " (no RSS on this device)",
@@ -141,6 +161,8 @@ pub struct Port {
     /// The RSS key handed to the driver; drivers read it again at start, so
     /// it lives as long as the port.
     rss_key: Option<Box<[u8]>>,
+    /// The flow types RSS hashes (0 without RSS).
+    rss_hf: u64,
     fast_free: bool,
 }
 
@@ -190,6 +212,7 @@ impl Port {
             state: State::Idle,
             spread: RxSpread::Single,
             rss_key: None,
+            rss_hf: 0,
             fast_free: false,
         })
     }
@@ -374,11 +397,13 @@ impl Port {
         let driver = driver_name(info).unwrap_or_default();
         self.spread = spread_of(&driver, cfg.rx_queues, rss_hf != 0, cfg.symmetric_rss);
         self.rss_key = None;
-        if let RxSpread::Rss { symmetric } = self.spread {
+        self.rss_hf = 0;
+        if let RxSpread::Rss { key: wanted } = self.spread {
+            self.rss_hf = rss_hf;
             conf.rxmode.mq_mode = sys::RTE_ETH_MQ_RX_RSS;
             conf.rx_adv_conf.rss_conf.rss_hf = rss_hf;
             conf.rx_adv_conf.rss_conf.rss_key = std::ptr::null_mut();
-            if symmetric {
+            if wanted == RssKey::Symmetric {
                 let len = symmetric_key_len(info.hash_key_size);
                 let key = self.rss_key.insert(SYMMETRIC_RSS_KEY[..len].into());
                 conf.rx_adv_conf.rss_conf.rss_key = key.as_mut_ptr();
@@ -461,7 +486,56 @@ impl Port {
             ));
         }
         self.state = State::Started;
+        self.check_symmetric_key();
         Ok(())
+    }
+
+    /// After start: does the device hash with the symmetric key it was
+    /// given? Some drivers take a key only through an update after
+    /// configure (net_null), so one is tried; a device that still reports
+    /// another key is marked [`RssKey::SymmetricRefused`].
+    fn check_symmetric_key(&mut self) {
+        let Some(mut given) = self.rss_key.take() else {
+            return;
+        };
+        if self
+            .rss_key_in_use(given.len())
+            .is_some_and(|k| k != *given)
+        {
+            let mut conf = sys::rte_eth_rss_conf {
+                rss_key: given.as_mut_ptr(),
+                rss_key_len: given.len() as u8,
+                rss_hf: self.rss_hf,
+            };
+            // SAFETY: conf.rss_key points at rss_key_len readable bytes; the
+            // port id is valid. An error leaves the old key, checked below.
+            unsafe { sys::rte_eth_dev_rss_hash_update(self.id, &mut conf) };
+            if self
+                .rss_key_in_use(given.len())
+                .is_some_and(|k| k != *given)
+            {
+                self.spread = RxSpread::Rss {
+                    key: RssKey::SymmetricRefused,
+                };
+            }
+        }
+        self.rss_key = Some(given);
+    }
+
+    /// The first `len` bytes of the key the device hashes with (`None` when
+    /// it does not tell).
+    fn rss_key_in_use(&self, len: usize) -> Option<Vec<u8>> {
+        // Longer than any device's key: drivers copy their whole key.
+        let mut key = [0u8; 64];
+        let mut conf = sys::rte_eth_rss_conf {
+            rss_key: key.as_mut_ptr(),
+            rss_key_len: len as u8,
+            ..Default::default()
+        };
+        // SAFETY: conf.rss_key points at 64 writable bytes, more than any
+        // driver's key; the port id is valid.
+        let ret = unsafe { sys::rte_eth_dev_rss_hash_conf_get(self.id, &mut conf) };
+        (ret == 0).then(|| key[..len].to_vec())
     }
 
     /// Stop the port. Call only when no lcore polls its queues any more.
@@ -674,7 +748,12 @@ fn spread_of(driver: &str, rx_queues: u16, hashes: bool, symmetric: bool) -> RxS
     } else if driver.starts_with("net_tap") {
         RxSpread::KernelTun
     } else if hashes {
-        RxSpread::Rss { symmetric }
+        let key = if symmetric {
+            RssKey::Symmetric
+        } else {
+            RssKey::Driver
+        };
+        RxSpread::Rss { key }
     } else {
         RxSpread::None
     }
@@ -798,11 +877,15 @@ mod tests {
         assert_eq!(spread_of("net_ixgbe", 1, true, true), RxSpread::Single);
         assert_eq!(
             spread_of("net_ixgbe", 4, true, true),
-            RxSpread::Rss { symmetric: true }
+            RxSpread::Rss {
+                key: RssKey::Symmetric
+            }
         );
         assert_eq!(
             spread_of("net_i40e", 4, true, false),
-            RxSpread::Rss { symmetric: false }
+            RxSpread::Rss {
+                key: RssKey::Driver
+            }
         );
         assert_eq!(
             spread_of("net_af_packet", 2, false, true),

@@ -323,11 +323,16 @@ impl Report {
                 .collect();
             let _ = writeln!(
                 s,
-                "lcore {:<3} rx {:>14} tx {:>14} dropped {:>12}{}",
+                "lcore {:<3} rx {:>14} tx {:>14} dropped {:>12}{}{}",
                 l.lcore,
                 l.rx,
                 l.tx,
                 l.dropped,
+                if l.punted + l.injected == 0 {
+                    String::new()
+                } else {
+                    format!(" punted {} injected {}", l.punted, l.injected)
+                },
                 if reasons.is_empty() {
                     String::new()
                 } else {

@@ -397,6 +397,7 @@ fn two_workers_keep_flow_order_and_meet_both_directions() {
         assert_eq!(before.len(), 2, "two workers: {before:?}");
         let ports = tcp_exchanges(&topo);
         let after = lcore_rx();
+        eprintln!("rx per worker before the TCP phase {before:?}, after {after:?}");
         for (lcore, rx) in &after {
             let grew = rx - before[lcore];
             // Each connection is about 100 segments each way through the router.
@@ -432,6 +433,10 @@ fn two_workers_keep_flow_order_and_meet_both_directions() {
     for l in workers {
         let (rx, injected) = (u(&l["rx"]), u(&l["injected"]));
         let out = u(&l["tx"]) + u(&l["dropped"]) + u(&l["punted"]) + u(&l["stolen"]);
+        eprintln!(
+            "lcore {}: rx {rx} + injected {injected} = tx {} + dropped {} + punted {} + stolen {}",
+            l["lcore"], l["tx"], l["dropped"], l["punted"], l["stolen"]
+        );
         assert_eq!(rx + injected, out, "worker balance: {l}");
         assert!(
             rx > u64::from(UDP_FLOWS),

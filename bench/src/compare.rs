@@ -1,15 +1,164 @@
-//! Side by side, in one run, as a ratio: the same pcap replayed from memory
-//! (`net_pcap0,infinite_rx=1`) into a null sink (`net_null0,no-rx=1`), one
-//! forwarding lcore each, through `dpdk-testpmd --forward-mode=io` (the I/O
-//! floor) and through fastpath, alternated, medians compared.
+//! Side by side, in one run, as ratios: the same pcap replayed from memory
+//! (`net_pcap0,infinite_rx=1`) into a null sink (`net_null0,no-rx=1`)
+//! through `dpdk-testpmd --forward-mode=io` (the I/O floor) and through
+//! fastpath, alternated, medians compared; one such pair per row of the
+//! table (router mode: 64 flows, IMIX, 100,000 flows, 2 workers).
 
 use crate::frame::FlowSpec;
+use crate::pcap_cache::PcapTraffic;
+use crate::pcap_run::{self, Stop};
 use crate::rates;
-use std::fmt::Write as _;
-use std::io::Read;
+use crate::traffic::FrameSizes;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
+
+pub use crate::compare_markdown::markdown;
+
+/// Flows of the many-flows row.
+pub const MANY_FLOWS: u32 = 100_000;
+/// Frames of the pcaps with few flows; the IMIX pcap holds 1,152 (a multiple
+/// of the 12-frame pattern and of 64 flows).
+pub const FRAMES: usize = 1024;
+pub const IMIX_FRAMES: usize = 1152;
+
+/// A row of the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RowKind {
+    /// `--size` and `--flows` (64 bytes, 64 flows), one worker.
+    Base,
+    /// IMIX frames, `--flows`.
+    Imix,
+    /// [`MANY_FLOWS`] flows of `--size` frames, one frame per flow.
+    ManyFlows,
+    /// As [`RowKind::Base`] on two worker lcores, one RX queue each.
+    TwoWorkers,
+}
+
+impl RowKind {
+    /// Every row, in table order (router mode's default).
+    pub const ALL: [RowKind; 4] = [
+        RowKind::Base,
+        RowKind::Imix,
+        RowKind::ManyFlows,
+        RowKind::TwoWorkers,
+    ];
+
+    /// The name `--rows` takes.
+    pub fn id(self) -> &'static str {
+        match self {
+            RowKind::Base => "base",
+            RowKind::Imix => "imix",
+            RowKind::ManyFlows => "100k",
+            RowKind::TwoWorkers => "2workers",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<RowKind, String> {
+        RowKind::ALL
+            .into_iter()
+            .find(|r| r.id().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| format!("row '{s}': expected one of base, imix, 100k, 2workers"))
+    }
+}
+
+/// A row: its traffic and how many worker lcores forward it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Row {
+    pub kind: RowKind,
+    pub traffic: PcapTraffic,
+    pub workers: usize,
+}
+
+impl Row {
+    /// The row `kind`, its traffic derived from `base` (size, flows, MACs).
+    pub fn new(kind: RowKind, base: FlowSpec) -> Row {
+        let (traffic, workers) = match kind {
+            RowKind::Base => (PcapTraffic::fixed(base, FRAMES), 1),
+            RowKind::Imix => (
+                PcapTraffic {
+                    spec: base,
+                    sizes: FrameSizes::Imix,
+                    frames: IMIX_FRAMES,
+                },
+                1,
+            ),
+            RowKind::ManyFlows => (
+                PcapTraffic::fixed(
+                    FlowSpec {
+                        flows: MANY_FLOWS,
+                        ..base
+                    },
+                    MANY_FLOWS as usize,
+                ),
+                1,
+            ),
+            RowKind::TwoWorkers => (PcapTraffic::fixed(base, FRAMES), 2),
+        };
+        Row {
+            kind,
+            traffic,
+            workers,
+        }
+    }
+
+    /// The table's row name: `64 flows, 64-byte frames, 1 worker`.
+    pub fn label(&self) -> String {
+        format!(
+            "{} flows, {}, {} worker{}",
+            thousands(self.traffic.spec.flows),
+            self.traffic.describe_sizes(),
+            self.workers,
+            if self.workers == 1 { "" } else { "s" }
+        )
+    }
+
+    /// What the row's setup differs in.
+    pub fn note(&self) -> String {
+        let mut v = Vec::new();
+        if self.traffic.mbufs() > crate::pcap_cache::MBUFS_SMALL {
+            v.push(format!(
+                "{} frames held in mbufs: pool of {}, -m {}",
+                thousands(self.traffic.frames as u32),
+                thousands(self.traffic.mbufs()),
+                self.traffic.memory_mb()
+            ));
+        }
+        if self.workers > 1 {
+            v.push(format!(
+                "{} RX queues on net_pcap0 (one pcap each, even / odd flows), one per worker; \
+                 `--lcores {}`: the workers and the main lcore share this machine's 2 cores",
+                self.workers,
+                self.lcores()
+            ));
+        }
+        v.join("; ")
+    }
+
+    /// The lcore map: `-l 0-1` for one worker (main lcore on core 0, the
+    /// worker on core 1); for two, worker 1 on core 0 beside the main lcore
+    /// (which sleeps between its once-a-second statistics) and worker 2 on
+    /// core 1.
+    fn lcores(&self) -> &'static str {
+        if self.workers > 1 {
+            "0@0,1@0,2@1"
+        } else {
+            "0-1"
+        }
+    }
+}
+
+/// `100000` as `100,000`.
+pub fn thousands(n: u32) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
 
 /// What to compare and how long.
 #[derive(Clone, Debug)]
@@ -17,18 +166,21 @@ pub struct Options {
     pub rounds: usize,
     /// Seconds of steady state measured per run (one warm-up second is added).
     pub seconds: u32,
-    pub spec: FlowSpec,
+    pub rows: Vec<Row>,
+    /// fastpath as the IPv4 router ([`router_config`]), else plain forwarding.
+    pub router: bool,
     pub fastpath: PathBuf,
     pub testpmd: PathBuf,
+    /// Router configs of the run.
     pub workdir: PathBuf,
+    /// The pcaps, kept between runs.
+    pub cache_dir: PathBuf,
     /// Use hugepages (else `--no-huge`).
     pub hugepages: bool,
-    /// Extra app arguments for fastpath (the setup being measured).
-    pub fastpath_args: Vec<String>,
-    /// Extra fastpath runs with `--stage-cycles` after the rounds, for the
+    /// fastpath runs with `--stage-cycles` per row after the rounds, for the
     /// cycles-per-stage table (0: none).
     pub stage_runs: usize,
-    /// Other testpmd forwarding engines to measure on the same setup, for
+    /// Other testpmd forwarding engines to measure on the first row, for
     /// scale (e.g. macswap, 5tswap, csum), `stage_runs` times each.
     pub reference_modes: Vec<String>,
 }
@@ -41,55 +193,99 @@ pub const PCAP0_MAC: [u8; 6] = [0x02, 0x70, 0x63, 0x61, 0x70, 0x00];
 /// static route sends the flows' destinations out of port 1 (null) to a
 /// static neighbour, so every packet takes the full l2 -> ip -> neigh path.
 pub fn router_config(spec: &FlowSpec) -> String {
+    router_config_queues(spec, 1)
+}
+
+/// [`router_config`] with `rx_queues` on port 0 (more than one: one per
+/// worker, by fastpath's default queue placement).
+pub fn router_config_queues(spec: &FlowSpec, rx_queues: usize) -> String {
     let [a, b, _, _] = spec.dst_ip;
+    let queues = if rx_queues > 1 {
+        format!("rx_queues = {rx_queues}\n")
+    } else {
+        String::new()
+    };
     format!(
         "# fastpath-bench router setup: pcap replay -> route -> null\n\
-         [[port]]\ndevice = \"net_pcap0\"\naddress = \"10.255.0.1/24\"\n\n\
+         [[port]]\ndevice = \"net_pcap0\"\naddress = \"10.255.0.1/24\"\n{queues}\n\
          [[port]]\ndevice = \"net_null0\"\naddress = \"10.255.1.1/24\"\n\n\
          [[route]]\nprefix = \"{a}.{b}.0.0/16\"\nvia = \"10.255.1.2\"\n\n\
          [[neighbour]]\naddress = \"10.255.1.2\"\nmac = \"02:00:00:00:00:99\"\n"
     )
 }
 
-/// Median cycles per packet of each pipeline stage over the `--stage-cycles` runs.
+/// Median cycles per packet of each pipeline stage over the `--stage-cycles`
+/// runs, in fastpath's order, its names.
 pub type StageCycles = Vec<(String, f64)>;
 
-/// One round: both tools' median TX rate.
+/// One round of a row: both tools' median TX rate.
 #[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct Round {
     pub testpmd_pps: f64,
     pub fastpath_pps: f64,
 }
 
-/// The outcome, with the exact commands.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct Summary {
+/// The outcome of one row, with its exact commands.
+#[derive(Clone, Debug)]
+pub struct RowResult {
+    pub row: Row,
+    /// Rounds where both tools ran.
     pub rounds: Vec<Round>,
     pub testpmd_cmd: String,
     pub fastpath_cmd: String,
-    /// Cycles per packet per stage (router mode), with the command.
-    pub stage_cycles: Option<(StageCycles, String)>,
-    /// Median TX rate of each reference testpmd engine.
-    pub reference: Vec<(String, f64)>,
-    /// Router mode: the least share of received packets the fast lane
-    /// routed in any round.
+    /// Cycles per packet per stage (router mode, `stage_runs` > 0).
+    pub stage_cycles: Option<StageCycles>,
+    /// The least share of received packets fastpath's fast lane routed in
+    /// any round, where fastpath reports one.
     pub fast_lane: Option<f64>,
+    /// First failure; the row is not run again after it.
+    pub error: Option<String>,
 }
 
-impl Summary {
+impl RowResult {
     pub fn ratios(&self) -> Vec<f64> {
         self.rounds
             .iter()
             .map(|r| r.fastpath_pps / r.testpmd_pps)
+            .filter(|r| r.is_finite())
             .collect()
     }
-    pub fn median_ratio(&self) -> f64 {
-        rates::median(&self.ratios()).unwrap_or(0.0)
+
+    pub fn median_ratio(&self) -> Option<f64> {
+        rates::median(&self.ratios())
+    }
+}
+
+/// The outcome.
+#[derive(Clone, Debug)]
+pub struct Summary {
+    /// In the order of [`Options::rows`].
+    pub rows: Vec<RowResult>,
+    /// The `--stage-cycles` command of the first row.
+    pub stage_cmd: Option<String>,
+    /// Median TX rate of each reference testpmd engine on the first row.
+    pub reference: Vec<(String, f64)>,
+    pub rounds: usize,
+    pub stage_runs: usize,
+}
+
+impl Summary {
+    /// Rows that failed, with their first error.
+    pub fn errors(&self) -> Vec<(&Row, &str)> {
+        self.rows
+            .iter()
+            .filter_map(|r| Some((&r.row, r.error.as_deref()?)))
+            .collect()
     }
 }
 
 /// True when enough free hugepages are mounted for a 1 GiB EAL.
 pub fn hugepages_available() -> bool {
+    hugepages_free_mb(1100)
+}
+
+/// True when hugetlbfs is mounted with at least `mb` MiB free.
+pub fn hugepages_free_mb(mb: u64) -> bool {
     let Ok(info) = std::fs::read_to_string("/proc/meminfo") else {
         return false;
     };
@@ -103,13 +299,22 @@ pub fn hugepages_available() -> bool {
     let mounted = std::fs::read_to_string("/proc/mounts")
         .map(|m| m.lines().any(|l| l.contains(" hugetlbfs ")))
         .unwrap_or(false);
-    mounted && free_kb >= 1100 * 1024
+    mounted && free_kb >= mb * 1024
 }
 
-fn eal_args(o: &Options, pcap: &Path, prefix: &str) -> Vec<String> {
+/// A row ready to run: its pcaps (one per RX queue) and router config.
+struct Prepared {
+    row: Row,
+    pcaps: Vec<PathBuf>,
+    config: Option<PathBuf>,
+}
+
+fn eal_args(o: &Options, p: &Prepared, prefix: &str) -> Vec<String> {
+    let lcores = if p.row.workers > 1 { "--lcores" } else { "-l" };
+    let mem = p.row.traffic.memory_mb().to_string();
     let mut v: Vec<String> = vec![
-        "-l".into(),
-        "0-1".into(),
+        lcores.into(),
+        p.row.lcores().into(),
         "--no-pci".into(),
         "--log-level".into(),
         "lib.eal:error".into(),
@@ -118,96 +323,82 @@ fn eal_args(o: &Options, pcap: &Path, prefix: &str) -> Vec<String> {
     ];
     if o.hugepages {
         // Unlinked right after mapping: no stale files to hold pages afterwards.
-        v.extend(["-m".into(), "1024".into(), "--huge-unlink".into()]);
+        v.extend(["-m".into(), mem, "--huge-unlink".into()]);
     } else {
-        v.extend(["--no-huge".into(), "-m".into(), "1024".into()]);
+        v.extend(["--no-huge".into(), "-m".into(), mem]);
     }
+    let rx: String = p
+        .pcaps
+        .iter()
+        .map(|f| format!("rx_pcap={},", f.display()))
+        .collect();
     v.extend([
         "--vdev".into(),
-        format!("net_pcap0,rx_pcap={},infinite_rx=1", pcap.display()),
+        format!("net_pcap0,{rx}infinite_rx=1"),
         "--vdev".into(),
         "net_null0,no-rx=1".into(),
     ]);
     v
 }
 
-const MBUFS: &str = "16383";
-
-fn testpmd_cmd(o: &Options, pcap: &Path) -> Command {
-    testpmd_mode_cmd(o, pcap, "io")
-}
-
-fn testpmd_mode_cmd(o: &Options, pcap: &Path, mode: &str) -> Command {
+fn testpmd_cmd(o: &Options, p: &Prepared, mode: &str) -> Command {
     let mut c = Command::new(&o.testpmd);
-    c.args(eal_args(o, pcap, "cmp-testpmd")).args([
-        "--",
-        &format!("--forward-mode={mode}"),
-        "--nb-cores=1",
-        "--stats-period",
-        "1",
-        "--total-num-mbufs",
-        MBUFS,
-        "-a",
-    ]);
-    c
-}
-
-fn fastpath_timed_cmd(o: &Options, pcap: &Path) -> Command {
-    let mut c = fastpath_cmd(o, pcap);
-    c.arg("--stage-cycles");
-    c
-}
-
-fn fastpath_cmd(o: &Options, pcap: &Path) -> Command {
-    let mut c = Command::new(&o.fastpath);
-    c.args(eal_args(o, pcap, "cmp-fastpath"))
+    c.args(eal_args(o, p, "cmp-testpmd"))
         .arg("--")
-        .args(&o.fastpath_args)
-        .args(["--stats-period", "1", "--mbufs", MBUFS, "--duration"])
-        .arg((o.seconds + 1).to_string());
+        .arg(format!("--forward-mode={mode}"))
+        .arg(format!("--nb-cores={}", p.row.workers));
+    if p.row.workers > 1 {
+        c.arg(format!("--rxq={}", p.row.workers))
+            .arg(format!("--txq={}", p.row.workers));
+    }
+    c.args(["--stats-period", "1", "--total-num-mbufs"])
+        .arg(p.row.traffic.mbufs().to_string())
+        .arg("-a");
     c
 }
 
+fn fastpath_cmd(o: &Options, p: &Prepared, stage_cycles: bool) -> Command {
+    let mut c = Command::new(&o.fastpath);
+    c.args(eal_args(o, p, "cmp-fastpath")).arg("--");
+    match &p.config {
+        Some(cfg) => {
+            c.arg("--config").arg(cfg);
+        }
+        None if p.row.workers > 1 => {
+            c.arg("--rx-queues").arg(p.row.workers.to_string());
+        }
+        None => {}
+    }
+    c.args(["--stats-period", "1", "--mbufs"])
+        .arg(p.row.traffic.mbufs().to_string())
+        .arg("--duration")
+        .arg((o.seconds + 1).to_string());
+    if stage_cycles {
+        c.arg("--stage-cycles");
+    }
+    c
+}
+
+/// The command as text: the temporary folder as `$TMP`, the cache as `$CACHE`.
 pub fn show(c: &Command) -> String {
+    show_with(c, None)
+}
+
+/// [`show`], also writing `cache` as `$CACHE`.
+pub fn show_with(c: &Command, cache: Option<&Path>) -> String {
+    let tmp = std::env::temp_dir();
+    let tmp = tmp.to_str().unwrap_or("/tmp");
+    let cache = cache.and_then(|c| c.to_str()).filter(|c| !c.is_empty());
     let mut s = c.get_program().to_string_lossy().into_owned();
     for a in c.get_args() {
-        let a = a.to_string_lossy();
+        let mut a = a.to_string_lossy().into_owned();
+        if let Some(dir) = cache {
+            a = a.replace(dir, "$CACHE");
+        }
         s.push(' ');
-        s.push_str(&a.replace(std::env::temp_dir().to_str().unwrap_or("/tmp"), "$TMP"));
+        s.push_str(&a.replace(tmp, "$TMP"));
     }
     s
-}
-
-/// Run `c` for `secs` (then SIGINT, for testpmd) and return its stdout.
-fn run_for(mut c: Command, secs: Option<u32>) -> Result<String, String> {
-    c.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let name = c.get_program().to_string_lossy().into_owned();
-    let mut child = c.spawn().map_err(|e| format!("cannot start {name}: {e}"))?;
-    let mut out = child.stdout.take().expect("piped");
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let mut err = child.stderr.take().expect("piped");
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    if let Some(s) = secs {
-        std::thread::sleep(Duration::from_secs(s as u64) + Duration::from_millis(500));
-        send_sigint(child.id());
-    }
-    let status = child.wait().map_err(|e| e.to_string())?;
-    let stdout = reader.join().unwrap_or_default();
-    let stderr = err_reader.join().unwrap_or_default();
-    if !status.success() {
-        return Err(format!("{name} failed ({status}):\n{stderr}"));
-    }
-    Ok(stdout)
 }
 
 /// SIGINT to a child we started and have not reaped (testpmd stops on it).
@@ -217,241 +408,185 @@ pub fn send_sigint(pid: u32) {
         .status();
 }
 
-/// Run the comparison; `progress` hears a line per run.
-pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Summary, String> {
-    o.spec.validate()?;
-    std::fs::create_dir_all(&o.workdir).map_err(|e| e.to_string())?;
-    let pcap = o.workdir.join(format!(
-        "udp-{}B-{}flows.pcap",
-        o.spec.frame_size, o.spec.flows
-    ));
-    let f = std::fs::File::create(&pcap).map_err(|e| format!("{}: {e}", pcap.display()))?;
-    fastpath::pcap::write(std::io::BufWriter::new(f), &o.spec.frames(1024))
-        .map_err(|e| e.to_string())?;
-
-    let mut rounds = Vec::new();
-    let router = !o.fastpath_args.is_empty();
-    let mut fast_lane: Option<f64> = None;
-    for round in 0..o.rounds {
-        let mut tp = 0.0;
-        let mut fp = 0.0;
-        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
-        for which in order {
-            if which == 0 {
-                let out = run_for(testpmd_cmd(o, &pcap), Some(o.seconds + 1))?;
-                tp = rates::steady_median(&rates::testpmd_tx_pps(&out, 1), 1)
-                    .ok_or("testpmd printed no rate samples")?;
-                progress(&format!(
-                    "round {}: testpmd io {:.2} Mpps",
-                    round + 1,
-                    tp / 1e6
-                ));
+fn prepare(o: &Options) -> Result<Vec<Prepared>, String> {
+    std::fs::create_dir_all(&o.workdir).map_err(|e| format!("{}: {e}", o.workdir.display()))?;
+    o.rows
+        .iter()
+        .map(|&row| {
+            let pcaps = row.traffic.pcaps(&o.cache_dir, row.workers)?;
+            let config = if o.router {
+                let path = o.workdir.join(format!("router-{}.toml", row.kind.id()));
+                let cfg = router_config_queues(&row.traffic.spec, row.workers);
+                std::fs::write(&path, cfg).map_err(|e| format!("{}: {e}", path.display()))?;
+                Some(path)
             } else {
-                let out = run_for(fastpath_cmd(o, &pcap), None)?;
-                fp = rates::steady_median(&rates::fastpath_tx_pps(&out, 1), 1)
-                    .ok_or("fastpath printed no rate samples")?;
-                if router {
-                    let share = rates::fast_lane_share(&out)
-                        .ok_or("fastpath printed no final statistics")?;
-                    fast_lane = Some(fast_lane.map_or(share, |f: f64| f.min(share)));
-                }
-                progress(&format!(
-                    "round {}: fastpath   {:.2} Mpps",
-                    round + 1,
-                    fp / 1e6
-                ));
-            }
-        }
-        rounds.push(Round {
-            testpmd_pps: tp,
-            fastpath_pps: fp,
-        });
-    }
-    let mut stage_cycles = None;
-    if o.stage_runs > 0 {
-        let mut runs: Vec<StageCycles> = Vec::new();
-        for i in 0..o.stage_runs {
-            let out = run_for(fastpath_timed_cmd(o, &pcap), None)?;
-            let cycles = rates::stage_cycles(&out).ok_or("fastpath printed no stage cycles")?;
-            progress(&format!(
-                "stage cycles run {}: {}",
-                i + 1,
-                cycles
-                    .iter()
-                    .map(|(n, c)| format!("{n} {c:.1}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-            runs.push(cycles);
-        }
-        let medians = runs[0]
-            .iter()
-            .enumerate()
-            .map(|(i, (name, _))| {
-                let v: Vec<f64> = runs.iter().filter_map(|r| r.get(i).map(|x| x.1)).collect();
-                (name.clone(), rates::median(&v).unwrap_or(0.0))
-            })
-            .collect();
-        stage_cycles = Some((medians, show(&fastpath_timed_cmd(o, &pcap))));
-    }
-    let mut reference = Vec::new();
-    for mode in &o.reference_modes {
-        let mut v = Vec::new();
-        for _ in 0..o.stage_runs.max(1) {
-            let out = run_for(testpmd_mode_cmd(o, &pcap, mode), Some(o.seconds + 1))?;
-            let pps = rates::steady_median(&rates::testpmd_tx_pps(&out, 1), 1)
-                .ok_or_else(|| format!("testpmd {mode} printed no rate samples"))?;
-            progress(&format!("reference: testpmd {mode} {:.2} Mpps", pps / 1e6));
-            v.push(pps);
-        }
-        reference.push((mode.clone(), rates::median(&v).unwrap_or(0.0)));
-    }
-    Ok(Summary {
-        rounds,
-        testpmd_cmd: show(&testpmd_cmd(o, &pcap)),
-        fastpath_cmd: show(&fastpath_cmd(o, &pcap)),
-        stage_cycles,
-        reference,
-        fast_lane,
-    })
+                None
+            };
+            Ok(Prepared { row, pcaps, config })
+        })
+        .collect()
 }
 
-/// A markdown section for `bench/RESULTS.md`.
-pub fn markdown(title: &str, s: &Summary, target: Option<f64>, machine: &str) -> String {
-    let mut m = String::new();
-    let tp: Vec<f64> = s.rounds.iter().map(|r| r.testpmd_pps).collect();
-    let fp: Vec<f64> = s.rounds.iter().map(|r| r.fastpath_pps).collect();
-    let ratios = s.ratios();
-    let mpps = |v: &[f64]| rates::median(v).unwrap_or(0.0) / 1e6;
-    let range = |v: &[f64]| {
-        let lo = v.iter().cloned().fold(f64::INFINITY, f64::min);
-        let hi = v.iter().cloned().fold(0.0, f64::max);
-        format!("{:.2}-{:.2}", lo / 1e6, hi / 1e6)
+/// testpmd's median TX rate with `mode`.
+fn testpmd_pps(o: &Options, p: &Prepared, mode: &str) -> Result<f64, String> {
+    let (out, _) = pcap_run::run(
+        testpmd_cmd(o, p, mode),
+        Stop::Samples(o.seconds as usize + 1),
+    )?;
+    rates::steady_median(&rates::testpmd_tx_pps(&out, 1), 1)
+        .ok_or_else(|| format!("testpmd {mode} printed no rate samples"))
+}
+
+/// fastpath's median TX rate and the share of its fast lane (if it has one).
+fn fastpath_pps(o: &Options, p: &Prepared) -> Result<(f64, Option<f64>), String> {
+    let (out, _) = pcap_run::run(fastpath_cmd(o, p, false), Stop::Exit(o.seconds + 1))?;
+    let pps = rates::steady_median(&rates::fastpath_tx_pps(&out, 1), 1)
+        .ok_or("fastpath printed no rate samples")?;
+    let lane = if o.router && out.contains("fast lane:") {
+        rates::fast_lane_share(&out)
+    } else {
+        None
     };
-    let _ = writeln!(m, "## {title}\n");
-    let _ = writeln!(m, "{machine}\n");
-    let _ = writeln!(m, "| | median Mpps | min-max Mpps | ratio to testpmd io |");
-    let _ = writeln!(m, "|---|---:|---:|---:|");
-    let _ = writeln!(
-        m,
-        "| dpdk-testpmd io | {:.2} | {} | 1.00 |",
-        mpps(&tp),
-        range(&tp)
-    );
-    let _ = writeln!(
-        m,
-        "| fastpath | {:.2} | {} | **{:.3}** (median of per-round ratios; min {:.3}, max {:.3}) |",
-        mpps(&fp),
-        range(&fp),
-        s.median_ratio(),
-        ratios.iter().cloned().fold(f64::INFINITY, f64::min),
-        ratios.iter().cloned().fold(0.0, f64::max),
-    );
-    if let Some(t) = target {
-        let _ = writeln!(
-            m,
-            "\nTarget: ratio >= {t:.2}: **{}**.",
-            if s.median_ratio() >= t {
-                "met"
-            } else {
-                "not met"
+    Ok((pps, lane))
+}
+
+/// One round of a row, alternating which tool runs first (by round and row).
+fn run_round(
+    o: &Options,
+    p: &Prepared,
+    first: usize,
+    r: &mut RowResult,
+    progress: &mut impl FnMut(&str),
+) -> Result<(), String> {
+    let (mut tp, mut fp) = (0.0, 0.0);
+    let id = p.row.kind.id();
+    for which in [first, 1 - first] {
+        if which == 0 {
+            tp = testpmd_pps(o, p, "io")?;
+            progress(&format!("  {id:<8} testpmd io {:>6.2} Mpps", tp / 1e6));
+        } else {
+            let (pps, lane) = fastpath_pps(o, p)?;
+            fp = pps;
+            if let Some(share) = lane {
+                r.fast_lane = Some(r.fast_lane.map_or(share, |f: f64| f.min(share)));
             }
-        );
+            progress(&format!("  {id:<8} fastpath   {:>6.2} Mpps", fp / 1e6));
+        }
     }
-    let _ = writeln!(m, "\nRounds (alternating which runs first):\n");
-    let _ = writeln!(m, "| round | testpmd io Mpps | fastpath Mpps | ratio |");
-    let _ = writeln!(m, "|---:|---:|---:|---:|");
-    for (i, r) in s.rounds.iter().enumerate() {
-        let _ = writeln!(
-            m,
-            "| {} | {:.2} | {:.2} | {:.3} |",
+    r.rounds.push(Round {
+        testpmd_pps: tp,
+        fastpath_pps: fp,
+    });
+    Ok(())
+}
+
+/// Median per stage over `runs` `--stage-cycles` runs of a row.
+fn stage_cycles(
+    o: &Options,
+    p: &Prepared,
+    progress: &mut impl FnMut(&str),
+) -> Result<StageCycles, String> {
+    let mut runs: Vec<StageCycles> = Vec::new();
+    for i in 0..o.stage_runs {
+        let (out, _) = pcap_run::run(fastpath_cmd(o, p, true), Stop::Exit(o.seconds + 1))?;
+        let cycles = rates::stage_cycles(&out).ok_or("fastpath printed no stage cycles")?;
+        progress(&format!(
+            "  {:<8} stage cycles run {}: {}",
+            p.row.kind.id(),
             i + 1,
-            r.testpmd_pps / 1e6,
-            r.fastpath_pps / 1e6,
-            ratios[i]
-        );
+            cycles
+                .iter()
+                .map(|(n, c)| format!("{n} {c:.1}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        runs.push(cycles);
     }
-    let _ = writeln!(
-        m,
-        "\nEach run: one forwarding lcore, rates read every second from the port \
-         counters (testpmd's `Tx-pps`, fastpath's `tx-pps` of port 1), first second \
-         dropped, median of the rest.\n\n```\n{}\n{}\n```",
-        s.testpmd_cmd, s.fastpath_cmd
-    );
-    if !s.reference.is_empty() {
-        let io = rates::median(&tp).unwrap_or(0.0);
-        let _ = writeln!(
-            m,
-            "\nFor scale, other `dpdk-testpmd` engines on the same setup (median of the \
-             runs; same command with another `--forward-mode`):\n"
-        );
-        let _ = writeln!(
-            m,
-            "| testpmd engine | what it does per packet | Mpps | ratio to io |"
-        );
-        let _ = writeln!(m, "|---|---|---:|---:|");
-        for (mode, pps) in &s.reference {
-            let what = match mode.as_str() {
-                "macswap" => "swap the Ethernet addresses",
-                "5tswap" => "swap MACs, IPs and L4 ports",
-                "csum" => "parse L2-L4, check and fill checksums in software",
-                _ => "",
-            };
-            let _ = writeln!(
-                m,
-                "| {mode} | {what} | {:.2} | {:.3} |",
-                pps / 1e6,
-                if io > 0.0 { pps / io } else { 0.0 }
-            );
+    Ok(median_stages(&runs))
+}
+
+/// Per stage name (in the order of the runs' lines), the median over the
+/// runs that report it.
+pub fn median_stages(runs: &[StageCycles]) -> StageCycles {
+    let mut names: Vec<&str> = Vec::new();
+    for (n, _) in runs.iter().flatten() {
+        if !names.contains(&n.as_str()) {
+            names.push(n);
         }
-        let _ = writeln!(
-            m,
-            "| *fastpath router* | *l2, IPv4 checks with checksum, LPM, TTL, neighbour header* | \
-             *{:.2}* | *{:.3}* |",
-            mpps(&fp),
-            s.median_ratio()
-        );
     }
-    if let Some((stages, cmd)) = &s.stage_cycles {
-        let pipeline: f64 = stages
-            .iter()
-            .filter(|(n, _)| n != "tx")
-            .map(|(_, c)| c)
-            .sum();
-        let _ = writeln!(
-            m,
-            "\nCycles per packet by stage (TSC read around each stage once per burst, \
-             divided by the packets of the burst; median of the runs):\n"
-        );
-        let _ = writeln!(m, "| stage | cycles / packet |");
-        let _ = writeln!(m, "|---|---:|");
-        for (n, c) in stages {
-            let _ = writeln!(m, "| {n} | {c:.1} |");
+    names
+        .into_iter()
+        .map(|name| {
+            let v: Vec<f64> = runs
+                .iter()
+                .filter_map(|r| r.iter().find(|(n, _)| n == name).map(|x| x.1))
+                .collect();
+            (name.to_string(), rates::median(&v).unwrap_or(0.0))
+        })
+        .collect()
+}
+
+/// Run the comparison: every round runs every row's pair; a row that fails
+/// is not run again. `progress` hears a line per run.
+pub fn run(o: &Options, mut progress: impl FnMut(&str)) -> Result<Summary, String> {
+    let prepared = prepare(o)?;
+    let mut results: Vec<RowResult> = prepared
+        .iter()
+        .map(|p| RowResult {
+            row: p.row,
+            rounds: Vec::new(),
+            testpmd_cmd: show_with(&testpmd_cmd(o, p, "io"), Some(&o.cache_dir)),
+            fastpath_cmd: show_with(&fastpath_cmd(o, p, false), Some(&o.cache_dir)),
+            stage_cycles: None,
+            fast_lane: None,
+            error: None,
+        })
+        .collect();
+    for round in 0..o.rounds {
+        progress(&format!("round {}/{}", round + 1, o.rounds));
+        for (i, (p, r)) in prepared.iter().zip(&mut results).enumerate() {
+            if r.error.is_some() {
+                continue;
+            }
+            if let Err(e) = run_round(o, p, (round + i) % 2, r, &mut progress) {
+                progress(&format!("  {} FAILED: {e}", p.row.kind.id()));
+                r.error = Some(e);
+            }
         }
-        let _ = writeln!(
-            m,
-            "| **l2 + ip + neigh** | **{pipeline:.1}** (target <= 40: **{}**) |",
-            if pipeline <= 40.0 { "met" } else { "not met" }
-        );
-        let _ = writeln!(
-            m,
-            "\n`tx` is the dispose step: TX buffers, `tx_burst` into the null device, \
-             and punts. A burst whose every packet is a plain forward (untagged IPv4 \
-             to us, no options, forward routes to resolved neighbours, one output port, \
-             no hooks) is routed by the fast lane: its check loop (l2 and the \
-             IPv4 header checks, fused) is timed as `l2`, LPM + next hop + neighbour as \
-             `ip`, TTL + header write as `neigh`.\n\n```\n{cmd}\n```"
-        );
     }
-    if let Some(share) = s.fast_lane {
-        let _ = writeln!(
-            m,
-            "\nShare of received packets the fast lane routed (fastpath's `fast lane:` \
-             line), least over the rounds: {:.1} %.",
-            100.0 * share
-        );
+    if o.router && o.stage_runs > 0 {
+        for (p, r) in prepared.iter().zip(&mut results) {
+            if r.error.is_none() {
+                match stage_cycles(o, p, &mut progress) {
+                    Ok(s) => r.stage_cycles = Some(s),
+                    Err(e) => r.error = Some(format!("--stage-cycles: {e}")),
+                }
+            }
+        }
     }
-    m
+    let mut reference = Vec::new();
+    if let Some(p) = prepared.first() {
+        for mode in &o.reference_modes {
+            let mut v = Vec::new();
+            for _ in 0..o.stage_runs.max(1) {
+                let pps = testpmd_pps(o, p, mode)?;
+                progress(&format!("reference: testpmd {mode} {:.2} Mpps", pps / 1e6));
+                v.push(pps);
+            }
+            reference.push((mode.clone(), rates::median(&v).unwrap_or(0.0)));
+        }
+    }
+    let stage_cmd = (o.router && o.stage_runs > 0)
+        .then(|| prepared.first())
+        .flatten()
+        .map(|p| show_with(&fastpath_cmd(o, p, true), Some(&o.cache_dir)));
+    Ok(Summary {
+        rows: results,
+        stage_cmd,
+        reference,
+        rounds: o.rounds,
+        stage_runs: o.stage_runs,
+    })
 }
 
 /// Replace (or append) the section between `<!-- NAME:begin -->` and
@@ -497,67 +632,121 @@ mod tests {
     }
 
     #[test]
-    fn ratio_is_median_of_rounds() {
-        let s = Summary {
-            rounds: vec![
-                Round {
-                    testpmd_pps: 10.0,
-                    fastpath_pps: 9.0,
-                },
-                Round {
-                    testpmd_pps: 10.0,
-                    fastpath_pps: 10.0,
-                },
-                Round {
-                    testpmd_pps: 10.0,
-                    fastpath_pps: 5.0,
-                },
-            ],
-            testpmd_cmd: "t".into(),
-            fastpath_cmd: "f".into(),
-            stage_cycles: None,
-            reference: Vec::new(),
-            fast_lane: None,
+    fn a_section_leaves_the_others_and_the_notes_alone() {
+        let doc = "# R\n\n<!-- a:begin -->\nA1\n<!-- a:end -->\n<!-- a-notes -->\nnotes\n\
+                   <!-- a-notes:end -->\n\n<!-- b:begin -->\nB1\n<!-- b:end -->\ntail\n";
+        let d = replace_section(doc, "b", "B2\n");
+        assert_eq!(d, doc.replace("B1", "B2"));
+        let d = replace_section(doc, "a", "A2\n");
+        assert_eq!(d, doc.replace("A1", "A2"));
+    }
+
+    fn options(router: bool, rows: &[RowKind]) -> Options {
+        let base = FlowSpec {
+            flows: 64,
+            dst_mac: PCAP0_MAC,
+            ..Default::default()
         };
-        assert!((s.median_ratio() - 0.9).abs() < 1e-9);
-        let md = markdown("T", &s, Some(0.95), "m");
-        assert!(md.contains("not met"), "{md}");
-        assert!(!md.contains("Cycles per packet"), "{md}");
+        Options {
+            rounds: 1,
+            seconds: 5,
+            rows: rows.iter().map(|&k| Row::new(k, base)).collect(),
+            router,
+            fastpath: "fastpath".into(),
+            testpmd: "dpdk-testpmd".into(),
+            workdir: "/w".into(),
+            cache_dir: "/c".into(),
+            hugepages: false,
+            stage_runs: 0,
+            reference_modes: Vec::new(),
+        }
+    }
+
+    fn prepared(o: &Options, i: usize) -> Prepared {
+        let row = o.rows[i];
+        Prepared {
+            row,
+            pcaps: (0..row.workers)
+                .map(|q| PathBuf::from(format!("/c/q{q}.pcap")))
+                .collect(),
+            config: o.router.then(|| PathBuf::from("/w/r.toml")),
+        }
     }
 
     #[test]
-    fn stage_table_sums_the_pipeline_without_tx() {
-        let s = Summary {
-            rounds: vec![Round {
-                testpmd_pps: 10.0,
-                fastpath_pps: 7.0,
-            }],
-            testpmd_cmd: "t".into(),
-            fastpath_cmd: "f".into(),
-            stage_cycles: Some((
-                vec![
-                    ("l2".into(), 10.0),
-                    ("ip".into(), 20.0),
-                    ("neigh".into(), 5.0),
-                    ("tx".into(), 30.0),
-                ],
-                "f --stage-cycles".into(),
-            )),
-            reference: vec![("csum".into(), 4.0)],
-            fast_lane: Some(0.999),
-        };
-        let md = markdown("T", &s, Some(0.6), "m");
+    fn two_workers_get_a_queue_and_a_pcap_each_in_both_tools() {
+        let o = options(true, &RowKind::ALL);
+        let p = prepared(&o, 3);
+        let tp = show_with(&testpmd_cmd(&o, &p, "io"), Some(Path::new("/c")));
+        assert!(tp.contains("--lcores 0@0,1@0,2@1 "), "{tp}");
         assert!(
-            md.contains("| **l2 + ip + neigh** | **35.0** (target <= 40: **met**) |"),
-            "{md}"
+            tp.contains("net_pcap0,rx_pcap=$CACHE/q0.pcap,rx_pcap=$CACHE/q1.pcap,infinite_rx=1"),
+            "{tp}"
         );
-        assert!(md.contains("Target: ratio >= 0.60: **met**"), "{md}");
-        assert!(md.contains("least over the rounds: 99.9 %."), "{md}");
+        assert!(tp.contains("--nb-cores=2 --rxq=2 --txq=2 "), "{tp}");
+        let fp = show(&fastpath_cmd(&o, &p, false));
+        assert!(fp.contains("--lcores 0@0,1@0,2@1 "), "{fp}");
         assert!(
-            md.contains(
-                "| csum | parse L2-L4, check and fill checksums in software | 0.00 | 0.400 |"
-            ),
-            "{md}"
+            fp.contains("-- --config /w/r.toml --stats-period 1"),
+            "{fp}"
+        );
+        assert!(!fp.contains("flow-memo"), "{fp}");
+        let cfg = router_config_queues(&p.row.traffic.spec, 2);
+        let parsed =
+            fastpath::config::RouterConfig::parse(Path::new("r.toml"), &cfg).expect("parses");
+        assert_eq!(parsed.ports[0].rx_queues, 2);
+        assert_eq!(parsed.ports[1].rx_queues, 1);
+        // Forwarding mode: the queues by option.
+        let o = options(false, &[RowKind::TwoWorkers]);
+        let fp = show(&fastpath_cmd(&o, &prepared(&o, 0), true));
+        assert!(fp.contains("-- --rx-queues 2 --stats-period"), "{fp}");
+        assert!(fp.ends_with("--stage-cycles"), "{fp}");
+    }
+
+    #[test]
+    fn the_many_flows_row_sizes_its_pool_and_memory() {
+        let o = options(true, &RowKind::ALL);
+        let p = prepared(&o, 2);
+        assert_eq!(p.row.traffic.spec.flows, MANY_FLOWS);
+        let tp = show(&testpmd_cmd(&o, &p, "io"));
+        assert!(tp.contains("-l 0-1 "), "{tp}");
+        assert!(tp.contains("--no-huge -m 2048 "), "{tp}");
+        assert!(tp.contains("--total-num-mbufs 262143 -a"), "{tp}");
+        let fp = show(&fastpath_cmd(&o, &p, false));
+        assert!(fp.contains("--mbufs 262143 --duration 6"), "{fp}");
+        let base = show(&fastpath_cmd(&o, &prepared(&o, 0), false));
+        assert!(base.contains("--no-huge -m 1024 "), "{base}");
+        assert!(base.contains("--mbufs 16383 "), "{base}");
+        assert!(o.rows[3].note().contains("share this machine's 2 cores"));
+        assert!(o.rows[2].note().contains("100,000 frames held in mbufs"));
+        assert_eq!(
+            o.rows[1].label(),
+            format!("64 flows, {}, 1 worker", o.rows[1].traffic.describe_sizes())
+        );
+    }
+
+    #[test]
+    fn rows_parse_by_id() {
+        assert_eq!(RowKind::parse("100k"), Ok(RowKind::ManyFlows));
+        assert_eq!(RowKind::parse("IMIX"), Ok(RowKind::Imix));
+        assert!(RowKind::parse("3workers")
+            .unwrap_err()
+            .contains("expected one of"));
+    }
+
+    #[test]
+    fn stage_medians_go_by_name_in_the_runs_order() {
+        let run = |v: &[(&str, f64)]| -> StageCycles {
+            v.iter().map(|&(n, c)| (n.to_string(), c)).collect()
+        };
+        let m = median_stages(&[
+            run(&[("l2-input", 10.0), ("ip4-lookup", 20.0), ("tx", 5.0)]),
+            run(&[("l2-input", 12.0), ("ip4-lookup", 22.0), ("tx", 7.0)]),
+            run(&[("l2-input", 11.0), ("ip4-lookup", 21.0), ("tx", 6.0)]),
+        ]);
+        assert_eq!(
+            m,
+            run(&[("l2-input", 11.0), ("ip4-lookup", 21.0), ("tx", 6.0)])
         );
     }
 }

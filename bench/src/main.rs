@@ -8,6 +8,7 @@ use fastpath_bench::frame::FlowSpec;
 use fastpath_bench::harness::{self, HarnessArgs};
 use fastpath_bench::hooks_bench;
 use fastpath_bench::memif_compare;
+use fastpath_bench::pcap_cache;
 use fastpath_bench::spec_args::SpecArgs;
 use std::path::PathBuf;
 
@@ -158,16 +159,28 @@ enum Cmd {
         /// router-ipv4 with --router).
         #[arg(long)]
         section: Option<String>,
-        /// Target ratio to report against (default: 0.95, or 0.6 with --router).
+        /// Target ratio of the first row (default: 0.95, or 0.75 with --router).
         #[arg(long)]
         target: Option<f64>,
         /// Run without hugepages even when they are available.
         #[arg(long)]
         no_huge: bool,
+        /// Rows of the table, comma separated: base (--size, --flows), imix
+        /// (IMIX frames, --flows), 100k (100,000 flows of --size frames),
+        /// 2workers (base on two worker lcores, one RX queue each). Default:
+        /// every row with --router, base without.
+        #[arg(long, value_delimiter = ',', value_parser = compare::RowKind::parse)]
+        rows: Vec<compare::RowKind>,
+        /// Folder of the generated pcaps, kept between runs (default:
+        /// $FASTPATH_BENCH_CACHE, else $XDG_CACHE_HOME/fastpath-bench, else
+        /// ~/.cache/fastpath-bench).
+        #[arg(long)]
+        cache_dir: Option<PathBuf>,
     },
     /// The hooks benchmark: router pcap replay -> null with no hooks, hooks
     /// on another port, an accept-all hook, classify + filter with 1,000 and
-    /// 10,000 rules, and with connection tracking on 100,000 flows;
+    /// 10,000 rules on 64, 100,000 and 1,000,000 flows, and with connection
+    /// tracking on 100,000 flows, each against no hooks on the same traffic;
     /// alternated; prints the table and rewrites the `hooks` section of
     /// RESULTS.md.
     Hooks {
@@ -189,6 +202,17 @@ enum Cmd {
         /// Run without hugepages even when they are available.
         #[arg(long)]
         no_huge: bool,
+        /// Cases to run, comma separated, each with its baseline: labels (1,
+        /// 2, 3, 4, 5, 1b, 4b, 5b, 6, 1c, 4c, 5c) or a case at a traffic
+        /// (4@64, 4@100k, 5@1m). Default: every case. A partial run prints
+        /// its table but does not write the results file.
+        #[arg(long, value_delimiter = ',')]
+        cases: Vec<String>,
+        /// Folder of the generated pcaps, kept between runs (default:
+        /// $FASTPATH_BENCH_CACHE, else $XDG_CACHE_HOME/fastpath-bench, else
+        /// ~/.cache/fastpath-bench).
+        #[arg(long)]
+        cache_dir: Option<PathBuf>,
     },
 }
 
@@ -360,48 +384,47 @@ fn run(cmd: Cmd) -> Result<(), String> {
             section,
             target,
             no_huge,
+            rows,
+            cache_dir,
         } => {
-            let fastpath = match fastpath {
-                Some(p) => p,
-                None => std::env::current_exe()
-                    .map_err(|e| e.to_string())?
-                    .with_file_name("fastpath"),
-            };
-            if !fastpath.exists() {
-                return Err(format!(
-                    "{} not found: build it first (cargo build --release -p fastpath)",
-                    fastpath.display()
-                ));
-            }
-            let hugepages = !no_huge && compare::hugepages_available();
-            let mut spec = FlowSpec {
+            let fastpath = hooks_bench::resolve_fastpath(fastpath)?;
+            let mut base = FlowSpec {
                 frame_size: size,
                 flows,
                 ..Default::default()
             };
-            let workdir =
-                std::env::temp_dir().join(format!("fastpath-bench-{}", std::process::id()));
-            let mut fastpath_args = Vec::new();
             if router {
-                spec.dst_mac = compare::PCAP0_MAC;
-                std::fs::create_dir_all(&workdir).map_err(|e| e.to_string())?;
-                let cfg = workdir.join("router.toml");
-                std::fs::write(&cfg, compare::router_config(&spec))
-                    .map_err(|e| format!("{}: {e}", cfg.display()))?;
-                fastpath_args = vec!["--config".to_string(), cfg.display().to_string()];
+                base.dst_mac = compare::PCAP0_MAC;
             }
+            let kinds = match (rows.is_empty(), router) {
+                (false, _) => rows,
+                (true, true) => compare::RowKind::ALL.to_vec(),
+                (true, false) => vec![compare::RowKind::Base],
+            };
+            let rows: Vec<compare::Row> = kinds
+                .into_iter()
+                .map(|k| compare::Row::new(k, base))
+                .collect();
+            let memory = rows
+                .iter()
+                .map(|r| r.traffic.memory_mb())
+                .max()
+                .unwrap_or(1024);
+            let hugepages = !no_huge && compare::hugepages_free_mb(u64::from(memory) + 76);
             let section = section
                 .unwrap_or_else(|| if router { "router-ipv4" } else { "forward-io" }.to_string());
-            let target = target.unwrap_or(if router { 0.6 } else { 0.95 });
+            let target = target.unwrap_or(if router { 0.75 } else { 0.95 });
             let opts = compare::Options {
                 rounds,
                 seconds,
-                spec,
+                rows,
+                router,
                 fastpath,
                 testpmd,
-                workdir,
+                workdir: std::env::temp_dir()
+                    .join(format!("fastpath-bench-{}", std::process::id())),
+                cache_dir: cache_dir.unwrap_or_else(pcap_cache::default_dir),
                 hugepages,
-                fastpath_args,
                 stage_runs: if router { stage_runs } else { 0 },
                 reference_modes: if router {
                     reference_modes
@@ -413,23 +436,50 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 },
             };
             eprintln!(
-                "comparing {rounds} rounds of {seconds} s, {size}-byte frames, {}",
-                if hugepages { "hugepages" } else { "--no-huge" }
+                "comparing {rounds} rounds of {} rows ({}), {seconds} s each, {}; pcaps in {}",
+                opts.rows.len(),
+                opts.rows
+                    .iter()
+                    .map(|r| r.kind.id())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if hugepages { "hugepages" } else { "--no-huge" },
+                opts.cache_dir.display()
             );
-            let summary = compare::run(&opts, |l| eprintln!("{l}"))?;
+            let summary = compare::run(&opts, |l| eprintln!("{l}"));
             let _ = std::fs::remove_dir_all(&opts.workdir);
+            let summary = summary?;
             let title = if router {
-                format!(
-                    "IPv4 router, no hooks (issue: IPv4 fast path): pcap replay -> l2 -> ip (LPM) \
-                     -> neigh -> null, {size}-byte frames"
-                )
+                "IPv4 router, no hooks (issue: IPv4 fast path): pcap replay -> l2 -> ip (LPM) \
+                 -> neigh -> null"
+                    .to_string()
             } else {
                 format!(
                     "Forwarding only (issue: foundation): pcap replay -> null, {size}-byte frames"
                 )
             };
-            let md = compare::markdown(&title, &summary, Some(target), &machine(hugepages));
+            let md = compare::markdown(
+                &title,
+                &summary,
+                Some(target),
+                &machine(hugepages),
+                &hooks_bench::command_line(),
+            );
             println!("{md}");
+            let errors = summary.errors();
+            if !errors.is_empty() {
+                return Err(format!(
+                    "{} of {} rows failed ({}); {} not updated",
+                    errors.len(),
+                    summary.rows.len(),
+                    errors
+                        .iter()
+                        .map(|(r, _)| r.kind.id())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    results.display()
+                ));
+            }
             if !no_write {
                 update_results(&results, &section, &md)?;
             }
@@ -442,21 +492,33 @@ fn run(cmd: Cmd) -> Result<(), String> {
             results,
             no_write,
             no_huge,
+            cases,
+            cache_dir,
         } => {
-            let hugepages = !no_huge && hooks_bench::hugepages_available();
+            let cases = hooks_bench::Case::select(&cases)?;
+            let partial = cases.len() < hooks_bench::Case::ALL.len();
+            let hugepages = !no_huge && hooks_bench::hugepages_available(&cases);
             let opts = hooks_bench::Options {
                 rounds,
                 seconds,
+                cases,
                 fastpath: hooks_bench::resolve_fastpath(fastpath)?,
                 workdir: std::env::temp_dir()
                     .join(format!("fastpath-bench-hooks-{}", std::process::id())),
+                cache_dir: cache_dir.unwrap_or_else(pcap_cache::default_dir),
                 hugepages,
             };
             eprintln!(
-                "hooks benchmark: {rounds} rounds of {} cases, {seconds} s each, 64-byte \
-                 frames, {}",
-                hooks_bench::Case::ALL.len(),
-                if hugepages { "hugepages" } else { "--no-huge" }
+                "hooks benchmark: {rounds} rounds of {} cases ({}), {seconds} s each, 64-byte \
+                 frames, {}; pcaps in {}",
+                opts.cases.len(),
+                opts.cases
+                    .iter()
+                    .map(|c| c.label())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                if hugepages { "hugepages" } else { "--no-huge" },
+                opts.cache_dir.display()
             );
             let summary = hooks_bench::run(&opts, |l| eprintln!("{l}"));
             let _ = std::fs::remove_dir_all(&opts.workdir);
@@ -478,7 +540,9 @@ fn run(cmd: Cmd) -> Result<(), String> {
                     results.display()
                 ));
             }
-            if !no_write {
+            if partial {
+                eprintln!("a selection of cases: {} not updated", results.display());
+            } else if !no_write {
                 update_results(&results, "hooks", &md)?;
             }
             Ok(())

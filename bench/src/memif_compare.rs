@@ -34,21 +34,21 @@ impl Dut {
     pub const ALL: [Dut; 6] = [
         Dut::TestpmdIo,
         Dut::TestpmdMacswap,
-        Dut::Fastpath(Case::NoHooks),
-        Dut::Fastpath(Case::AcceptAll),
-        Dut::Fastpath(Case::Rules1k),
-        Dut::Fastpath(Case::Conntrack),
+        Dut::Fastpath(Case::NO_HOOKS),
+        Dut::Fastpath(Case::ACCEPT_ALL),
+        Dut::Fastpath(Case::RULES_1K),
+        Dut::Fastpath(Case::CONNTRACK),
     ];
 
     pub fn label(self) -> String {
         match self {
             Dut::TestpmdIo => "dpdk-testpmd io".into(),
             Dut::TestpmdMacswap => "dpdk-testpmd macswap".into(),
-            Dut::Fastpath(Case::NoHooks) => "fastpath router, no hooks".into(),
-            Dut::Fastpath(Case::AcceptAll) => "fastpath, accept-all hook".into(),
-            Dut::Fastpath(Case::Rules1k) => "fastpath, classify 1,000 + filter 100".into(),
-            Dut::Fastpath(Case::Rules10k) => "fastpath, classify 10,000 + filter 100".into(),
-            Dut::Fastpath(Case::Conntrack) => {
+            Dut::Fastpath(Case::NO_HOOKS) => "fastpath router, no hooks".into(),
+            Dut::Fastpath(Case::ACCEPT_ALL) => "fastpath, accept-all hook".into(),
+            Dut::Fastpath(Case::RULES_1K) => "fastpath, classify 1,000 + filter 100".into(),
+            Dut::Fastpath(Case::RULES_10K) => "fastpath, classify 10,000 + filter 100".into(),
+            Dut::Fastpath(Case::CONNTRACK) => {
                 "fastpath, classify 1,000 + stateful filter 100".into()
             }
             Dut::Fastpath(c) => format!("fastpath, hooks case {}", c.label()),

@@ -49,7 +49,7 @@ pub fn markdown(
     let _ = writeln!(m, "```\n{command}\n```\n");
     let _ = writeln!(
         m,
-        "Mpps: median over {} rounds (min–max); every round runs each row's pair once, \
+        "Mpps: median over {} round(s) (min–max); every round runs each row's pair once, \
          which tool goes first alternating by round and row. The ratio is the median of the \
          per-round ratios (min–max). Every row runs with fastpath's default settings.\n",
         s.rounds
@@ -179,7 +179,7 @@ fn write_reference(m: &mut String, s: &Summary) {
     let _ = writeln!(
         m,
         "\nFor scale, other `dpdk-testpmd` engines on the first row's setup (median of {} \
-         runs; the same command with another `--forward-mode`):\n",
+         run(s); the same command with another `--forward-mode`):\n",
         s.stage_runs.max(1)
     );
     let _ = writeln!(
@@ -237,7 +237,7 @@ fn write_stage_cycles(m: &mut String, s: &Summary) {
         m,
         "\nCycles per packet by stage (fastpath's `--stage-cycles`: the TSC read around each \
          stage once per burst, divided by the packets of the burst, over every worker; stage \
-         names and order as fastpath reports them; median of {} runs per row):\n",
+         names and order as fastpath reports them; median of {} run(s) per row):\n",
         s.stage_runs
     );
     let head: Vec<&str> = rows.iter().map(|(r, _)| r.row.kind.id()).collect();

@@ -108,7 +108,7 @@ pub fn markdown(s: &Summary, machine: &str, command: &str) -> String {
     let _ = writeln!(
         m,
         "Mpps on the router's pcap replay (net_pcap0) -> null (net_null0) setup, one \
-         forwarding lcore, fastpath's default settings; {} rounds, each running every case \
+         forwarding lcore, fastpath's default settings; {} round(s), each running every case \
          once in an order rotated per round; median over rounds. Each case's ratio is the \
          median of its per-round ratios to no hooks on the same traffic: (1) for 64 flows, \
          (1b) for 100,000 flows, (1c) for 1,000,000 flows (one frame per flow in the pcap, \

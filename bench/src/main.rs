@@ -116,7 +116,9 @@ enum Cmd {
         router_config: Option<PathBuf>,
     },
     /// pcap replay -> null sink through dpdk-testpmd io and fastpath,
-    /// alternated; prints the table and rewrites its section of RESULTS.md.
+    /// alternated, one pair per row (with --router: 64 flows, IMIX, 100,000
+    /// flows, 2 workers); prints the table and rewrites its section of
+    /// RESULTS.md.
     Compare {
         /// Rounds (each runs both tools once, alternating which goes first).
         #[arg(long, default_value_t = 5)]
@@ -124,10 +126,10 @@ enum Cmd {
         /// Seconds measured per run (plus one warm-up second).
         #[arg(long, default_value_t = 5)]
         seconds: u32,
-        /// Frame size on the wire, FCS included.
+        /// Frame size on the wire, FCS included (base, 100k and 2workers rows).
         #[arg(long, default_value_t = 64)]
         size: usize,
-        /// Distinct flows.
+        /// Distinct flows (base, imix and 2workers rows).
         #[arg(long, default_value_t = 64)]
         flows: u32,
         /// The fastpath binary (default: next to this one).
@@ -142,13 +144,13 @@ enum Cmd {
         /// Do not write the results file.
         #[arg(long)]
         no_write: bool,
-        /// Measure the IPv4 router (l2 -> ip -> neigh, no hooks) instead of
-        /// plain forwarding: frames to port 0's MAC, routed via a static route
-        /// and neighbour out of port 1; plus cycles per stage.
+        /// Measure the IPv4 router (no hooks) instead of plain forwarding:
+        /// frames to port 0's MAC, routed via a static route and neighbour
+        /// out of port 1; every row of --rows, plus cycles per stage.
         #[arg(long)]
         router: bool,
-        /// Runs with --stage-cycles for the cycles table (router mode), and
-        /// runs of each reference testpmd engine.
+        /// Runs with --stage-cycles per row for the cycles table (router
+        /// mode), and runs of each reference testpmd engine (first row).
         #[arg(long, default_value_t = 3)]
         stage_runs: usize,
         /// Reference testpmd engines measured for scale (router mode), comma

@@ -87,11 +87,14 @@ impl PcapTraffic {
         memory_mb(self.mbufs())
     }
 
-    /// `64-byte frames`, `IMIX frames (7 x 64, 4 x 594, 1 x 1518 bytes)`.
+    /// `64-byte frames`, `IMIX frames (7 x 64, 4 x 594, 1 x 1518 bytes, mean 361.8)`.
     pub fn describe_sizes(&self) -> String {
         match self.sizes {
             FrameSizes::Fixed(s) => format!("{s}-byte frames"),
-            FrameSizes::Imix => "IMIX frames (7 x 64, 4 x 594, 1 x 1518 bytes, mean 353.8)".into(),
+            FrameSizes::Imix => format!(
+                "IMIX frames (7 x 64, 4 x 594, 1 x 1518 bytes, mean {:.1})",
+                self.sizes.mean()
+            ),
         }
     }
 
@@ -229,6 +232,11 @@ mod tests {
             ..traffic(64, 1152)
         };
         t.validate().unwrap();
+        assert!(
+            t.describe_sizes().ends_with("mean 361.8)"),
+            "{}",
+            t.describe_sizes()
+        );
         let lens: Vec<usize> = (0..12).map(|s| t.frame(s).len() + 4).collect();
         assert_eq!(lens, IMIX_PATTERN);
         let q0 = t.queue_frames(0, 2);

@@ -261,11 +261,16 @@ fn write_stage_cycles(m: &mut String, s: &Summary) {
             .sum()
     };
     if before_tx.len() != names.len() {
-        let label = before_tx
-            .iter()
-            .map(|n| n.as_str())
-            .collect::<Vec<_>>()
-            .join(" + ");
+        // Short lists by name (l2 + ip + neigh), longer ones as what they are.
+        let label = if before_tx.len() <= 3 {
+            before_tx
+                .iter()
+                .map(|n| n.as_str())
+                .collect::<Vec<_>>()
+                .join(" + ")
+        } else {
+            "every stage but tx".to_string()
+        };
         let cells: Vec<String> = rows
             .iter()
             .map(|(_, st)| format!("**{:.1}**", sum(st, false)))
@@ -395,5 +400,31 @@ mod tests {
         assert!(md.contains("| l2-input | 3.0 |\n| ip4-input | 7.0 |\n| egress | 1.0 |\n| **every stage** | **11.0** |"), "{md}");
         assert!(md.contains("not met"), "{md}");
         assert!(!md.contains("`tx` is the dispose step"), "{md}");
+    }
+
+    #[test]
+    fn many_stages_sum_as_every_stage_but_tx() {
+        let stages = [
+            ("l2_input", 10.0),
+            ("ingress_hook", 1.0),
+            ("ip_input", 20.0),
+            ("egress_hook", 1.0),
+            ("neigh_output", 8.0),
+            ("local", 0.5),
+            ("tx", 30.0),
+        ];
+        let s = Summary {
+            rows: vec![row(RowKind::Base, &[(10e6, 8e6)], Some(&stages))],
+            stage_cmd: None,
+            reference: Vec::new(),
+            rounds: 1,
+            stage_runs: 1,
+        };
+        let md = markdown("T", &s, None, "m", "c");
+        assert!(
+            md.contains("| **every stage but tx** | **40.5** |\n| **every stage** | **70.5** |"),
+            "{md}"
+        );
+        assert!(md.contains("| neigh_output | 8.0 |"), "{md}");
     }
 }

@@ -19,6 +19,7 @@ pub mod dpdk;
 pub mod forward;
 pub mod health;
 pub mod hook_config;
+pub mod lifecycle;
 pub mod neigh;
 pub mod ops;
 pub mod pcap;

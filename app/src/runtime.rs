@@ -1,70 +1,28 @@
-//! Start-up, run and shutdown of the forwarding appliance: EAL, pool, ports,
-//! worker lcores, the statistics loop on the main lcore, and the ordered
-//! teardown that proves every mbuf came back.
+//! A run from the command line: the options checked, the config file read,
+//! signals and the metrics server set up, EAL started, then either mode:
+//! the router (`--config`, in `router::setup`) or pairwise forwarding
+//! (here). The life both modes share is `lifecycle`'s; this is the one
+//! place that turns the command line into their options.
 
 use crate::cli::{AppArgs, Forward};
 use crate::config::RouterConfig;
 use crate::counters::LcoreCounters;
-use crate::dpdk::port::{describe_ports, read_stats};
-use crate::dpdk::{lcore, DpdkError, Eal, Mempool, Port, PortConfig, PortStats, BURST_SIZE};
+use crate::dpdk::port::describe_ports;
+use crate::dpdk::{lcore, Eal, Mempool, Port, PortConfig, RxQueue, TxQueue};
 use crate::forward;
-use crate::ops::live::Live;
-use crate::ops::sample::Sample;
-use crate::ops::state::{Mode, Ops, PortName};
-use crate::report::{MbufReport, Report};
+pub use crate::lifecycle::RunError;
+use crate::lifecycle::{
+    create_pool, default_pool_size, finish, join_workers, main_lcore_loop, port_names, snapshot,
+    start_port, worker_failure, LcoreCounts, MainLoopOptions,
+};
+use crate::ops::state::{Mode, Ops};
+use crate::report::Report;
+use crate::router::{CaptureOptions, RouterOptions};
 use clap::Parser;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// Why a run failed. Each maps to an exit code.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// The command line or the set-up it asks for is wrong (exit 2).
-    #[error("{0}")]
-    Usage(String),
-    /// EAL could not start (exit 1).
-    #[error("EAL initialisation failed: {0}.\n  Check the EAL options before `--` (DPDK printed its reason above), e.g. -l 0-1 --no-huge -m 512 --vdev net_null0")]
-    Eal(DpdkError),
-    /// A DPDK call failed (exit 1).
-    #[error("{0}")]
-    Dpdk(#[from] DpdkError),
-    /// The run finished but mbufs did not come back (exit 3).
-    #[error("{missing} mbufs were not returned to the pool at exit (leak)")]
-    Leak { missing: u32, report: Box<Report> },
-}
-
-impl RunError {
-    /// Process exit code for this error.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            RunError::Usage(_) => 2,
-            RunError::Eal(_) | RunError::Dpdk(_) => 1,
-            RunError::Leak { .. } => 3,
-        }
-    }
-}
-
-/// Mbufs per lcore cache, as in DPDK's examples.
-pub(crate) const MEMPOOL_CACHE: u32 = 256;
-
-/// Pool size that covers every RX and TX ring, a burst and a cache per lcore,
-/// with headroom; rounded to 2^n - 1 (the ring-friendly size DPDK recommends).
-pub(crate) fn default_pool_size(
-    ports: usize,
-    rxq: usize,
-    txq: usize,
-    args: &AppArgs,
-    lcores: usize,
-) -> u32 {
-    let need = ports * rxq * args.rx_desc as usize
-        + ports * txq * args.tx_desc as usize
-        + ports * lcores * BURST_SIZE
-        + lcores * MEMPOOL_CACHE as usize;
-    let n = (need * 2).max(8192).next_power_of_two() - 1;
-    n as u32
-}
 
 /// Run the appliance until Ctrl-C, SIGTERM or `--duration`; returns the report.
 /// `argv` is the whole command line; `args` the app options after `--`, parsed
@@ -131,7 +89,9 @@ pub fn run_with_registry(
         }
     };
     let result = match &config {
-        Some(cfg) => crate::router::setup::run(&eal, args, cfg, registry, stop, reload),
+        Some(cfg) => {
+            crate::router::setup::run(&eal, &router_options(args), cfg, registry, stop, reload)
+        }
         None => run_with_eal(&eal, args, stop),
     };
     crate::ops::state::retire();
@@ -199,7 +159,83 @@ fn install_signal_handler(stop: Arc<AtomicBool>, reload: Option<Arc<AtomicBool>>
     }
 }
 
+/// The main lcore's run length and live view, from the command line.
+fn main_loop_options(args: &AppArgs) -> MainLoopOptions {
+    use std::io::IsTerminal;
+    MainLoopOptions {
+        duration: args.duration,
+        live_view: args.live_view(std::io::stdout().is_terminal()),
+    }
+}
+
+/// The router's options, from the command line.
+pub fn router_options(args: &AppArgs) -> RouterOptions {
+    RouterOptions {
+        rx_desc: args.rx_desc,
+        tx_desc: args.tx_desc,
+        mbufs: args.mbufs,
+        neigh_capacity: args.neigh_capacity,
+        neigh_reachable: Duration::from_secs_f64(args.neigh_reachable),
+        stage_cycles: args.stage_cycles,
+        flow_memo: args.flow_memo,
+        capture: CaptureOptions {
+            drops: args.capture_drops.clone(),
+            max_bytes: args.capture_max_bytes,
+            rate: args.capture_rate,
+            queue: args.capture_queue,
+        },
+        main_loop: main_loop_options(args),
+    }
+}
+
+/// Forwarding mode (no `--config`): the `--forward` rules (or ports paired
+/// 0<->1, 2<->3, ...) over every worker lcore, until a stop signal or
+/// `--duration`.
 fn run_with_eal(eal: &Eal, args: &AppArgs, stop: Arc<AtomicBool>) -> Result<Report, RunError> {
+    let rules = forward_rules(args)?;
+    let workers = lcore::workers();
+    if workers.is_empty() {
+        return Err(RunError::Usage(
+            "no worker lcore: give EAL at least two lcores, e.g. -l 0-1 \
+             (the first is the main lcore for control, the others poll queues)"
+                .into(),
+        ));
+    }
+    let used: BTreeSet<u16> = rules.iter().flat_map(|r| [r.rx, r.tx]).collect();
+    let pool_size = args.mbufs.unwrap_or_else(|| {
+        default_pool_size(
+            used.len(),
+            args.rx_queues as usize,
+            workers.len(),
+            args.rx_desc,
+            args.tx_desc,
+            workers.len() + 1,
+        )
+    });
+    let pool = create_pool(eal, pool_size)?;
+    let plan = Forwarding {
+        args,
+        rules: &rules,
+        used: &used,
+        workers: &workers,
+        pool: &pool,
+    };
+    // Ports are dropped (closed) before the pool, whatever path leaves here.
+    let mut ports: Vec<Port> = Vec::new();
+    let (duration, lcore_counts) = match configure_and_forward(&plan, &mut ports, stop) {
+        Ok(v) => v,
+        Err(e) => {
+            drop(ports);
+            let _ = pool.free();
+            return Err(e);
+        }
+    };
+    finish(eal, ports, pool, duration, &lcore_counts)
+}
+
+/// The `--forward` rules (or the default pairs), checked against the ports
+/// DPDK has.
+fn forward_rules(args: &AppArgs) -> Result<Vec<Forward>, RunError> {
     let port_count = Port::count();
     let rules: Vec<Forward> = if args.forward.is_empty() {
         forward::default_rules(port_count).map_err(RunError::Usage)?
@@ -219,113 +255,111 @@ fn run_with_eal(eal: &Eal, args: &AppArgs, stop: Arc<AtomicBool>) -> Result<Repo
             }
         }
     }
-    let workers = lcore::workers();
-    if workers.is_empty() {
-        return Err(RunError::Usage(
-            "no worker lcore: give EAL at least two lcores, e.g. -l 0-1 \
-             (the first is the main lcore for control, the others poll queues)"
-                .into(),
-        ));
-    }
-
-    let rx_ports: BTreeSet<u16> = rules.iter().map(|r| r.rx).collect();
-    let used: BTreeSet<u16> = rules.iter().flat_map(|r| [r.rx, r.tx]).collect();
-    let pool_size = args.mbufs.unwrap_or_else(|| {
-        default_pool_size(
-            used.len(),
-            args.rx_queues as usize,
-            workers.len(),
-            args,
-            workers.len() + 1,
-        )
-    });
-    let pool = Mempool::new("mbuf_pool", pool_size, MEMPOOL_CACHE, eal.socket_id())?;
-
-    // Ports are dropped (closed) before the pool, whatever path leaves here.
-    let mut ports: Vec<Port> = Vec::new();
-    let outcome = configure_and_forward(
-        args, &rules, &rx_ports, &used, &workers, &pool, &mut ports, stop,
-    );
-    let (duration, lcore_counts) = match outcome {
-        Ok(v) => v,
-        Err(e) => {
-            drop(ports);
-            let _ = pool.free();
-            return Err(e);
-        }
-    };
-
-    finish(eal, ports, pool, duration, &lcore_counts)
+    Ok(rules)
 }
 
-/// Teardown once every worker has joined: stop the ports, read the drivers'
-/// counters, close them (releasing every mbuf the drivers still hold), then
-/// check that the pool is whole, and build the report.
-pub(crate) fn finish(
-    eal: &Eal,
-    mut ports: Vec<Port>,
-    pool: Mempool,
-    duration: Duration,
-    lcore_counts: &LcoreCounts,
-) -> Result<Report, RunError> {
-    let mut port_stats: Vec<(u16, String, PortStats)> = Vec::new();
-    let mut first_err = None;
-    for p in ports.iter_mut() {
-        if let Err(e) = p.stop() {
-            first_err.get_or_insert(e);
-        }
-        port_stats.push((p.id(), p.name().to_string(), read_stats(p.id())));
-    }
-    for p in ports.iter_mut() {
-        if let Err(e) = p.close() {
-            first_err.get_or_insert(e);
-        }
-    }
-    drop(ports);
-    let mbufs = MbufReport {
-        pool: pool.name().to_string(),
-        size: pool.size(),
-        in_use_at_exit: pool.in_use(),
-    };
-    let freed = pool.free();
-    let report = Report::build(
-        eal.version(),
-        duration.as_secs_f64(),
-        lcore_counts,
-        &port_stats,
-        mbufs,
-    );
-    if let Some(e) = first_err {
-        eprint!("{}", report.to_text());
-        return Err(e.into());
-    }
-    if let Err(missing) = freed {
-        return Err(RunError::Leak {
-            missing,
-            report: Box::new(report),
-        });
-    }
-    Ok(report)
+/// What a forwarding run reads.
+struct Forwarding<'a> {
+    args: &'a AppArgs,
+    rules: &'a [Forward],
+    /// Every port a rule names.
+    used: &'a BTreeSet<u16>,
+    workers: &'a [u32],
+    pool: &'a Mempool,
 }
 
-pub(crate) type LcoreCounts = Vec<(u32, Vec<crate::counters::PortCount>)>;
+impl Forwarding<'_> {
+    /// One more than the largest port id in use.
+    fn max_port(&self) -> usize {
+        self.used.iter().max().map(|p| *p as usize + 1).unwrap_or(0)
+    }
+}
 
-#[allow(clippy::too_many_arguments)]
+/// The ports' queues once up: RX of the receiving ports, TX of every port
+/// (one per worker), and the RX queues no worker polls (ports that only
+/// transmit; drained at shutdown).
+struct Queues {
+    rx: BTreeMap<u16, Vec<RxQueue>>,
+    tx: BTreeMap<u16, Vec<Option<TxQueue>>>,
+    unpolled: Vec<RxQueue>,
+}
+
+/// The launched workers.
+struct Launched {
+    jobs: Vec<lcore::LcoreJob>,
+    counters: Vec<Arc<LcoreCounters>>,
+    /// Why a worker could not be launched (the others were told to stop).
+    launch_err: Option<crate::dpdk::DpdkError>,
+}
+
+/// Bring the ports up, launch the workers, serve until stopped, drain.
 fn configure_and_forward(
-    args: &AppArgs,
-    rules: &[Forward],
-    rx_ports: &BTreeSet<u16>,
-    used: &BTreeSet<u16>,
-    workers: &[u32],
-    pool: &Mempool,
+    plan: &Forwarding,
     ports: &mut Vec<Port>,
     stop: Arc<AtomicBool>,
 ) -> Result<(Duration, LcoreCounts), RunError> {
-    let mut rxq = BTreeMap::new();
-    let mut txq = BTreeMap::new();
-    // RX queues no worker polls (ports that only transmit); drained at shutdown.
-    let mut unpolled = Vec::new();
-    for &id in used {
+    let queues = start_ports(plan, ports)?;
+    let handback = Arc::new(Mutex::new(queues.unpolled));
+    let started = Instant::now();
+    let mut launched = launch(plan, queues.rx, queues.tx, &stop, &handback);
+    if launched.launch_err.is_none() {
+        let ops = Arc::new(Ops::new(
+            Mode::Forward,
+            started,
+            port_names(ports),
+            launched.counters.clone(),
+            None,
+        ));
+        crate::ops::state::install(ops.clone());
+        eprintln!(
+            "fastpath: forwarding{}; Ctrl-C to stop",
+            match plan.args.duration {
+                Some(d) => format!(" for {d} s"),
+                None => String::new(),
+            }
+        );
+        let idle = Duration::from_millis(20);
+        main_lcore_loop(
+            &main_loop_options(plan.args),
+            &stop,
+            started,
+            &ops,
+            idle,
+            || false,
+        );
+    }
+    stop.store(true, Ordering::SeqCst);
+    let failed = join_workers(launched.jobs);
+    // Readers stop before the ports do.
+    crate::ops::state::retire();
+    let duration = started.elapsed();
+    // Every worker has stopped: drain what devices still hold for us, at most
+    // as many packets per queue as mbufs are out (more cannot be ours).
+    let main = Arc::new(LcoreCounters::new(lcore::main_lcore(), plan.max_port()));
+    let mut queues = std::mem::take(&mut *crate::sync::lock(&handback));
+    let drained = forward::drain(&mut queues, plan.pool.in_use() as u64, &main);
+    drop(queues);
+    if drained > 0 {
+        eprintln!("fastpath: drained {drained} packets from RX queues at shutdown");
+    }
+    launched.counters.push(main);
+    if let Some(e) = launched.launch_err {
+        return Err(e.into());
+    }
+    worker_failure(&failed, "forwarding")?;
+    Ok((duration, snapshot(&launched.counters)))
+}
+
+/// Open, configure and start every port a rule names.
+fn start_ports(plan: &Forwarding, ports: &mut Vec<Port>) -> Result<Queues, RunError> {
+    let args = plan.args;
+    let rx_ports: BTreeSet<u16> = plan.rules.iter().map(|r| r.rx).collect();
+    let mut q = Queues {
+        rx: BTreeMap::new(),
+        tx: BTreeMap::new(),
+        unpolled: Vec::new(),
+    };
+    for &id in plan.used {
         let mut port = Port::open(id)?;
         let cfg = PortConfig {
             rx_queues: if rx_ports.contains(&id) {
@@ -333,200 +367,68 @@ fn configure_and_forward(
             } else {
                 1
             },
-            tx_queues: workers.len() as u16,
+            tx_queues: plan.workers.len() as u16,
             rx_desc: args.rx_desc,
             tx_desc: args.tx_desc,
             promiscuous: !args.no_promiscuous,
             // Forwarding keeps no per-flow state: the driver's own key will do.
             symmetric_rss: false,
         };
-        let (rx, tx) = port.configure(&cfg, pool)?;
-        port.start()?;
-        log_port_up(&port, &cfg);
+        let (rx, tx) = port.configure(&cfg, plan.pool)?;
+        start_port(&mut port, &cfg)?;
         if rx_ports.contains(&id) {
-            rxq.insert(id, rx);
+            q.rx.insert(id, rx);
         } else {
-            unpolled.extend(rx);
+            q.unpolled.extend(rx);
         }
-        txq.insert(id, tx.into_iter().map(Some).collect::<Vec<_>>());
+        q.tx.insert(id, tx.into_iter().map(Some).collect::<Vec<_>>());
         ports.push(port);
     }
+    Ok(q)
+}
 
-    let plans = forward::plan(rules, rxq, txq, workers);
-    let max_port = used.iter().max().map(|p| *p as usize + 1).unwrap_or(0);
-    let mut jobs = Vec::new();
-    let mut counters = Vec::new();
-    let handback = Arc::new(Mutex::new(unpolled));
-    let started = Instant::now();
-    let mut launch_err = None;
-    for plan in plans {
-        let c = Arc::new(LcoreCounters::new(plan.lcore, max_port));
-        let streams: Vec<String> = plan
+/// Launch a forwarding worker per lcore of the plan; a launch that fails
+/// stops the ones before it.
+fn launch(
+    plan: &Forwarding,
+    rxq: BTreeMap<u16, Vec<RxQueue>>,
+    txq: BTreeMap<u16, Vec<Option<TxQueue>>>,
+    stop: &Arc<AtomicBool>,
+    handback: &Arc<Mutex<Vec<RxQueue>>>,
+) -> Launched {
+    let mut l = Launched {
+        jobs: Vec::new(),
+        counters: Vec::new(),
+        launch_err: None,
+    };
+    for worker in forward::plan(plan.rules, rxq, txq, plan.workers) {
+        let c = Arc::new(LcoreCounters::new(worker.lcore, plan.max_port()));
+        let streams: Vec<String> = worker
             .streams
             .iter()
             .map(|s| {
-                format!(
-                    "{}/{}->{}",
-                    s.rx.port(),
-                    s.rx.queue(),
-                    plan.tx[s.tx_slot].port()
-                )
+                let tx = worker.tx[s.tx_slot].port();
+                format!("{}/{}->{tx}", s.rx.port(), s.rx.queue())
             })
             .collect();
         eprintln!(
             "fastpath: lcore {} polls {}",
-            plan.lcore,
+            worker.lcore,
             streams.join(", ")
         );
-        let lcore_id = plan.lcore;
+        let lcore_id = worker.lcore;
         let (cc, st, hb) = (c.clone(), stop.clone(), handback.clone());
-        match lcore::launch(lcore_id, move || forward::run_worker(plan, cc, st, hb)) {
+        match lcore::launch(lcore_id, move || forward::run_worker(worker, cc, st, hb)) {
             Ok(job) => {
-                jobs.push(job);
-                counters.push(c);
+                l.jobs.push(job);
+                l.counters.push(c);
             }
             Err(e) => {
-                launch_err = Some(e);
+                l.launch_err = Some(e);
                 stop.store(true, Ordering::SeqCst);
                 break;
             }
         }
     }
-    if launch_err.is_none() {
-        let ops = Arc::new(Ops::new(
-            Mode::Forward,
-            started,
-            port_names(ports),
-            counters.clone(),
-            None,
-        ));
-        crate::ops::state::install(ops.clone());
-        eprintln!(
-            "fastpath: forwarding{}; Ctrl-C to stop",
-            match args.duration {
-                Some(d) => format!(" for {d} s"),
-                None => String::new(),
-            }
-        );
-        control_loop(args, &stop, started, &ops);
-    }
-    stop.store(true, Ordering::SeqCst);
-    let failed = join_workers(jobs);
-    // Readers stop before the ports do.
-    crate::ops::state::retire();
-    let duration = started.elapsed();
-    // Every worker has stopped: drain what devices still hold for us, at most
-    // as many packets per queue as mbufs are out (more cannot be ours).
-    let main = Arc::new(LcoreCounters::new(lcore::main_lcore(), max_port));
-    let mut queues = std::mem::take(&mut *crate::sync::lock(&handback));
-    let drained = forward::drain(&mut queues, pool.in_use() as u64, &main);
-    drop(queues);
-    if drained > 0 {
-        eprintln!("fastpath: drained {drained} packets from RX queues at shutdown");
-    }
-    counters.push(main);
-    if let Some(e) = launch_err {
-        return Err(e.into());
-    }
-    if !failed.is_empty() {
-        return Err(RunError::Dpdk(DpdkError {
-            what: format!("worker lcore(s) {failed:?}"),
-            code: libc::EIO,
-            reason: "the forwarding loop failed (see above)".into(),
-        }));
-    }
-    Ok((
-        duration,
-        counters.iter().map(|c| (c.lcore, c.snapshot())).collect(),
-    ))
-}
-
-/// Wait for every worker; the lcores whose job failed.
-pub(crate) fn join_workers(jobs: Vec<lcore::LcoreJob>) -> Vec<u32> {
-    let mut failed = Vec::new();
-    for job in jobs {
-        let lcore = job.lcore();
-        if job.join() != 0 {
-            failed.push(lcore);
-        }
-    }
-    failed
-}
-
-/// One line per port brought up: name, MAC, link, queues and features.
-pub(crate) fn log_port_up(port: &Port, cfg: &PortConfig) {
-    let id = port.id();
-    let mac = port.mac();
-    let link = port.link();
-    eprintln!(
-        "fastpath: port {id} {} mac {} link {} {} Mb/s, {} RX queue(s){}, {} TX queue(s){}",
-        port.name(),
-        mac.iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<Vec<_>>()
-            .join(":"),
-        if link.up { "up" } else { "down" },
-        link.speed_mbps,
-        cfg.rx_queues,
-        port.rx_spread().describe(),
-        cfg.tx_queues,
-        if port.fast_free() { " (fast free)" } else { "" },
-    );
-}
-
-/// The ports as the operations plane names them.
-pub(crate) fn port_names(ports: &[Port]) -> Vec<PortName> {
-    ports
-        .iter()
-        .map(|p| PortName {
-            id: p.id(),
-            name: p.name().to_string(),
-        })
-        .collect()
-}
-
-/// The main lcore: wait for a stop signal or the end of `--duration`, with
-/// the live view.
-fn control_loop(args: &AppArgs, stop: &AtomicBool, started: Instant, ops: &Ops) {
-    main_lcore_loop(args, stop, started, ops, Duration::from_millis(20), || {
-        false
-    });
-}
-
-/// The main lcore's loop in either mode: run `work` (the control plane; true
-/// when it did something) until a stop signal or the end of `--duration`,
-/// draw the live view (see [`AppArgs::live_view`]), and nap `idle` when idle.
-pub(crate) fn main_lcore_loop(
-    args: &AppArgs,
-    stop: &AtomicBool,
-    started: Instant,
-    ops: &Ops,
-    idle: Duration,
-    mut work: impl FnMut() -> bool,
-) {
-    use std::io::IsTerminal;
-    let deadline = args.duration.map(|d| started + Duration::from_secs_f64(d));
-    let mut live = args
-        .live_view(std::io::stdout().is_terminal())
-        .map(|(style, secs)| Live::new(style, Duration::from_secs_f64(secs), Instant::now()));
-    if let Some(l) = live.as_mut() {
-        l.start(Sample::take(ops));
-    }
-    while !stop.load(Ordering::Relaxed) {
-        let busy = work();
-        let now = Instant::now();
-        if deadline.is_some_and(|d| now >= d) {
-            break;
-        }
-        if let Some(l) = live.as_mut().filter(|l| l.due(now)) {
-            l.print(started.elapsed(), Sample::take(ops));
-        }
-        if !busy {
-            let nap = match deadline {
-                Some(d) => idle.min(d.saturating_duration_since(now)),
-                None => idle,
-            };
-            std::thread::sleep(nap);
-        }
-    }
+    l
 }

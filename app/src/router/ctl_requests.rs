@@ -13,7 +13,7 @@
 use super::control::changes::Running;
 use super::control::ControlPlane;
 use super::fib::Origin;
-use super::setup::HookChains;
+use super::hook_chains::{log_hooks, HookChains};
 use crate::config::{RouteSpec, RouterConfig};
 use crate::counters::{LcoreCounters, PortCount};
 use crate::ctl::{Reply, Request, Show};
@@ -154,7 +154,7 @@ impl CtlRequests<'_> {
             ));
         }
         let n = set.entries().count();
-        super::setup::log_hooks(&set);
+        log_hooks(&set);
         let _retired = self.publisher.publish(set);
         lines.push(format!(
             "hooks reloaded from {path} ({n} hooks, generation {})",

@@ -10,7 +10,9 @@ pub mod drop_site;
 pub mod fastlane;
 pub mod fib;
 pub mod flow_memo;
+mod hook_chains;
 pub mod hook_points;
+pub mod options;
 pub mod punt;
 pub mod setup;
 pub mod stages;
@@ -18,4 +20,5 @@ pub mod txbuf;
 pub mod worker;
 
 pub use fib::{Fib, HopKind, NextHop};
+pub use options::{CaptureOptions, RouterOptions};
 pub use punt::Punt;

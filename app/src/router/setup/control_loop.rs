@@ -1,0 +1,178 @@
+//! Step: run. The main lcore is the control plane (ARP, ICMP, neighbours,
+//! route changes), answers `fastpath ctl` and SIGHUP, and publishes what
+//! the operations plane shows, until a stop signal or the end of the run.
+
+use super::tables::{Tables, Writers};
+use super::workers::Workers;
+use super::{Hooks, Setup, Signals};
+use crate::capture::Tap;
+use crate::counters::LcoreCounters;
+use crate::ctl::server::CtlServer;
+use crate::dpdk::{lcore, Eal, Port};
+use crate::lifecycle::{main_lcore_loop, port_names};
+use crate::ops::state::{Mode, Ops};
+use crate::ops::view::ControlView;
+use crate::report::HookReport;
+use crate::router::control::changes::Running;
+use crate::router::control::{ControlPlane, NeighParams, PortAddr};
+use crate::router::ctl_requests::CtlRequests;
+use hooks::HookSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How often the main lcore publishes the control view (routes,
+/// neighbours, hooks) for telemetry and metrics; a change made on the main
+/// lcore (`fastpath ctl`, a reload) publishes at once.
+const VIEW_PERIOD: Duration = Duration::from_millis(500);
+
+/// The main lcore: the control plane, its counters and its drop capture tap.
+pub(super) struct MainLcore<'a> {
+    pub control: ControlPlane<'a>,
+    pub counters: Arc<LcoreCounters>,
+    pub tap: Arc<Tap>,
+}
+
+impl<'a> MainLcore<'a> {
+    /// The control plane over the tables' `writers`, with the workers'
+    /// punt and inject rings (taken from `workers`).
+    pub fn new(
+        s: &Setup<'a>,
+        writers: Writers,
+        addrs: &[PortAddr],
+        tables: &Tables,
+        workers: &mut Workers,
+    ) -> Self {
+        let counters = Arc::new(LcoreCounters::new(lcore::main_lcore(), s.max_port()));
+        let mut control = ControlPlane::new(
+            addrs,
+            writers.fib,
+            writers.neigh,
+            NeighParams {
+                reachable: s.opts.neigh_reachable,
+                ..NeighParams::default()
+            },
+            std::mem::take(&mut workers.punt_rx),
+            std::mem::take(&mut workers.inject_tx),
+            s.pool,
+            counters.clone(),
+            tables.awaited.clone(),
+        );
+        let tap = workers.hub.tap(lcore::main_lcore());
+        control.set_capture(tap.clone());
+        MainLcore {
+            control,
+            counters,
+            tap,
+        }
+    }
+}
+
+/// Serve until a stop signal or the end of the run.
+pub(super) fn run(
+    s: &Setup,
+    main: &mut MainLcore,
+    hooks: &Hooks,
+    workers: &Workers,
+    ports: &[Port],
+    signals: &Signals,
+) {
+    let publisher = &hooks.publisher;
+    let ops = Arc::new(Ops::new(
+        Mode::Router,
+        workers.started,
+        port_names(ports),
+        workers.counters.clone(),
+        Some(main.counters.clone()),
+    ));
+    ops.publish(control_view(&main.control, &publisher.current()));
+    crate::ops::state::install(ops.clone());
+    let mut next_view = Instant::now() + VIEW_PERIOD;
+    eprintln!(
+        "fastpath: routing{}; Ctrl-C to stop",
+        match s.opts.main_loop.duration {
+            Some(d) => format!(" for {d} s"),
+            None => String::new(),
+        }
+    );
+    // `fastpath ctl` and SIGHUP: handled on this loop (ctl_requests).
+    let mut requests = CtlRequests {
+        run: Running {
+            cfg: s.cfg,
+            port_ids: s.port_ids,
+        },
+        hooks: &hooks.chains,
+        publisher,
+        last: s.cfg.clone(),
+        counters: workers
+            .counters
+            .iter()
+            .chain([&main.counters])
+            .cloned()
+            .collect(),
+        capture: workers.capture.clone(),
+    };
+    let mut ctl = start_ctl(s.eal);
+    let control = &mut main.control;
+    // The control plane is not a poll-mode core: it naps while idle.
+    main_lcore_loop(
+        &s.opts.main_loop,
+        &signals.stop,
+        workers.started,
+        &ops,
+        Duration::from_micros(500),
+        || {
+            if signals.reload.swap(false, Ordering::SeqCst) {
+                requests.sighup(control);
+                next_view = Instant::now();
+            }
+            let asked = ctl
+                .as_mut()
+                .map_or(0, |c| c.serve(|r| requests.handle(control, r)));
+            // A change made here (a route, a neighbour, a reload) shows
+            // at once; otherwise every VIEW_PERIOD.
+            if asked > 0 {
+                next_view = Instant::now();
+            }
+            let handled = control.poll();
+            if Instant::now() >= next_view {
+                ops.publish(control_view(control, &publisher.current()));
+                next_view = Instant::now() + VIEW_PERIOD;
+            }
+            handled + asked > 0
+        },
+    );
+    drop(ctl);
+}
+
+/// The control socket (`ctl`), in EAL's runtime folder; without it (say,
+/// a read-only folder) fastpath runs on and says so.
+fn start_ctl(eal: &Eal) -> Option<CtlServer> {
+    let path = eal.runtime_dir().join(crate::ctl::SOCKET_NAME);
+    match CtlServer::start(&path) {
+        Ok(s) => {
+            eprintln!("fastpath: control socket {}", path.display());
+            Some(s)
+        }
+        Err(e) => {
+            eprintln!(
+                "fastpath: no control socket at {}: {e}; `fastpath ctl` cannot reach this run",
+                path.display()
+            );
+            None
+        }
+    }
+}
+
+/// The control plane's state for the operations plane: the one place the
+/// published routes, neighbours and hook counters come from.
+fn control_view(control: &ControlPlane, hooks: &HookSet) -> ControlView {
+    ControlView {
+        seq: 0,
+        built: Some(Instant::now()),
+        routes: control.routes(),
+        neighbours: control.neighbours(),
+        hooks: HookReport::of(hooks),
+        control: control.stats().fields().to_vec(),
+    }
+}

@@ -1,0 +1,85 @@
+//! Step: the control plane's tables, before any worker reads them: static
+//! neighbours, the routes (FIB over DPDK's LPM), and the RCU the workers
+//! report their quiescent states to.
+
+use super::Setup;
+use crate::dpdk::{Lpm, Qsbr};
+use crate::lifecycle::RunError;
+use crate::neigh::{EthHeader, NeighTable, NeighWriter};
+use crate::router::budget::ArpAwaited;
+use crate::router::fib::{fib_entries, Fib, FibWriter, NEIGH_BY_DST};
+use hooks::wire::ethernet::ethertype;
+use std::sync::Arc;
+
+/// What the workers read.
+pub(super) struct Tables {
+    pub neigh: Arc<NeighTable>,
+    pub awaited: Arc<ArpAwaited>,
+    pub fib: Arc<Fib>,
+    pub qsbr: Arc<Qsbr>,
+}
+
+/// What the control plane writes them through.
+pub(super) struct Writers {
+    pub fib: FibWriter,
+    pub neigh: NeighWriter,
+}
+
+/// The neighbour table with the config's static neighbours and every
+/// gateway held for resolution, and the FIB with the config's routes.
+/// `macs` is each port's MAC by port id.
+pub(super) fn build(s: &Setup, macs: &[[u8; 6]]) -> Result<(Tables, Writers), RunError> {
+    let cfg = s.cfg;
+    let (neigh, mut writer) = NeighTable::new(s.opts.neigh_capacity as usize);
+    for n in &cfg.neighbours {
+        let hdr = EthHeader {
+            dst: n.mac,
+            src: macs[usize::from(s.port_ids[n.port])],
+            ethertype: ethertype::IPV4,
+        };
+        writer
+            .insert_static(n.address, &hdr)
+            .map_err(|e| RunError::Usage(cfg.error_at(n.line, e.to_string()).to_string()))?;
+    }
+    let mut neigh_err = None;
+    let entries = fib_entries(cfg, s.port_ids, |gw| match writer.insert_held(gw) {
+        Ok(i) => i as u32,
+        Err(e) => {
+            neigh_err.get_or_insert(e);
+            NEIGH_BY_DST
+        }
+    });
+    if let Some(e) = neigh_err {
+        return Err(RunError::Usage(format!("{}: {e}", cfg.path.display())));
+    }
+    // A tbl8 group serves each /24 that holds longer prefixes; room for
+    // routes added at run time (`fastpath ctl`, reloads).
+    let long = entries.iter().filter(|e| e.len > 24).count() as u32;
+    let lpm = Lpm::new(
+        "fib",
+        (entries.len() as u32 * 2).max(65536),
+        (long * 2).max(1024),
+        s.eal.socket_id(),
+    )?;
+    // Workers report quiescent states to it; the FIB's writer (the control
+    // plane) reuses what it unpublished, and the LPM its tbl8 groups, after them.
+    let qsbr = Qsbr::new(s.workers() as u32)?;
+    let (fib, fib_writer) = FibWriter::new(lpm, qsbr.clone(), &entries).map_err(|e| {
+        RunError::Usage(format!(
+            "{}: the routes do not fit the LPM table ({e}); fewer routes longer than /24 \
+             would help",
+            cfg.path.display()
+        ))
+    })?;
+    let tables = Tables {
+        neigh,
+        awaited: Arc::new(ArpAwaited::default()),
+        fib,
+        qsbr,
+    };
+    let writers = Writers {
+        fib: fib_writer,
+        neigh: writer,
+    };
+    Ok((tables, writers))
+}

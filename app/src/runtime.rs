@@ -12,8 +12,8 @@ use crate::dpdk::{lcore, Eal, Mempool, Port, PortConfig, RxQueue, TxQueue};
 use crate::forward;
 pub use crate::lifecycle::RunError;
 use crate::lifecycle::{
-    create_pool, default_pool_size, finish, join_workers, main_lcore_loop, port_names, snapshot,
-    start_port, worker_failure, LcoreCounts, MainLoopOptions,
+    create_pool, default_pool_size, drain_rx, finish, join_workers, main_lcore_loop, port_names,
+    snapshot, start_port, worker_failure, LcoreCounts, MainLoopOptions,
 };
 use crate::ops::state::{Mode, Ops};
 use crate::report::Report;
@@ -337,7 +337,7 @@ fn configure_and_forward(
     // as many packets per queue as mbufs are out (more cannot be ours).
     let main = Arc::new(LcoreCounters::new(lcore::main_lcore(), plan.max_port()));
     let mut queues = std::mem::take(&mut *crate::sync::lock(&handback));
-    let drained = forward::drain(&mut queues, plan.pool.in_use() as u64, &main);
+    let drained = drain_rx(&mut queues, plan.pool.in_use() as u64, &main);
     drop(queues);
     if drained > 0 {
         eprintln!("fastpath: drained {drained} packets from RX queues at shutdown");

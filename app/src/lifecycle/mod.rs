@@ -1,11 +1,12 @@
 //! What a run's life is in either mode (forwarding and router): the error
 //! it ends with, the packet pool, a port brought up, the main lcore's loop,
-//! the workers joined, and the teardown that proves every mbuf came back.
+//! the workers joined, the RX queues drained, and the teardown that proves every mbuf came back.
 //!
 //! Both modes use it; it uses neither them nor the command line: what it
 //! needs to know comes in as plain values ([`MainLoopOptions`], descriptor
 //! counts).
 
+mod drain;
 mod error;
 mod finish;
 mod main_loop;
@@ -13,6 +14,7 @@ mod pool;
 mod ports;
 mod workers;
 
+pub use drain::drain_rx;
 pub use error::RunError;
 pub use finish::{finish, LcoreCounts};
 pub use main_loop::{main_lcore_loop, MainLoopOptions};

@@ -9,8 +9,7 @@ use super::{Hooks, Setup};
 use crate::capture::{DropSite, Stage, Summary};
 use crate::counters::{LcoreCounters, STAGES};
 use crate::dpdk::{MbufBurst, RingConsumer};
-use crate::forward;
-use crate::lifecycle::{join_workers, snapshot, worker_failure, LcoreCounts, RunError};
+use crate::lifecycle::{drain_rx, join_workers, snapshot, worker_failure, LcoreCounts, RunError};
 use crate::report::{HookReport, Report};
 use hooks::DropReason;
 use std::collections::BTreeMap;
@@ -72,7 +71,7 @@ pub(super) fn drain(
     for ring in hb.inject.drain(..) {
         injected += drop_injected(ring, &main_counters, &tap);
     }
-    let drained = forward::drain(&mut hb.rx, s.pool.in_use() as u64, &main_counters);
+    let drained = drain_rx(&mut hb.rx, s.pool.in_use() as u64, &main_counters);
     drop(hb);
     if waiting + injected + drained > 0 {
         eprintln!(

@@ -27,28 +27,11 @@ pub struct AppArgs {
     #[arg(long, value_name = "FILE", conflicts_with_all = ["forward", "rx_queues"])]
     pub config: Option<PathBuf>,
 
-    /// Time each pipeline stage with the TSC and report cycles per packet
-    /// (router mode; costs a few cycles per burst). A burst the fast lane
-    /// routes counts its check loop (l2 and the IPv4 header checks, fused)
-    /// as l2, LPM + next hop + neighbour as ip, TTL + header as neigh; a
-    /// burst it declines counts the attempt in l2. With an ingress chain,
-    /// l2 holds the lane's checks before it and the chain; the lane's
-    /// route (or a declined attempt) counts in ip. With an egress chain,
-    /// the lane's routing for it and the chain count in ip, the header
-    /// write in neigh.
+    /// Time each stage of the datapath with the TSC and report cycles per
+    /// packet for each (router mode; a TSC read per stage per burst): l2_input,
+    /// ingress_hook, ip_input, egress_hook, neigh_output, local, tx.
     #[arg(long)]
     pub stage_cycles: bool,
-
-    /// Router mode: slots per worker of the flow memo, which remembers per
-    /// flow what flow-pure hook chains (classify, filter; a stateful filter
-    /// confirms each connection state first)
-    /// answered, so that runs of remembered flows skip them
-    /// (power of two up to 1048576; 64 bytes each; 0: off). Size it to the
-    /// flows a worker sees at once (a stateful filter: its conntrack_max);
-    /// a memo that answers under 3 packets in 4 is bypassed.
-    #[arg(long, value_name = "SLOTS", default_value_t = crate::router::flow_memo::DEFAULT_SLOTS,
-          value_parser = parse_memo_slots)]
-    pub flow_memo: usize,
 
     /// Router mode: a neighbour confirmed by ARP stays reachable this long,
     /// then turns stale and is re-probed (the kernel's base_reachable_time).
@@ -168,20 +151,6 @@ fn parse_forward(s: &str) -> Result<Forward, String> {
         rx: port(a, "RX")?,
         tx: port(b, "TX")?,
     })
-}
-
-fn parse_memo_slots(s: &str) -> Result<usize, String> {
-    let n: usize = s
-        .parse()
-        .map_err(|_| format!("`{s}` is not a number of slots"))?;
-    if crate::router::flow_memo::valid_slots(n) {
-        Ok(n)
-    } else {
-        Err(format!(
-            "{n} slots: expected 0 (off) or a power of two up to {}",
-            crate::router::flow_memo::MAX_SLOTS
-        ))
-    }
 }
 
 /// Split the process arguments at the first `--`: EAL's part (with the program

@@ -30,14 +30,6 @@ pub struct PortCounters {
     /// Received on this port and taken by a hook (verdict `Stolen`): the
     /// hook owns them from then on.
     pub stolen: AtomicU64,
-    /// Received on this port and routed by the fast lane (whole bursts of
-    /// plain forwards, `router/fastlane.rs`); also counted in `rx`, and
-    /// then as sent (`tx`) or as `tx_queue_full` like any routed packet,
-    /// or, on an output port with an egress chain, as a hook left it
-    /// (dropped, stolen).
-    pub fast_lane: AtomicU64,
-    /// Of those, packets whose hooks the flow memo answered.
-    pub flow_memo: AtomicU64,
     /// Packets meant for this port (or received on it) and dropped, by reason.
     pub drops: [AtomicU64; DropReason::COUNT],
 }
@@ -53,15 +45,22 @@ impl Default for PortCounters {
             injected: AtomicU64::new(0),
             consumed: AtomicU64::new(0),
             stolen: AtomicU64::new(0),
-            fast_lane: AtomicU64::new(0),
-            flow_memo: AtomicU64::new(0),
             drops: [const { AtomicU64::new(0) }; DropReason::COUNT],
         }
     }
 }
 
-/// Pipeline stages timed with the TSC (when `--stage-cycles` is on).
-pub const STAGES: [&str; 4] = ["l2", "ip", "neigh", "tx"];
+/// Pipeline stages timed with the TSC (when `--stage-cycles` is on), in
+/// the order the datapath runs them (`datapath::Stage`).
+pub const STAGES: [&str; 7] = [
+    "l2_input",
+    "ingress_hook",
+    "ip_input",
+    "egress_hook",
+    "neigh_output",
+    "local",
+    "tx",
+];
 
 /// TSC cycles spent in each stage and the packets they were spent on (one
 /// TSC read around each stage per burst, not per packet).
@@ -157,18 +156,6 @@ impl LcoreCounters {
         bump(&self.ports[port as usize].stolen, n);
     }
 
-    /// Count packets from `port` the fast lane routed.
-    #[inline(always)]
-    pub fn fast_lane(&self, port: u16, n: u64) {
-        bump(&self.ports[port as usize].fast_lane, n);
-    }
-
-    /// Count packets from `port` the flow memo answered for their hooks.
-    #[inline(always)]
-    pub fn flow_memo(&self, port: u16, n: u64) {
-        bump(&self.ports[port as usize].flow_memo, n);
-    }
-
     /// Count packets from `port` the control plane consumed.
     pub fn consumed(&self, port: u16, n: u64) {
         bump(&self.ports[port as usize].consumed, n);
@@ -218,8 +205,6 @@ impl LcoreCounters {
             o.originated = p.originated.load(Relaxed);
             o.injected = p.injected.load(Relaxed);
             o.punted = p.punted.load(Relaxed);
-            o.fast_lane = p.fast_lane.load(Relaxed);
-            o.flow_memo = p.flow_memo.load(Relaxed);
         }
     }
 
@@ -235,8 +220,6 @@ impl LcoreCounters {
                 injected: p.injected.load(Relaxed),
                 consumed: p.consumed.load(Relaxed),
                 stolen: p.stolen.load(Relaxed),
-                fast_lane: p.fast_lane.load(Relaxed),
-                flow_memo: p.flow_memo.load(Relaxed),
                 drops: hooks::DropCounters(std::array::from_fn(|i| p.drops[i].load(Relaxed))),
             })
             .collect()
@@ -253,8 +236,6 @@ pub struct PortCount {
     pub injected: u64,
     pub consumed: u64,
     pub stolen: u64,
-    pub fast_lane: u64,
-    pub flow_memo: u64,
     pub drops: hooks::DropCounters,
 }
 
@@ -268,8 +249,6 @@ impl PortCount {
         self.injected += other.injected;
         self.consumed += other.consumed;
         self.stolen += other.stolen;
-        self.fast_lane += other.fast_lane;
-        self.flow_memo += other.flow_memo;
         self.drops.merge(&other.drops);
     }
 }

@@ -13,9 +13,11 @@ pub mod cli;
 pub mod config;
 pub mod counters;
 pub mod ctl;
+pub mod datapath;
 pub mod doctor;
 #[allow(unsafe_code)]
 pub mod dpdk;
+pub mod fib;
 pub mod forward;
 pub mod health;
 pub mod hook_config;

@@ -21,10 +21,6 @@ pub struct PortReport {
     pub consumed: u64,
     /// Taken by hooks (verdict `Stolen`).
     pub stolen: u64,
-    /// Received and routed by the fast lane (also in `rx`).
-    pub fast_lane: u64,
-    /// Of `fast_lane`, packets whose hooks the flow memo answered.
-    pub flow_memo: u64,
     pub dropped: u64,
     pub drops: BTreeMap<&'static str, u64>,
     pub driver: PortStats,
@@ -44,10 +40,6 @@ pub struct LcoreReport {
     pub consumed: u64,
     /// Taken by hooks (verdict `Stolen`).
     pub stolen: u64,
-    /// Received and routed by the fast lane (also in `rx`).
-    pub fast_lane: u64,
-    /// Of `fast_lane`, packets whose hooks the flow memo answered.
-    pub flow_memo: u64,
     pub dropped: u64,
     pub drops: BTreeMap<&'static str, u64>,
 }
@@ -65,10 +57,6 @@ pub struct Totals {
     pub consumed: u64,
     /// Taken by hooks (verdict `Stolen`).
     pub stolen: u64,
-    /// Received and routed by the fast lane (also in `rx`).
-    pub fast_lane: u64,
-    /// Of `fast_lane`, packets whose hooks the flow memo answered.
-    pub flow_memo: u64,
     pub dropped: u64,
     pub drops: BTreeMap<&'static str, u64>,
     pub balanced: bool,
@@ -195,8 +183,6 @@ impl Report {
                     injected: sum.injected,
                     consumed: sum.consumed,
                     stolen: sum.stolen,
-                    fast_lane: sum.fast_lane,
-                    flow_memo: sum.flow_memo,
                     dropped: sum.drops.total(),
                     drops: by_reason(&sum.drops),
                 }
@@ -220,8 +206,6 @@ impl Report {
                     originated: sum.originated,
                     consumed: sum.consumed,
                     stolen: sum.stolen,
-                    fast_lane: sum.fast_lane,
-                    flow_memo: sum.flow_memo,
                     dropped: sum.drops.total(),
                     drops: by_reason(&sum.drops),
                     driver: *driver,
@@ -240,8 +224,6 @@ impl Report {
                 originated: total.originated,
                 consumed: total.consumed,
                 stolen: total.stolen,
-                fast_lane: total.fast_lane,
-                flow_memo: total.flow_memo,
                 dropped: total.drops.total(),
                 drops: by_reason(&total.drops),
                 balanced: total.rx + total.originated
@@ -384,24 +366,6 @@ impl Report {
         };
         if t.stolen > 0 {
             let _ = writeln!(s, "taken by hooks (stolen): {}", t.stolen);
-        }
-        if t.fast_lane > 0 {
-            let _ = writeln!(
-                s,
-                "fast lane: {} of {} received ({:.1} %) checked and routed as plain-forward bursts",
-                t.fast_lane,
-                t.rx,
-                100.0 * t.fast_lane as f64 / t.rx.max(1) as f64
-            );
-        }
-        if t.flow_memo > 0 {
-            let _ = writeln!(
-                s,
-                "flow memo: {} of {} received ({:.1} %) passed their hooks by a remembered answer",
-                t.flow_memo,
-                t.rx,
-                100.0 * t.flow_memo as f64 / t.rx.max(1) as f64
-            );
         }
         if t.originated + t.consumed + t.punted + t.stolen == 0 {
             let _ = writeln!(

@@ -177,7 +177,6 @@ pub fn router_options(args: &AppArgs) -> RouterOptions {
         neigh_capacity: args.neigh_capacity,
         neigh_reachable: Duration::from_secs_f64(args.neigh_reachable),
         stage_cycles: args.stage_cycles,
-        flow_memo: args.flow_memo,
         capture: CaptureOptions {
             drops: args.capture_drops.clone(),
             max_bytes: args.capture_max_bytes,

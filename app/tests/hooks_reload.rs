@@ -244,8 +244,8 @@ action = "accept"
 "#;
 
 #[test]
-fn a_reload_makes_the_flow_memo_forget_what_the_old_rules_answered() {
-    // 64 flows, all to port 53: every burst is remembered in phase 1.
+fn a_reload_drops_the_flows_the_old_rules_accepted() {
+    // 64 flows, all to port 53: every burst is accepted in phase 1.
     let frames: Vec<Vec<u8>> = (0..64u16)
         .map(|i| udp([10, 0, 1, 2], [198, 51, 100, 9], 1000 + i, 53))
         .collect();
@@ -258,7 +258,7 @@ fn a_reload_makes_the_flow_memo_forget_what_the_old_rules_answered() {
     let (cfg, json) = (&run.cfg, &run.json);
     let mut child = Watched::spawn(run.command(&[]));
     child.wait_stderr("routing", LIMIT);
-    // Phase 1: accepted (and remembered) for a while.
+    // Phase 1: accepted for a while.
     child.wait_received(0, 200_000.0, PERIOD, LIMIT);
     let drop_53 = MEMO_ACCEPT.replace(
         "dport = 53\naction = \"accept\"",
@@ -286,12 +286,9 @@ fn a_reload_makes_the_flow_memo_forget_what_the_old_rules_answered() {
     let t = &s["totals"];
     assert_eq!(t["balanced"], true);
     assert_eq!(s["mbufs"]["in_use_at_exit"], 0, "mbufs leaked");
-    let memo = t["flow_memo"].as_u64().unwrap();
     let tx = t["tx"].as_u64().unwrap();
     let dropped = t["drops"]["filter_rule"].as_u64().unwrap();
-    // Phase 1 went mostly through the memo; phase 2 dropped, by the new
-    // rule, what the memo had remembered as accepted.
-    assert!(memo > tx / 2, "memo {memo} of tx {tx}: {t}");
-    assert!(memo <= tx, "the memo answered a dropped packet: {t}");
+    // Phase 1 sent the flows; phase 2 dropped them by the new rule.
+    assert!(tx > 100_000, "phase 1 sent too little: {t}");
     assert!(dropped > 100_000, "the new rule never dropped: {t}");
 }

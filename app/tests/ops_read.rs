@@ -197,7 +197,7 @@ fn stop(fp: Watched, dir: &std::path::Path) -> Value {
     read_json(&dir.join("stats.json"))
 }
 
-const COUNTS: [&str; 9] = [
+const COUNTS: [&str; 7] = [
     "rx",
     "tx",
     "dropped",
@@ -205,8 +205,6 @@ const COUNTS: [&str; 9] = [
     "originated",
     "consumed",
     "stolen",
-    "fast_lane",
-    "flow_memo",
 ];
 
 /// The counters every mode reports: stats, ports, lcores and drops equal the

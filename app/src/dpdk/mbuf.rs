@@ -69,6 +69,15 @@ impl Mbuf {
         }
     }
 
+    /// Start loading the first cache line of the frame (a hint, see
+    /// [`prefetch`](super::prefetch)): a stage asks for the packets a few
+    /// places ahead of the one it works on.
+    #[inline(always)]
+    pub fn prefetch_data(&self) {
+        let m = self.raw();
+        super::prefetch((m.buf_addr as *const u8).wrapping_add(usize::from(m.data_off)));
+    }
+
     /// Mutable bytes of the first segment.
     #[inline(always)]
     pub fn data_mut(&mut self) -> &mut [u8] {

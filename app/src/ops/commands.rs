@@ -90,9 +90,7 @@ fn put_counts(d: &mut Tel, c: &PortCount) {
         .put_u64("punted", c.punted)
         .put_u64("originated", c.originated)
         .put_u64("consumed", c.consumed)
-        .put_u64("stolen", c.stolen)
-        .put_u64("fast_lane", c.fast_lane)
-        .put_u64("flow_memo", c.flow_memo);
+        .put_u64("stolen", c.stolen);
 }
 
 fn stats(_: &str) -> Tel {

@@ -21,8 +21,6 @@ pub struct RouterOptions {
     pub neigh_reachable: Duration,
     /// Time each pipeline stage (cycles per packet in the report).
     pub stage_cycles: bool,
-    /// Slots per worker of the flow memo (0: off).
-    pub flow_memo: usize,
     /// Drop capture.
     pub capture: CaptureOptions,
     /// How long the main lcore runs, and its live view.

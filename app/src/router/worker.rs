@@ -1,10 +1,10 @@
 //! A router worker lcore: polls its RX queues, runs each burst through the
 //! pipeline, sends what the control plane injects, and punts what it must.
 
-use super::stages::{Outputs, Pipeline, Scratch};
 use super::txbuf::TxBuffer;
 use crate::capture::{DropSite, Stage, Tap, NO_PORT};
 use crate::counters::LcoreCounters;
+use crate::datapath::{Outputs, Pipeline, Scratch};
 use crate::dpdk::{MbufBurst, QsbrReader, RingConsumer, RingProducer, RxQueue};
 use crate::neigh::GraceReader;
 use hooks::snapshot::Subscriber;
@@ -40,8 +40,6 @@ pub struct RouterWorker {
     pub rcu: QsbrReader,
     /// Time each stage with the TSC.
     pub timed: bool,
-    /// Slots of this worker's flow memo (0: off).
-    pub flow_memo: usize,
 }
 
 impl RouterWorker {
@@ -57,7 +55,7 @@ impl RouterWorker {
         let mut burst = MbufBurst::new();
         let mut punt = MbufBurst::new();
         let mut injected = MbufBurst::new();
-        let mut scratch = Box::new(Scratch::new(self.flow_memo));
+        let mut scratch = Box::<Scratch>::default();
         // Busy vs idle: one TSC read per round, counted into the round
         // before it (busy when it received anything).
         let mut round_start = crate::dpdk::tsc();
@@ -86,8 +84,14 @@ impl RouterWorker {
                     counters: &counters,
                     scratch: &mut scratch,
                 };
-                self.pipeline
-                    .process(port, &mut burst, &mut out, hooks, self.timed);
+                match self.timed {
+                    true => self
+                        .pipeline
+                        .process::<true>(port, &mut burst, &mut out, hooks),
+                    false => self
+                        .pipeline
+                        .process::<false>(port, &mut burst, &mut out, hooks),
+                }
                 if !punt.is_empty() {
                     let tap = &self.pipeline.capture;
                     punt_to_control(&mut self.punt, &mut punt, &counters, tap);

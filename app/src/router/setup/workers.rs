@@ -7,11 +7,11 @@ use super::tables::Tables;
 use super::{Hooks, Setup, RING_SIZE};
 use crate::capture::{Control, Hub, Tap};
 use crate::counters::LcoreCounters;
+use crate::datapath::Pipeline;
 use crate::dpdk::{
     lcore, mbuf_ring, DpdkError, Port, QsbrReader, RingConsumer, RingProducer, RxQueue,
 };
 use crate::lifecycle::RunError;
-use crate::router::stages::Pipeline;
 use crate::router::txbuf::TxBuffer;
 use crate::router::worker::{Handback, RouterWorker};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -162,14 +162,13 @@ fn worker_for(
             pad_short: up.pad_short.clone(),
             tsc_hz,
             worker: w,
-            ns_per_tick: crate::router::hook_points::ns_per_tick(tsc_hz),
+            ns_per_tick: crate::datapath::hook_run::ns_per_tick(tsc_hz),
             capture: tap,
         },
         hooks: hooks.publisher.subscribe(),
         neigh_grace: tables.neigh.grace_reader(),
         rcu: rings.rcu,
         timed: s.opts.stage_cycles,
-        flow_memo: s.opts.flow_memo,
     }
 }
 

@@ -3,21 +3,16 @@
 //! the drop path only (the dispose step of a burst).
 
 use super::punt::Punt;
-use super::stages::Verdict;
+use super::Next;
 use crate::capture::{DropSite, Stage};
 use hooks::{DropReason, HookPoint, HookSet, PacketMeta, PacketType};
 
-/// The drop of a packet received on `port` whose verdict is a drop (by a
+/// The drop of a packet received on `port` whose next step is a drop (by a
 /// stage or by a hook).
 #[inline]
-pub(super) fn of_verdict<'h>(
-    verdict: Verdict,
-    port: u16,
-    meta: &PacketMeta,
-    hooks: &'h HookSet,
-) -> DropSite<'h> {
-    match verdict {
-        Verdict::HookDrop(point, entry, reason) => {
+pub fn of_next<'h>(next: Next, port: u16, meta: &PacketMeta, hooks: &'h HookSet) -> DropSite<'h> {
+    match next {
+        Next::HookDrop(point, entry, reason) => {
             let chain_port = match point {
                 HookPoint::Ingress => port,
                 HookPoint::Egress => meta.out_port,
@@ -32,7 +27,7 @@ pub(super) fn of_verdict<'h>(
             };
             at.by_hook(name)
         }
-        Verdict::Drop(reason) => {
+        Next::Drop(reason) => {
             let to_us = meta.packet_type == PacketType::Host;
             DropSite::new(reason, Stage::of_pipeline_drop(reason, to_us), port)
         }
@@ -43,7 +38,7 @@ pub(super) fn of_verdict<'h>(
 /// A packet for the control plane over its worker's budget (`reason`: why
 /// it was punted).
 #[inline]
-pub(super) fn over_budget(
+pub fn over_budget(
     drop: DropReason,
     reason: Punt,
     port: u16,
@@ -59,6 +54,6 @@ pub(super) fn over_budget(
 
 /// A packet routed to `out_port`, which this worker has no TX queue on.
 #[inline]
-pub(super) fn no_tx_queue(port: u16, out_port: u16) -> DropSite<'static> {
+pub fn no_tx_queue(port: u16, out_port: u16) -> DropSite<'static> {
     DropSite::new(DropReason::NoRoute, Stage::Tx, port).to_port(out_port)
 }

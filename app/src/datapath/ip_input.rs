@@ -1,0 +1,192 @@
+//! ip_input: the IPv4 header checks of every packet l2_input passed, ONE
+//! LPM bulk lookup for the burst, then the route of each (next hop read
+//! once per run of packets with the same LPM result), TTL - 1 with the
+//! incremental checksum, padding trimmed. Next step: `Neigh`, a punt (TTL
+//! exceeded, no route, ICMP to us, fragmentation needed) or a drop.
+
+use super::punt::Punt;
+use super::{Next, Pipeline, Scratch};
+use crate::dpdk::{Mbuf, MbufBurst};
+use crate::fib::{flow_hash, HopKind, NextHop};
+use crate::stage::ip::{
+    ipv4_forward_ttl_fixed, ipv4_input_into, is_martian_source, CsumFlag, Ipv4Ok,
+};
+use crate::stage::plain::plain_header;
+use hooks::wire::ethernet::HEADER_LEN;
+use hooks::{DropReason, PacketMeta};
+
+/// IP protocol number of ICMP.
+const IPPROTO_ICMP: u8 = 1;
+
+/// Check, look up and route every packet whose next step is `Ipv4`.
+#[inline(always)]
+pub fn run(p: &Pipeline, burst: &mut MbufBurst, s: &mut Scratch) {
+    let mbufs = burst.as_mut_slice();
+    let k = check(mbufs, s);
+    p.fib.lookup_bulk(&s.dsts[..k], &mut s.ids[..k]);
+    // The next hop of the previous packet's LPM result, read again only
+    // when the result changes (a burst is mostly one route).
+    let mut hop: Option<(u32, Option<NextHop>)> = None;
+    for j in 0..k {
+        let i = usize::from(s.idx[j]);
+        let id = s.ids[j];
+        let this = match hop {
+            Some((last, h)) if last == id => h,
+            _ => {
+                let h = p.fib.hop(id);
+                hop = Some((id, h));
+                h
+            }
+        };
+        if let Some(m) = mbufs.get_mut(i) {
+            s.next[i] = route(p, m, &mut s.metas[i], &s.oks[j], this);
+        }
+    }
+}
+
+/// The header checks: the packets that pass get their destination in
+/// `s.dsts` (in burst order, their index in `s.idx`); returns how many.
+#[inline(always)]
+fn check(mbufs: &[Mbuf], s: &mut Scratch) -> usize {
+    let mut k = 0;
+    for (i, m) in mbufs.iter().enumerate() {
+        if s.next[i] != Next::Ipv4 {
+            continue;
+        }
+        let csum = csum_flag(m);
+        let ok = &mut s.oks[k];
+        let plain = s.metas[i].l3_offset == HEADER_LEN as u16 && plain_header(m.data(), csum, ok);
+        let checked = match plain {
+            true => Ok(()),
+            false => full_check(m, &s.metas[i], csum, ok),
+        };
+        match checked {
+            Ok(()) => {
+                s.idx[k] = i as u8;
+                s.dsts[k] = u32::from(s.oks[k].dst);
+                k += 1;
+            }
+            Err(r) => s.next[i] = Next::Drop(r),
+        }
+    }
+    k
+}
+
+/// A header that is not plain (tagged, options, or bad): `ipv4_input`.
+#[inline(never)]
+fn full_check(
+    m: &Mbuf,
+    meta: &PacketMeta,
+    csum: CsumFlag,
+    ok: &mut Ipv4Ok,
+) -> Result<(), DropReason> {
+    ipv4_input_into(m.data(), meta, csum, ok)
+}
+
+/// What the NIC says of the header checksum.
+#[inline(always)]
+pub fn csum_flag(m: &Mbuf) -> CsumFlag {
+    match m.rx_ip_checksum() {
+        Some(true) => CsumFlag::Good,
+        Some(false) => CsumFlag::Bad,
+        None => CsumFlag::Unknown,
+    }
+}
+
+/// Route one checked IPv4 packet by its LPM result's next hop.
+#[inline(always)]
+fn route(
+    p: &Pipeline,
+    m: &mut Mbuf,
+    meta: &mut PacketMeta,
+    ok: &Ipv4Ok,
+    hop: Option<NextHop>,
+) -> Next {
+    if is_martian_source(ok.src) {
+        return Next::Drop(DropReason::Martian);
+    }
+    let Some(hop) = hop else {
+        // For an ICMP net unreachable, within the worker's budget.
+        return Next::Punt(Punt::NoRoute);
+    };
+    let hop = if hop.kind == HopKind::Group {
+        match group_member(p, m, meta, ok, hop.neigh) {
+            Some(h) => h,
+            None => return Next::Punt(Punt::NoRoute),
+        }
+    } else {
+        hop
+    };
+    match hop.kind {
+        HopKind::Forward => {}
+        HopKind::Group => return Next::Punt(Punt::NoRoute),
+        HopKind::Martian => return Next::Drop(DropReason::Martian),
+        HopKind::Local if ok.protocol == IPPROTO_ICMP => return Next::Punt(Punt::LocalIcmp),
+        HopKind::Local => return Next::Drop(DropReason::LocalUnsupported),
+        HopKind::NotUnicast => return Next::Drop(DropReason::NotUnicast),
+    }
+    if ok.ttl <= 1 {
+        return Next::Punt(Punt::TtlExceeded);
+    }
+    forward(m, meta, ok, &hop)
+}
+
+/// TTL - 1, padding and any VLAN tag off, the next hop in the metadata.
+#[inline(always)]
+fn forward(m: &mut Mbuf, meta: &mut PacketMeta, ok: &Ipv4Ok, hop: &NextHop) -> Next {
+    let l3 = usize::from(meta.l3_offset);
+    if usize::from(ok.trimmed_len) - l3 > usize::from(hop.mtu) {
+        return too_big(m, meta, hop.port);
+    }
+    let data = m.data_mut();
+    let header = data.get_mut(l3..).and_then(|b| b.first_chunk_mut());
+    match header.map(ipv4_forward_ttl_fixed) {
+        Some(Ok(_)) => {}
+        Some(Err(r)) => return Next::Drop(r),
+        None => return Next::Drop(DropReason::Ipv4Truncated),
+    }
+    // Untagged Ethernet header and no padding from here on.
+    let trimmed = usize::from(ok.trimmed_len) == data.len() || m.trim_to(ok.trimmed_len);
+    if !trimmed || !m.adj((l3 - HEADER_LEN) as u16) {
+        return Next::Drop(DropReason::Ipv4BadTotalLength);
+    }
+    meta.l3_offset = HEADER_LEN as u16;
+    meta.out_port = hop.port;
+    meta.next_hop = if hop.gateway != 0 {
+        hop.gateway
+    } else {
+        u32::from(ok.dst)
+    };
+    Next::Neigh(hop.neigh)
+}
+
+/// The member of the ECMP group whose word is `group` (its `neigh`)
+/// that this packet's flow takes (by the NIC's RSS hash, or the
+/// 5-tuple's). Out of line: only ECMP routes come here.
+#[inline(never)]
+fn group_member(
+    p: &Pipeline,
+    m: &Mbuf,
+    meta: &PacketMeta,
+    ok: &Ipv4Ok,
+    group: u32,
+) -> Option<NextHop> {
+    let hash = flow_hash(m, ok, usize::from(meta.l3_offset));
+    p.fib.member(group, hash)
+}
+
+/// Larger than the output MTU: fastpath does not fragment. With Don't
+/// Fragment set, the sender is told the MTU (ICMP fragmentation needed,
+/// within the worker's budget); without, the packet is dropped.
+#[cold]
+fn too_big(m: &Mbuf, meta: &mut PacketMeta, out_port: u16) -> Next {
+    const FLAGS: usize = 6;
+    const DONT_FRAGMENT: u8 = 0x40;
+    let flags = m.data().get(usize::from(meta.l3_offset) + FLAGS).copied();
+    if flags.is_some_and(|f| f & DONT_FRAGMENT != 0) {
+        meta.out_port = out_port;
+        Next::Punt(Punt::FragNeeded)
+    } else {
+        Next::Drop(DropReason::MtuExceeded)
+    }
+}

@@ -1,0 +1,62 @@
+//! neigh_output: the cached Ethernet header of each routed packet's next
+//! hop in front of its IP header (16 bytes, two 64-bit stores). A
+//! neighbour's header is read (seqlock) once per run of packets to it, so a
+//! burst sees one consistent header per neighbour. Next step: `Forward` out
+//! of `meta.out_port`, or `Punt(Resolve)` for a next hop without one.
+
+use super::punt::Punt;
+use super::{Next, Pipeline, Scratch};
+use crate::dpdk::MbufBurst;
+use crate::fib::NEIGH_BY_DST;
+use crate::neigh::store_header;
+use std::net::Ipv4Addr;
+
+/// Write the header of every packet whose next step is `Neigh`; leaves in
+/// `s.forwarded` how many are forwarded and in `s.out_port` their one
+/// output port (`u16::MAX` when they leave by several, or none).
+#[inline(always)]
+pub fn run(p: &Pipeline, burst: &mut MbufBurst, s: &mut Scratch) {
+    let mut forwarded = 0;
+    let mut first_out = None;
+    let mut one_port = true;
+    // (neighbour index, its header words if usable); u32::MAX: none yet.
+    let mut cached: (u32, Option<[u64; 2]>) = (u32::MAX, None);
+    // (next hop, its neighbour index) of the last packet found by address.
+    let mut last_dst: (u32, u32) = (0, u32::MAX);
+    for (i, m) in burst.as_mut_slice().iter_mut().enumerate() {
+        let Next::Neigh(neigh) = s.next[i] else {
+            continue;
+        };
+        let meta = &s.metas[i];
+        let index = if neigh != NEIGH_BY_DST {
+            neigh
+        } else if meta.next_hop == last_dst.0 {
+            last_dst.1
+        } else {
+            let found = p.neigh.lookup(Ipv4Addr::from(meta.next_hop));
+            let index = found.map_or(u32::MAX, |x| x as u32);
+            last_dst = (meta.next_hop, index);
+            index
+        };
+        if index != cached.0 {
+            let words = (index != u32::MAX)
+                .then(|| p.neigh.entry(index as usize).hh_snapshot())
+                .flatten();
+            cached = (index, words);
+        }
+        s.next[i] = match (cached.1, m.eth_header_mut()) {
+            (Some(words), Some(slot)) => {
+                store_header(slot, words);
+                forwarded += 1;
+                one_port &= *first_out.get_or_insert(meta.out_port) == meta.out_port;
+                Next::Forward(meta.out_port)
+            }
+            _ => Next::Punt(Punt::Resolve),
+        };
+    }
+    s.forwarded = forwarded;
+    s.out_port = match first_out {
+        Some(port) if one_port => port,
+        _ => u16::MAX,
+    };
+}

@@ -6,7 +6,7 @@
 
 use super::punt::Punt;
 use super::{Next, Pipeline, Scratch};
-use crate::dpdk::{Mbuf, MbufBurst};
+use crate::dpdk::{Mbuf, MbufBurst, BURST_SIZE};
 use crate::fib::{flow_hash, HopKind, NextHop};
 use crate::stage::ip::{
     ipv4_forward_ttl_fixed, ipv4_input_into, is_martian_source, CsumFlag, Ipv4Ok,
@@ -14,6 +14,7 @@ use crate::stage::ip::{
 use crate::stage::plain::plain_header;
 use hooks::wire::ethernet::HEADER_LEN;
 use hooks::{DropReason, PacketMeta};
+use std::ops::Range;
 
 /// IP protocol number of ICMP.
 const IPPROTO_ICMP: u8 = 1;
@@ -24,63 +25,97 @@ pub fn run(p: &Pipeline, burst: &mut MbufBurst, s: &mut Scratch) {
     let mbufs = burst.as_mut_slice();
     let k = check(mbufs, s);
     p.fib.lookup_bulk(&s.dsts[..k], &mut s.ids[..k]);
-    // The next hop of the previous packet's LPM result, read again only
-    // when the result changes (a burst is mostly one route).
-    let mut hop: Option<(u32, Option<NextHop>)> = None;
-    for j in 0..k {
-        let i = usize::from(s.idx[j]);
+    // Runs of packets with the same LPM result (a burst is mostly one):
+    // the next hop is read and judged once per run.
+    let mut j = 0;
+    while j < k {
         let id = s.ids[j];
-        let this = match hop {
-            Some((last, h)) if last == id => h,
-            _ => {
-                let h = p.fib.hop(id);
-                hop = Some((id, h));
-                h
-            }
-        };
-        if let Some(m) = mbufs.get_mut(i) {
-            s.next[i] = route(p, m, &mut s.metas[i], &s.oks[j], this);
+        let end = j + s.ids[j..k].iter().take_while(|&&x| x == id).count();
+        match p.fib.hop(id) {
+            Some(hop) if hop.kind == HopKind::Forward => forward_run(mbufs, s, j..end, &hop),
+            hop => route_run(p, mbufs, s, j..end, hop),
         }
+        j = end;
     }
 }
 
-/// The header checks: the packets that pass get their destination in
-/// `s.dsts` (in burst order, their index in `s.idx`); returns how many.
+/// The header checks: each packet that passes has its header's fields in
+/// `s.oks` (at its index) and its destination in `s.dsts` (in burst order,
+/// its index in `s.idx`); returns how many passed.
 #[inline(always)]
 fn check(mbufs: &[Mbuf], s: &mut Scratch) -> usize {
     let mut k = 0;
-    for (i, m) in mbufs.iter().enumerate() {
-        if s.next[i] != Next::Ipv4 {
-            continue;
-        }
-        let csum = csum_flag(m);
-        let ok = &mut s.oks[k];
-        let plain = s.metas[i].l3_offset == HEADER_LEN as u16 && plain_header(m.data(), csum, ok);
-        let checked = match plain {
-            true => Ok(()),
-            false => full_check(m, &s.metas[i], csum, ok),
-        };
-        match checked {
-            Ok(()) => {
-                s.idx[k] = i as u8;
-                s.dsts[k] = u32::from(s.oks[k].dst);
-                k += 1;
-            }
-            Err(r) => s.next[i] = Next::Drop(r),
+    let n = mbufs.len().min(BURST_SIZE);
+    for (i, m) in mbufs[..n].iter().enumerate() {
+        if s.next[i] == Next::Ipv4 {
+            let csum = csum_flag(m);
+            let ok = &mut s.oks[i];
+            let passed = (s.metas[i].l3_offset == HEADER_LEN as u16
+                && plain_header(m.data(), csum, ok))
+                || full_check(m, &s.metas[i], csum, ok, &mut s.next[i]);
+            s.idx[k] = i as u8;
+            s.dsts[k] = u32::from(ok.dst);
+            k += usize::from(passed);
         }
     }
     k
 }
 
-/// A header that is not plain (tagged, options, or bad): `ipv4_input`.
+/// A header that is not plain (tagged, options, or bad): `ipv4_input`;
+/// false with the drop reason in `next`.
 #[inline(never)]
 fn full_check(
     m: &Mbuf,
     meta: &PacketMeta,
     csum: CsumFlag,
     ok: &mut Ipv4Ok,
-) -> Result<(), DropReason> {
-    ipv4_input_into(m.data(), meta, csum, ok)
+    next: &mut Next,
+) -> bool {
+    match ipv4_input_into(m.data(), meta, csum, ok) {
+        Ok(()) => true,
+        Err(r) => {
+            *next = Next::Drop(r);
+            false
+        }
+    }
+}
+
+/// A run of packets whose route is a forward by `hop`: only the checks
+/// that depend on each packet are made for each.
+#[inline(always)]
+fn forward_run(mbufs: &mut [Mbuf], s: &mut Scratch, run: Range<usize>, hop: &NextHop) {
+    for j in run {
+        let i = usize::from(s.idx[j]) % BURST_SIZE;
+        let ok = &s.oks[i];
+        let Some(m) = mbufs.get_mut(i) else {
+            continue;
+        };
+        s.next[i] = if is_martian_source(ok.src) {
+            Next::Drop(DropReason::Martian)
+        } else if ok.ttl <= 1 {
+            Next::Punt(Punt::TtlExceeded)
+        } else {
+            forward(m, &mut s.metas[i], ok, hop)
+        };
+    }
+}
+
+/// A run of packets whose LPM result is anything but a plain forward (no
+/// route, an ECMP group, a local address, martian or not unicast).
+#[inline(never)]
+fn route_run(
+    p: &Pipeline,
+    mbufs: &mut [Mbuf],
+    s: &mut Scratch,
+    run: Range<usize>,
+    hop: Option<NextHop>,
+) {
+    for j in run {
+        let i = usize::from(s.idx[j]) % BURST_SIZE;
+        if let Some(m) = mbufs.get_mut(i) {
+            s.next[i] = route(p, m, &mut s.metas[i], &s.oks[i], hop);
+        }
+    }
 }
 
 /// What the NIC says of the header checksum.

@@ -4,7 +4,7 @@
 
 use super::punt::Punt;
 use super::{Next, Pipeline, Scratch};
-use crate::dpdk::{Mbuf, MbufBurst};
+use crate::dpdk::{Mbuf, MbufBurst, BURST_SIZE};
 use crate::stage::l2::eth_type_trans;
 use crate::stage::plain::{mac_word, plain_l2, plain_meta};
 use hooks::wire::ethernet::{ethertype, MIN_FRAME_LEN};
@@ -21,16 +21,18 @@ pub fn run(p: &Pipeline, port: u16, burst: &mut MbufBurst, s: &mut Scratch) {
     }
     let port_mac = &p.macs[usize::from(port)];
     let word = mac_word(port_mac);
+    let plain = plain_meta(port);
     let mbufs = burst.as_slice();
+    let n = mbufs.len().min(BURST_SIZE);
     for m in mbufs.iter().take(PREFETCH_AHEAD) {
         m.prefetch_data();
     }
-    for (i, m) in mbufs.iter().enumerate() {
+    for (i, m) in mbufs[..n].iter().enumerate() {
         if let Some(ahead) = mbufs.get(i + PREFETCH_AHEAD) {
             ahead.prefetch_data();
         }
         if plain_l2(m.data(), word) {
-            s.metas[i] = plain_meta(port);
+            s.metas[i] = plain;
             s.next[i] = Next::Ipv4;
         } else {
             s.next[i] = translate(port, port_mac, m, &mut s.metas[i]);

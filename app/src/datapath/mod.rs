@@ -73,7 +73,7 @@ pub struct Scratch {
     pub(crate) budgets: PuntBudgets,
     pub(crate) metas: [PacketMeta; BURST_SIZE],
     pub(crate) next: [Next; BURST_SIZE],
-    /// `ip_input`'s checked headers, by position among the IPv4 packets.
+    /// `ip_input`'s checked headers, by packet.
     pub(crate) oks: [Ipv4Ok; BURST_SIZE],
     /// The burst index of each of those, their destinations and LPM ids.
     pub(crate) idx: [u8; BURST_SIZE],

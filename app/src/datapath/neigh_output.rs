@@ -6,7 +6,7 @@
 
 use super::punt::Punt;
 use super::{Next, Pipeline, Scratch};
-use crate::dpdk::MbufBurst;
+use crate::dpdk::{MbufBurst, BURST_SIZE};
 use crate::fib::NEIGH_BY_DST;
 use crate::neigh::store_header;
 use std::net::Ipv4Addr;
@@ -17,13 +17,17 @@ use std::net::Ipv4Addr;
 #[inline(always)]
 pub fn run(p: &Pipeline, burst: &mut MbufBurst, s: &mut Scratch) {
     let mut forwarded = 0;
-    let mut first_out = None;
+    // The output port of every packet forwarded so far (u16::MAX: none
+    // yet), and whether they all share it.
+    let mut out_port = u16::MAX;
     let mut one_port = true;
     // (neighbour index, its header words if usable); u32::MAX: none yet.
     let mut cached: (u32, Option<[u64; 2]>) = (u32::MAX, None);
     // (next hop, its neighbour index) of the last packet found by address.
     let mut last_dst: (u32, u32) = (0, u32::MAX);
-    for (i, m) in burst.as_mut_slice().iter_mut().enumerate() {
+    let mbufs = burst.as_mut_slice();
+    let n = mbufs.len().min(BURST_SIZE);
+    for (i, m) in mbufs[..n].iter_mut().enumerate() {
         let Next::Neigh(neigh) = s.next[i] else {
             continue;
         };
@@ -33,30 +37,43 @@ pub fn run(p: &Pipeline, burst: &mut MbufBurst, s: &mut Scratch) {
         } else if meta.next_hop == last_dst.0 {
             last_dst.1
         } else {
-            let found = p.neigh.lookup(Ipv4Addr::from(meta.next_hop));
-            let index = found.map_or(u32::MAX, |x| x as u32);
-            last_dst = (meta.next_hop, index);
-            index
+            last_dst = (meta.next_hop, p.by_address(meta.next_hop));
+            last_dst.1
         };
         if index != cached.0 {
-            let words = (index != u32::MAX)
-                .then(|| p.neigh.entry(index as usize).hh_snapshot())
-                .flatten();
-            cached = (index, words);
+            cached = (index, p.header_of(index));
         }
         s.next[i] = match (cached.1, m.eth_header_mut()) {
             (Some(words), Some(slot)) => {
                 store_header(slot, words);
                 forwarded += 1;
-                one_port &= *first_out.get_or_insert(meta.out_port) == meta.out_port;
+                if out_port != meta.out_port {
+                    one_port = out_port == u16::MAX;
+                    out_port = meta.out_port;
+                }
                 Next::Forward(meta.out_port)
             }
             _ => Next::Punt(Punt::Resolve),
         };
     }
     s.forwarded = forwarded;
-    s.out_port = match first_out {
-        Some(port) if one_port => port,
-        _ => u16::MAX,
-    };
+    s.out_port = if one_port { out_port } else { u16::MAX };
+}
+
+impl Pipeline {
+    /// The index of the neighbour whose address is `next_hop` (u32::MAX:
+    /// none). Out of line: on-link destinations only.
+    #[inline(never)]
+    fn by_address(&self, next_hop: u32) -> u32 {
+        let found = self.neigh.lookup(Ipv4Addr::from(next_hop));
+        found.map_or(u32::MAX, |x| x as u32)
+    }
+
+    /// The cached header of neighbour `index`, if it has a usable one.
+    #[inline(always)]
+    fn header_of(&self, index: u32) -> Option<[u64; 2]> {
+        (index != u32::MAX)
+            .then(|| self.neigh.entry(index as usize).hh_snapshot())
+            .flatten()
+    }
 }

@@ -26,7 +26,7 @@ fn run_ports(p: &Pipeline, hooks: &HookSet, burst: &mut MbufBurst, s: &mut Scrat
     let mut done = ArrayVec::<u16, BURST_SIZE>::new();
     let mut last = None;
     for i in 0..mbufs.len() {
-        if !matches!(s.next[i], Next::Neigh(_)) {
+        if !matches!(s.next[i], Next::Neigh) {
             continue;
         }
         let port = s.metas[i].out_port;
@@ -43,7 +43,7 @@ fn run_ports(p: &Pipeline, hooks: &HookSet, burst: &mut MbufBurst, s: &mut Scrat
                 now_ns: 0,
             };
             let at_port = |next: &Next, meta: &hooks::PacketMeta| {
-                matches!(next, Next::Neigh(_)) && meta.out_port == port
+                matches!(next, Next::Neigh) && meta.out_port == port
             };
             run_chain(chain, cx, p.ns_per_tick, mbufs, s, at_port);
         }

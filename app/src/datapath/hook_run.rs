@@ -83,7 +83,7 @@ fn check_written(point: HookPoint, mbufs: &[Mbuf], s: &mut Scratch, idx: &[u8]) 
         let i = usize::from(i);
         let routable = match point {
             HookPoint::Ingress => s.next[i] == Next::Ipv4,
-            HookPoint::Egress => matches!(s.next[i], Next::Neigh(_)),
+            HookPoint::Egress => matches!(s.next[i], Next::Neigh),
         };
         let Some(m) = mbufs.get(i).filter(|_| routable) else {
             continue;

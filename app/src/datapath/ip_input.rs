@@ -27,16 +27,24 @@ pub fn run(p: &Pipeline, burst: &mut MbufBurst, s: &mut Scratch) {
     p.fib.lookup_bulk(&s.dsts[..k], &mut s.ids[..k]);
     // Runs of packets with the same LPM result (a burst is mostly one):
     // the next hop is read and judged once per run.
+    // The output port of every route so far, u16::MAX once they differ
+    // (tx sends a burst that leaves whole by one port in one call).
+    let mut out_port = None;
     let mut j = 0;
     while j < k {
         let id = s.ids[j];
         let end = j + s.ids[j..k].iter().take_while(|&&x| x == id).count();
-        match p.fib.hop(id) {
-            Some(hop) if hop.kind == HopKind::Forward => forward_run(mbufs, s, j..end, &hop),
+        let port = match p.fib.hop(id) {
+            Some(hop) if hop.kind == HopKind::Forward => {
+                forward_run(mbufs, s, j..end, &hop);
+                hop.port
+            }
             hop => route_run(p, mbufs, s, j..end, hop),
-        }
+        };
+        out_port = Some(same_port(out_port, port));
         j = end;
     }
+    s.out_port = out_port.unwrap_or(u16::MAX);
 }
 
 /// The header checks: each packet that passes has its header's fields in
@@ -95,13 +103,15 @@ fn forward_run(mbufs: &mut [Mbuf], s: &mut Scratch, run: Range<usize>, hop: &Nex
         } else if ok.ttl <= 1 {
             Next::Punt(Punt::TtlExceeded)
         } else {
-            forward(m, &mut s.metas[i], ok, hop)
+            forward(m, &mut s.metas[i], ok, hop, &mut s.neigh[i])
         };
     }
 }
 
 /// A run of packets whose LPM result is anything but a plain forward (no
 /// route, an ECMP group, a local address, martian or not unicast).
+/// Returns the output port of the packets it routed (u16::MAX if they
+/// differ).
 #[inline(never)]
 fn route_run(
     p: &Pipeline,
@@ -109,12 +119,27 @@ fn route_run(
     s: &mut Scratch,
     run: Range<usize>,
     hop: Option<NextHop>,
-) {
+) -> u16 {
+    let mut out_port = None;
     for j in run {
         let i = usize::from(s.idx[j]) % BURST_SIZE;
         if let Some(m) = mbufs.get_mut(i) {
-            s.next[i] = route(p, m, &mut s.metas[i], &s.oks[i], hop);
+            s.next[i] = route(p, m, &mut s.metas[i], &s.oks[i], hop, &mut s.neigh[i]);
+            if s.next[i] == Next::Neigh {
+                out_port = Some(same_port(out_port, s.metas[i].out_port));
+            }
         }
+    }
+    out_port.unwrap_or(u16::MAX)
+}
+
+/// `port` if every port so far (`so_far`, none yet: `None`) is `port`,
+/// else u16::MAX.
+#[inline(always)]
+fn same_port(so_far: Option<u16>, port: u16) -> u16 {
+    match so_far {
+        Some(p) if p != port => u16::MAX,
+        _ => port,
     }
 }
 
@@ -136,6 +161,7 @@ fn route(
     meta: &mut PacketMeta,
     ok: &Ipv4Ok,
     hop: Option<NextHop>,
+    neigh: &mut u32,
 ) -> Next {
     if is_martian_source(ok.src) {
         return Next::Drop(DropReason::Martian);
@@ -163,12 +189,18 @@ fn route(
     if ok.ttl <= 1 {
         return Next::Punt(Punt::TtlExceeded);
     }
-    forward(m, meta, ok, &hop)
+    forward(m, meta, ok, &hop, neigh)
 }
 
 /// TTL - 1, padding and any VLAN tag off, the next hop in the metadata.
 #[inline(always)]
-fn forward(m: &mut Mbuf, meta: &mut PacketMeta, ok: &Ipv4Ok, hop: &NextHop) -> Next {
+fn forward(
+    m: &mut Mbuf,
+    meta: &mut PacketMeta,
+    ok: &Ipv4Ok,
+    hop: &NextHop,
+    neigh: &mut u32,
+) -> Next {
     let l3 = usize::from(meta.l3_offset);
     if usize::from(ok.trimmed_len) - l3 > usize::from(hop.mtu) {
         return too_big(m, meta, hop.port);
@@ -192,7 +224,8 @@ fn forward(m: &mut Mbuf, meta: &mut PacketMeta, ok: &Ipv4Ok, hop: &NextHop) -> N
     } else {
         u32::from(ok.dst)
     };
-    Next::Neigh(hop.neigh)
+    *neigh = hop.neigh;
+    Next::Neigh
 }
 
 /// The member of the ECMP group whose word is `group` (its `neigh`)

@@ -73,16 +73,22 @@ pub struct Scratch {
     pub(crate) budgets: PuntBudgets,
     pub(crate) metas: [PacketMeta; BURST_SIZE],
     pub(crate) next: [Next; BURST_SIZE],
+    /// Set by `ip_input` for a packet it routed (next step `Neigh`): the
+    /// next hop's neighbour index, or
+    /// [`NEIGH_BY_DST`](crate::fib::NEIGH_BY_DST) (by `meta.next_hop`).
+    pub(crate) neigh: [u32; BURST_SIZE],
     /// `ip_input`'s checked headers, by packet.
     pub(crate) oks: [Ipv4Ok; BURST_SIZE],
     /// The burst index of each of those, their destinations and LPM ids.
     pub(crate) idx: [u8; BURST_SIZE],
     pub(crate) dsts: [u32; BURST_SIZE],
     pub(crate) ids: [u32; BURST_SIZE],
-    /// Set by `neigh_output`: packets forwarded, and their one output port
-    /// (`u16::MAX` when they leave by several).
-    pub(crate) forwarded: usize,
+    /// Set by `ip_input`: the one output port of every packet it routed
+    /// (`u16::MAX` when they leave by several, or none).
     pub(crate) out_port: u16,
+    /// Set by `neigh_output`: how many packets are forwarded. When that is
+    /// the whole burst, every one was routed, so all leave by `out_port`.
+    pub(crate) forwarded: usize,
 }
 
 impl Default for Scratch {
@@ -91,6 +97,7 @@ impl Default for Scratch {
             budgets: PuntBudgets::default(),
             metas: [PacketMeta::default(); BURST_SIZE],
             next: [Next::Ipv4; BURST_SIZE],
+            neigh: [0; BURST_SIZE],
             oks: [Ipv4Ok::EMPTY; BURST_SIZE],
             idx: [0; BURST_SIZE],
             dsts: [0; BURST_SIZE],

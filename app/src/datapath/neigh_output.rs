@@ -12,15 +12,10 @@ use crate::neigh::store_header;
 use std::net::Ipv4Addr;
 
 /// Write the header of every packet whose next step is `Neigh`; leaves in
-/// `s.forwarded` how many are forwarded and in `s.out_port` their one
-/// output port (`u16::MAX` when they leave by several, or none).
+/// `s.forwarded` how many are forwarded.
 #[inline(always)]
 pub fn run(p: &Pipeline, burst: &mut MbufBurst, s: &mut Scratch) {
     let mut forwarded = 0;
-    // The output port of every packet forwarded so far (u16::MAX: none
-    // yet), and whether they all share it.
-    let mut out_port = u16::MAX;
-    let mut one_port = true;
     // (neighbour index, its header words if usable); u32::MAX: none yet.
     let mut cached: (u32, Option<[u64; 2]>) = (u32::MAX, None);
     // (next hop, its neighbour index) of the last packet found by address.
@@ -28,9 +23,10 @@ pub fn run(p: &Pipeline, burst: &mut MbufBurst, s: &mut Scratch) {
     let mbufs = burst.as_mut_slice();
     let n = mbufs.len().min(BURST_SIZE);
     for (i, m) in mbufs[..n].iter_mut().enumerate() {
-        let Next::Neigh(neigh) = s.next[i] else {
+        if s.next[i] != Next::Neigh {
             continue;
-        };
+        }
+        let neigh = s.neigh[i];
         let meta = &s.metas[i];
         let index = if neigh != NEIGH_BY_DST {
             neigh
@@ -47,17 +43,12 @@ pub fn run(p: &Pipeline, burst: &mut MbufBurst, s: &mut Scratch) {
             (Some(words), Some(slot)) => {
                 store_header(slot, words);
                 forwarded += 1;
-                if out_port != meta.out_port {
-                    one_port = out_port == u16::MAX;
-                    out_port = meta.out_port;
-                }
                 Next::Forward(meta.out_port)
             }
             _ => Next::Punt(Punt::Resolve),
         };
     }
     s.forwarded = forwarded;
-    s.out_port = if one_port { out_port } else { u16::MAX };
 }
 
 impl Pipeline {

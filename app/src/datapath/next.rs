@@ -10,9 +10,8 @@ use hooks::{DropReason, HookPoint};
 pub enum Next {
     /// IPv4 to us at l2: for `ip_input` (and the ingress hooks).
     Ipv4,
-    /// Routed, for `neigh_output`: the neighbour's index, or
-    /// [`NEIGH_BY_DST`](crate::fib::NEIGH_BY_DST) (by `meta.next_hop`).
-    Neigh(u32),
+    /// Routed, for `neigh_output` (the neighbour is in `Scratch::neigh`).
+    Neigh,
     /// Out of this port, its Ethernet header written.
     Forward(u16),
     /// To the control plane, if `local` finds it within the budget.

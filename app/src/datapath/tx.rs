@@ -71,7 +71,7 @@ fn dispose(p: &Pipeline, port: u16, hooks: &HookSet, burst: &mut MbufBurst, out:
                 };
                 hand_over(hooks, cx, p.ns_per_tick, entry, m, *meta);
             }
-            Next::Ipv4 | Next::Neigh(_) => {
+            Next::Ipv4 | Next::Neigh => {
                 let at = DropSite::new(DropReason::NoRoute, Stage::Ip, port);
                 drop_one(&mut dropped, m, out.counters, &p.capture, port, at)
             }

@@ -487,34 +487,7 @@ impl Frame {
                 }
                 b
             }
-            L4::Tcp {
-                sport,
-                dport,
-                flags,
-                seq,
-                ack,
-                window,
-                options,
-            } => {
-                let repr = TcpRepr {
-                    src_port: *sport,
-                    dst_port: *dport,
-                    seq_number: *seq,
-                    ack_number: *ack,
-                    flags: *flags,
-                    window: *window,
-                    urgent: 0,
-                    options,
-                    payload_len: payload.len(),
-                };
-                let mut b = with_header(repr.header_len());
-                repr.emit(
-                    &mut TcpPacket::new_unchecked(&mut b[..]),
-                    self.src,
-                    self.dst,
-                );
-                b
-            }
+            L4::Tcp { .. } => self.tcp_bytes(),
             L4::Echo {
                 msg_type,
                 code,
@@ -547,6 +520,41 @@ impl Frame {
                 b
             }
         }
+    }
+
+    /// A TCP segment (header, options and payload), its checksum right.
+    fn tcp_bytes(&self) -> Vec<u8> {
+        let L4::Tcp {
+            sport,
+            dport,
+            flags,
+            seq,
+            ack,
+            window,
+            options,
+        } = &self.l4
+        else {
+            return self.payload.clone();
+        };
+        let repr = TcpRepr {
+            src_port: *sport,
+            dst_port: *dport,
+            seq_number: *seq,
+            ack_number: *ack,
+            flags: *flags,
+            window: *window,
+            urgent: 0,
+            options,
+            payload_len: self.payload.len(),
+        };
+        let mut b = vec![0u8; repr.header_len()];
+        b.extend_from_slice(&self.payload);
+        repr.emit(
+            &mut TcpPacket::new_unchecked(&mut b[..]),
+            self.src,
+            self.dst,
+        );
+        b
     }
 
     /// The IPv4 header and the transport message, then the breakages.

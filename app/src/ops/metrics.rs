@@ -215,6 +215,13 @@ fn lcores(t: &mut Text, ops: &Ops, s: &Sample) {
 
 /// Hooks, conntrack, neighbours and control-plane events (router mode).
 fn control(t: &mut Text, v: &ControlView) {
+    hook_families(t, v);
+    conntrack(t, v);
+    neighbours_and_events(t, v);
+}
+
+/// Each hook's verdict counters and its own events.
+fn hook_families(t: &mut Text, v: &ControlView) {
     let hook = |h: &crate::report::HookReport| {
         vec![
             ("hook", h.name.clone()),
@@ -266,6 +273,10 @@ fn control(t: &mut Text, v: &ControlView) {
             t.sample("fastpath_hook_events_total", &l, n);
         }
     }
+}
+
+/// The connection tables' gauges and events, summed over workers.
+fn conntrack(t: &mut Text, v: &ControlView) {
     let ct = v.conntrack();
     if ct.tracking {
         for (k, n) in &ct.counters {
@@ -287,6 +298,10 @@ fn control(t: &mut Text, v: &ControlView) {
             }
         }
     }
+}
+
+/// Neighbours by state, the control plane's events and the route count.
+fn neighbours_and_events(t: &mut Text, v: &ControlView) {
     let states = v.neigh_states();
     t.family(
         "fastpath_neighbours",

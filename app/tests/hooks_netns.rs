@@ -547,12 +547,7 @@ fn exchange(topo: &Topology, dir: &Path, req: &[u8], reply: &[u8]) {
 
 /// The report's entry of the hook `name`.
 fn hook<'a>(s: &'a Value, name: &str) -> &'a Value {
-    s["hooks"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no hooks in the report: {s}"))
-        .iter()
-        .find(|h| h["name"] == name)
-        .unwrap_or_else(|| panic!("no hook {name:?} in the report: {s}"))
+    common::hook_report(s, name)
 }
 
 fn u(v: &Value) -> u64 {

@@ -96,15 +96,7 @@ fn classify_marks_filter_decides_and_every_drop_has_its_reason() {
     assert_eq!(drops["filter_policy"], 3);
     assert_eq!(s["totals"]["balanced"], true);
     assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
-    let hook = |name: &str| {
-        s["hooks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|h| h["name"] == name)
-            .unwrap_or_else(|| panic!("hook {name} in {s}"))
-            .clone()
-    };
+    let hook = |name: &str| common::hook_report(&s, name).clone();
     let cls = hook("cls");
     assert_eq!(
         (&cls["seen"], &cls["accepted"], &cls["dropped"]),

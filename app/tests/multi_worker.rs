@@ -445,15 +445,7 @@ fn two_workers_keep_flow_order_and_meet_both_directions() {
     }
     assert_eq!(s["totals"]["balanced"], true, "{s}");
     assert_eq!(s["mbufs"]["in_use_at_exit"], 0, "{s}");
-    let hook = |name: &str| {
-        s["hooks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|h| h["name"] == name)
-            .unwrap_or_else(|| panic!("no hook {name}: {s}"))
-            .clone()
-    };
+    let hook = |name: &str| common::hook_report(&s, name).clone();
     let (protect, track) = (hook("protect-a"), hook("track-b"));
     // Every reply segment of every connection came in as established.
     let segments = (TCP_CONNECTIONS * TCP_BYTES / 1500) as u64;

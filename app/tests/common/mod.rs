@@ -113,6 +113,16 @@ pub fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
     fastpath::pcap::write(std::io::BufWriter::new(f), frames).expect("write pcap");
 }
 
+/// The statistics report's entry of the hook `name`.
+pub fn hook_report<'a>(s: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    s["hooks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no hooks in the report: {s}"))
+        .iter()
+        .find(|h| h["name"] == name)
+        .unwrap_or_else(|| panic!("no hook {name:?} in the report: {s}"))
+}
+
 /// Read the final statistics JSON.
 pub fn read_json(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path)

@@ -15,6 +15,7 @@ use common::*;
 use hooks::{
     BuildContext, Hook, HookArgs, HookBuildError, HookBurst, HookContext, HookKind, HookPoint,
 };
+use hooks::{HookWorker, WorkerStore};
 use std::sync::Arc;
 
 /// UDP destination ports whose frames the hook breaks, and how.
@@ -28,7 +29,13 @@ const BAD_IHL_EGRESS: u16 = 10;
 struct Breaker;
 
 impl Hook for Breaker {
-    fn process(&self, cx: &HookContext, burst: &mut HookBurst<'_, '_>) {
+    fn worker(&self, _: usize, _: &mut WorkerStore) -> Box<dyn HookWorker> {
+        Box::new(Breaker)
+    }
+}
+
+impl HookWorker for Breaker {
+    fn process(&mut self, cx: &HookContext, _: &mut WorkerStore, burst: &mut HookBurst<'_, '_>) {
         burst.for_each_accepted(|_, p| {
             let l3 = usize::from(p.meta().l3_offset);
             let dport = p.data().get(l3 + 22..l3 + 24)?;

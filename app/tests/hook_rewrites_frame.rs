@@ -12,6 +12,7 @@ use hooks::wire::Ipv4Packet;
 use hooks::{
     BuildContext, Hook, HookArgs, HookBuildError, HookBurst, HookContext, HookKind, HookPoint,
 };
+use hooks::{HookWorker, WorkerStore};
 use std::sync::Arc;
 
 const NEIGH_22: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 0x22];
@@ -24,7 +25,13 @@ const DNS_SERVER: [u8; 4] = [10, 0, 2, 5];
 struct Dnat;
 
 impl Hook for Dnat {
-    fn process(&self, _cx: &HookContext, burst: &mut HookBurst<'_, '_>) {
+    fn worker(&self, _: usize, _: &mut WorkerStore) -> Box<dyn HookWorker> {
+        Box::new(Dnat)
+    }
+}
+
+impl HookWorker for Dnat {
+    fn process(&mut self, _cx: &HookContext, _: &mut WorkerStore, burst: &mut HookBurst<'_, '_>) {
         burst.for_each_accepted(|_, p| {
             let l3 = usize::from(p.meta().l3_offset);
             let ip = p.data().get(l3..l3 + 24)?;

@@ -21,18 +21,20 @@
 //! ```
 //!
 //! Packets from a source in none of the prefixes pass untouched; IPv4
-//! packets over their prefix's rate are dropped as `policed`. Like every
+//! packets over their prefix's rate are dropped as `policed`. The shared
+//! hook ([`Hook`]) holds the configuration; each worker runs its own part
+//! ([`HookWorker`]) with its own buckets, as `&mut`: no lock. Like every
 //! hook it reads the packet through its view (`p.l3()`, `p.meta()`) and
 //! sets verdicts; the mark and the class (`set_mark`, `set_class`) and the
 //! frame's bytes (`data_mut`, checked again by the router) are all a hook
 //! may change.
 
+use hooks::worker_counters::WorkerCounters;
 use hooks::{
     BuildContext, DropReason, FlowSummary, Hook, HookArgs, HookBuildError, HookBurst, HookContext,
-    HookKind, Verdict,
+    HookKind, HookWorker, Verdict, WorkerStore,
 };
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// The `policer` kind.
 pub struct PolicerKind;
@@ -43,32 +45,58 @@ struct Bucket {
     last_ns: u64,
 }
 
-/// One policer instance: prefixes, a rate, and per-worker buckets (each
-/// worker locks only its own, uncontended, once per burst).
+/// One policer instance, shared by the workers: prefixes, a rate, and the
+/// count of policed packets each worker publishes.
 pub struct Policer {
     prefixes: Vec<(u32, u32)>,
     rate_per_ns: f64,
     burst: f64,
-    buckets: Box<[Mutex<Vec<Bucket>>]>,
-    policed: AtomicU64,
+    policed: Arc<WorkerCounters<1>>,
 }
 
-impl Hook for Policer {
-    fn process(&self, cx: &HookContext, burst: &mut HookBurst<'_, '_>) {
-        let Some(slot) = self.buckets.get(cx.worker) else {
-            return;
+/// A policer's part on one worker: the worker's own buckets, one per
+/// prefix, reached through `&mut` (no lock).
+struct PolicerPart {
+    shared: Arc<Policer>,
+    buckets: Vec<Bucket>,
+    worker: usize,
+}
+
+/// The hook handed to the chain.
+struct PolicerHook(Arc<Policer>);
+
+impl Hook for PolicerHook {
+    fn worker(&self, worker: usize, _: &mut WorkerStore) -> Box<dyn HookWorker> {
+        let full = Bucket {
+            tokens: self.0.burst,
+            last_ns: 0,
         };
-        let mut buckets = slot.lock().unwrap_or_else(|p| p.into_inner());
+        Box::new(PolicerPart {
+            shared: self.0.clone(),
+            buckets: vec![full; self.0.prefixes.len()],
+            worker,
+        })
+    }
+
+    fn stats(&self) -> Vec<(&'static str, u64)> {
+        vec![("policed", self.0.policed.sum(0))]
+    }
+}
+
+impl HookWorker for PolicerPart {
+    fn process(&mut self, cx: &HookContext, _: &mut WorkerStore, burst: &mut HookBurst<'_, '_>) {
+        let p = &*self.shared;
+        let buckets = &mut self.buckets;
         let mut policed = 0;
-        burst.for_each_accepted(|_, p| {
-            let s = FlowSummary::parse(p.l3())?;
-            let k = self
+        burst.for_each_accepted(|_, pkt| {
+            let s = FlowSummary::parse(pkt.l3())?;
+            let k = p
                 .prefixes
                 .iter()
                 .position(|&(net, mask)| s.src & mask == net)?;
             let b = &mut buckets[k];
             let elapsed = cx.now_ns.saturating_sub(b.last_ns) as f64;
-            b.tokens = (b.tokens + elapsed * self.rate_per_ns).min(self.burst);
+            b.tokens = (b.tokens + elapsed * p.rate_per_ns).min(p.burst);
             b.last_ns = cx.now_ns.max(b.last_ns);
             if b.tokens >= 1.0 {
                 b.tokens -= 1.0;
@@ -78,13 +106,7 @@ impl Hook for Policer {
                 Some(Verdict::Drop(DropReason::Policed))
             }
         });
-        if policed > 0 {
-            self.policed.fetch_add(policed, Ordering::Relaxed);
-        }
-    }
-
-    fn stats(&self) -> Vec<(&'static str, u64)> {
-        vec![("policed", self.policed.load(Ordering::Relaxed))]
+        p.policed.add(self.worker, 0, policed);
     }
 }
 
@@ -143,19 +165,12 @@ impl HookKind for PolicerKind {
                 "expected at least one prefix",
             ));
         }
-        let full = Bucket {
-            tokens: burst,
-            last_ns: 0,
-        };
-        Ok(Arc::new(Policer {
-            buckets: (0..cx.workers.max(1))
-                .map(|_| Mutex::new(vec![full; prefixes.len()]))
-                .collect(),
+        Ok(Arc::new(PolicerHook(Arc::new(Policer {
             prefixes,
             rate_per_ns: rate / 1e9,
             burst,
-            policed: AtomicU64::new(0),
-        }))
+            policed: Arc::new(WorkerCounters::new(cx.workers)),
+        }))))
     }
 }
 
@@ -201,7 +216,11 @@ fn main() {
         port: 0,
         now_ns: 1,
     };
-    hook.process(&hcx, &mut burst);
+    // The worker's part of the hook (the router makes it at the worker's
+    // quiescent point, and keeps it while the hook is in its hook set).
+    let mut store = WorkerStore::new();
+    let mut part = hook.worker(0, &mut store);
+    part.process(&hcx, &mut store, &mut burst);
     println!("{:?}", burst.tally());
     handle.unregister();
 }

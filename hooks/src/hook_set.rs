@@ -17,14 +17,9 @@ pub struct HookSet {
     egress: Box<[Chain]>,
     any_ingress: bool,
     any_egress: bool,
-    /// Every egress chain is flow-pure (or empty).
-    egress_flow_pure: bool,
-    /// Some chain [`confirms`](Chain::confirms).
-    confirms: bool,
-    /// Hooks in the longest egress chain.
-    egress_hooks_max: usize,
-    /// Unique per process to this set's chains as they are now: what the
-    /// router's flow memo remembers an answer under.
+    /// Unique per process to this set's chains as they are now: what a
+    /// worker's parts of the hooks ([`WorkerHooks`](crate::WorkerHooks))
+    /// were made for.
     generation: u64,
 }
 
@@ -42,9 +37,6 @@ impl HookSet {
             egress: (0..ports).map(|_| Chain::default()).collect(),
             any_ingress: false,
             any_egress: false,
-            egress_flow_pure: true,
-            confirms: false,
-            egress_hooks_max: 0,
             generation: next_generation(),
         }
     }
@@ -67,14 +59,6 @@ impl HookSet {
         }
         self.any_ingress = self.ingress.iter().any(|c| !c.is_empty());
         self.any_egress = self.egress.iter().any(|c| !c.is_empty());
-        self.egress_flow_pure = self.egress.iter().all(|c| c.is_empty() || c.flow_pure());
-        self.confirms = self.ingress.iter().chain(&self.egress).any(Chain::confirms);
-        self.egress_hooks_max = self
-            .egress
-            .iter()
-            .map(|c| c.entries().len())
-            .max()
-            .unwrap_or(0);
         self.generation = next_generation();
     }
 
@@ -89,26 +73,9 @@ impl HookSet {
         self.any_egress
     }
 
-    /// Is every egress chain flow-pure (or empty)? If not, the router's
-    /// flow memo does not look bursts up: a burst leaving by a port whose
-    /// chain is not (say, a policer) is never remembered, so its
-    /// lookups would be pure cost.
-    #[inline(always)]
-    pub fn egress_flow_pure(&self) -> bool {
-        self.egress_flow_pure
-    }
-
-    /// Does any chain [`confirm`](Chain::confirm) what the flow memo
-    /// answers for it?
-    #[inline(always)]
-    pub fn confirms(&self) -> bool {
-        self.confirms
-    }
-
-    /// Hooks in the longest egress chain of any port.
-    #[inline(always)]
-    pub fn egress_hooks_max(&self) -> usize {
-        self.egress_hooks_max
+    /// Port ids the set has chains for (`0..ports`).
+    pub fn ports(&self) -> usize {
+        self.ingress.len()
     }
 
     /// The chain at `point` of `port`, when it has hooks.
@@ -151,30 +118,5 @@ mod tests {
         b.set(HookPoint::Egress, 1, Chain::default());
         assert_ne!(b.generation(), before);
         assert_ne!(HookSet::default().generation(), a.generation());
-    }
-
-    struct Stateful;
-    impl crate::Hook for Stateful {
-        fn process(&self, _: &crate::HookContext, _: &mut crate::HookBurst<'_, '_>) {}
-    }
-
-    #[test]
-    fn egress_is_flow_pure_until_a_chain_that_is_not() {
-        let mut s = HookSet::empty(2);
-        assert!(s.egress_flow_pure());
-        let e = ChainEntry {
-            name: "ct".into(),
-            kind: "stateful".into(),
-            priority: 0,
-            hook: std::sync::Arc::new(Stateful),
-            counters: std::sync::Arc::new(crate::HookCounters::new(1)),
-        };
-        s.set(HookPoint::Ingress, 0, Chain::new(vec![]));
-        assert!(s.egress_flow_pure());
-        s.set(HookPoint::Egress, 1, Chain::new(vec![e]));
-        assert!(!s.egress_flow_pure());
-        assert_eq!(s.egress_hooks_max(), 1);
-        s.set(HookPoint::Egress, 1, Chain::default());
-        assert!(s.egress_flow_pure());
     }
 }

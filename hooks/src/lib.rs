@@ -7,11 +7,13 @@
 //!   ([`PacketMeta`]) and the named reasons a packet can be dropped for
 //!   ([`DropReason`]);
 //! * header views over byte slices ([`wire`]);
-//! * the hook machinery: the [`Hook`] trait (one call per burst, a
-//!   [`Verdict`] per packet), chains ordered by priority, the [`HookSet`]
-//!   snapshot that workers load once per burst and the control plane
-//!   replaces as a whole ([`snapshot`]), the [`Registry`] of hook kinds by
-//!   name, and per-hook counters;
+//! * the hook machinery: the [`Hook`] trait (what the config built, shared
+//!   by every worker) and its part on each worker, [`HookWorker`] (one
+//!   `&mut` call per burst, a [`Verdict`] per packet), chains ordered by
+//!   priority, the [`HookSet`] snapshot that workers load once per burst
+//!   and the control plane replaces as a whole ([`snapshot`]), a worker's
+//!   own side of it ([`WorkerHooks`], [`WorkerStore`]), the [`Registry`] of
+//!   hook kinds by name, and per-hook counters;
 //! * the built-in hooks ([`builtin`]), their rules ([`rules`]) and connection
 //!   tracking ([`conntrack`]).
 
@@ -27,6 +29,7 @@ pub mod hook;
 pub mod hook_counters;
 pub mod hook_set;
 pub mod lease;
+pub mod memo_shim;
 pub mod meta;
 pub mod packet;
 pub mod registry;
@@ -37,21 +40,27 @@ pub mod testkit;
 pub mod verdict;
 pub mod wire;
 pub mod worker_counters;
+pub mod worker_hooks;
+pub mod worker_store;
 
-pub use chain::{Chain, ChainEntry, ChainTokens, StealLog, MEMO_HOOKS};
+pub use chain::{Chain, ChainEntry, StealLog};
 pub use drop_reason::{DropCounters, DropReason};
 pub use flow::{FlowSummary, Fragment};
 pub use flows::Flows;
-pub use hook::{Hook, HookContext, HookPoint, OwnedPacket};
+pub use hook::{Hook, HookContext, HookPoint, HookWorker, OwnedPacket};
 pub use hook_counters::{HookCounters, HookStats};
 pub use hook_set::HookSet;
 pub use lease::{Lease, LEASE_NS};
+#[doc(hidden)]
+pub use memo_shim::{ChainTokens, MEMO_HOOKS};
 pub use meta::{PacketMeta, PacketType};
 pub use packet::{HookBurst, HookPacket, Tally, MAX_BURST, NO_TOKEN};
 pub use registry::{
     BuildContext, DuplicateKind, HookArgs, HookBuildError, HookKind, KindHandle, Registry,
 };
 pub use verdict::Verdict;
+pub use worker_hooks::WorkerHooks;
+pub use worker_store::{StoreKey, WorkerStore};
 
 /// Lock `m`, taking the data even if a panicking thread poisoned it: the
 /// data here (snapshots, registries, per-worker tables) stays consistent

@@ -1,6 +1,7 @@
 //! The registry of hook kinds, by name. A hook written outside the pipeline
 //! (a crate, an example file) becomes usable by registering its kind and
-//! naming it in the config; the pipeline only ever sees `Arc<dyn Hook>`.
+//! naming it in the config; the pipeline only ever sees `Arc<dyn Hook>` and,
+//! on each worker, the `Box<dyn HookWorker>` it made.
 
 use crate::lock;
 use crate::{Hook, HookPoint};
@@ -189,11 +190,16 @@ impl KindHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{HookBurst, HookContext};
+    use crate::{HookBurst, HookContext, HookWorker, WorkerStore};
 
     struct Nop;
     impl Hook for Nop {
-        fn process(&self, _: &HookContext, _: &mut HookBurst<'_, '_>) {}
+        fn worker(&self, _: usize, _: &mut WorkerStore) -> Box<dyn HookWorker> {
+            Box::new(Nop)
+        }
+    }
+    impl HookWorker for Nop {
+        fn process(&mut self, _: &HookContext, _: &mut WorkerStore, _: &mut HookBurst<'_, '_>) {}
     }
     struct NopKind(&'static str);
     impl HookKind for NopKind {

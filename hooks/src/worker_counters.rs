@@ -1,5 +1,5 @@
-//! A hook's own counters, one cache line per worker: a worker adds with a
-//! relaxed load and store to its own line (no locked instruction, no line
+//! A hook's own counters, one cache line per worker: a worker adds (or
+//! publishes a value it keeps) with a relaxed load and store to its own line (no locked instruction, no line
 //! shared between workers); the control plane sums when it reads.
 
 use crate::{BuildContext, HookPoint};
@@ -38,6 +38,20 @@ impl<const N: usize> WorkerCounters<N> {
             None => {
                 self.lines[self.lines.len() - 1].0[i].fetch_add(n, Relaxed);
             }
+        }
+    }
+
+    /// Set counter `i` of `worker` to `v` (a value the worker keeps, such
+    /// as its table's size, published). Only that worker may call this for
+    /// its index; an out-of-range worker stores into the last line.
+    #[inline]
+    pub fn set(&self, worker: usize, i: usize, v: u64) {
+        let line = self
+            .lines
+            .get(worker)
+            .unwrap_or(&self.lines[self.lines.len() - 1]);
+        if let Some(c) = line.0.get(i) {
+            c.store(v, Relaxed);
         }
     }
 
@@ -87,6 +101,9 @@ mod tests {
         c.add(5, 1, 1);
         c.add(0, 9, 1);
         assert_eq!((c.sum(0), c.sum(1), c.sum(9)), (7, 2, 0));
+        c.set(0, 0, 1);
+        c.set(0, 9, 1);
+        assert_eq!(c.sum(0), 5);
     }
 
     #[test]

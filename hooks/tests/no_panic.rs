@@ -36,8 +36,8 @@ use hooks::wire::arp::ArpRepr;
 use hooks::wire::{checksum, icmp, ArpPacket, EthernetFrame, IcmpPacket, Ipv4Packet, VlanTag};
 use hooks::{
     BuildContext, Chain, ChainEntry, DropReason, FlowSummary, Hook, HookArgs, HookBurst,
-    HookContext, HookCounters, HookKind, HookPacket, HookPoint, OwnedPacket, PacketMeta,
-    PacketType, Tally, Verdict, MAX_BURST,
+    HookContext, HookCounters, HookKind, HookPacket, HookPoint, HookWorker, OwnedPacket,
+    PacketMeta, PacketType, Tally, Verdict, WorkerHooks, WorkerStore, MAX_BURST,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -902,10 +902,38 @@ fn check_burst(burst: &HookBurst<'_, '_>) -> Result<Vec<Verdict>, TestCaseError>
     Ok(v)
 }
 
+/// The workers 0..=WORKERS of the hooks run alone: each its store and its
+/// part of each hook (by name), kept from burst to burst.
+#[derive(Default)]
+struct Workers {
+    stores: Vec<WorkerStore>,
+    parts: Vec<(usize, &'static str, Box<dyn HookWorker>)>,
+}
+
+impl Workers {
+    /// `h`'s part on worker `cx.worker` processes `burst`.
+    fn process(&mut self, h: &Named, cx: &HookContext, burst: &mut HookBurst<'_, '_>) {
+        let w = cx.worker;
+        if self.stores.len() <= w {
+            self.stores.resize_with(w + 1, WorkerStore::new);
+        }
+        let at = match self.parts.iter().position(|p| (p.0, p.1) == (w, h.name)) {
+            Some(i) => i,
+            None => {
+                let part = h.hook.worker(w, &mut self.stores[w]);
+                self.parts.push((w, h.name, part));
+                self.parts.len() - 1
+            }
+        };
+        self.parts[at].2.process(cx, &mut self.stores[w], burst);
+    }
+}
+
 /// Run `h` alone over `pkts` (packets of `predropped` dropped first) and
 /// check what it did.
 fn run_alone(
     h: &Named,
+    workers: &mut Workers,
     pkts: &[Pkt],
     predropped: u64,
     cx: &HookContext,
@@ -923,7 +951,7 @@ fn run_alone(
         }
     }
     let before = check_burst(&burst)?;
-    h.hook.process(cx, &mut burst);
+    workers.process(h, cx, &mut burst);
     let verdicts = check_burst(&burst)?;
     let _ = burst;
     drop(views);
@@ -985,15 +1013,27 @@ fn run_alone(
 // ---------------------------------------------------------------------------
 // A stealing hook, for the stolen counters of the chain.
 
-/// Steals the accepted packets whose length is 3 modulo 7.
+/// What the thief's parts stole and were handed.
 #[derive(Default)]
-struct Thief {
+struct Thefts {
     stolen: AtomicUsize,
     taken: AtomicUsize,
 }
 
+/// Steals the accepted packets whose length is 3 modulo 7.
+struct Thief(Arc<Thefts>);
+
+/// The thief's part on a worker.
+struct ThiefPart(Arc<Thefts>);
+
 impl Hook for Thief {
-    fn process(&self, _cx: &HookContext, burst: &mut HookBurst<'_, '_>) {
+    fn worker(&self, _: usize, _: &mut WorkerStore) -> Box<dyn HookWorker> {
+        Box::new(ThiefPart(self.0.clone()))
+    }
+}
+
+impl HookWorker for ThiefPart {
+    fn process(&mut self, _: &HookContext, _: &mut WorkerStore, burst: &mut HookBurst<'_, '_>) {
         let mut n = 0;
         burst.for_each_accepted(|_, p| {
             (p.data().len() % 7 == 3).then(|| {
@@ -1001,13 +1041,13 @@ impl Hook for Thief {
                 Verdict::Stolen
             })
         });
-        self.stolen.fetch_add(n, Ordering::Relaxed);
+        self.0.stolen.fetch_add(n, Ordering::Relaxed);
     }
 
-    fn take(&self, _cx: &HookContext, packets: &mut dyn Iterator<Item = Box<dyn OwnedPacket>>) {
+    fn take(&mut self, _: &HookContext, packets: &mut dyn Iterator<Item = Box<dyn OwnedPacket>>) {
         for p in packets {
             let _ = (p.data().len(), p.meta().l3_offset);
-            self.taken.fetch_add(1, Ordering::Relaxed);
+            self.0.taken.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -1037,12 +1077,13 @@ proptest! {
     #[test]
     fn arbitrary_bytes_never_panic_any_hook((start, bursts) in bursts()) {
         let hooks = all_hooks();
+        let mut workers = Workers::default();
         let mut now = start;
         for b in &bursts {
             now = now.saturating_add(b.dt_ns);
             let cx = context(b, now);
             for h in &hooks {
-                run_alone(h, &b.pkts, b.predropped, &cx)?;
+                run_alone(h, &mut workers, &b.pkts, b.predropped, &cx)?;
             }
         }
         // The hooks' own counters can be read after all that.
@@ -1058,11 +1099,11 @@ proptest! {
         (start, bursts) in bursts(),
         priorities in vec(-3i32..3, 8),
     ) {
-        let thief = Arc::new(Thief::default());
+        let thief = Arc::new(Thefts::default());
         let mut roles = Vec::new();
         let mut entries = Vec::new();
         let mut hooks = all_hooks();
-        hooks.push(Named { name: "thief", role: Role::Thief, hook: thief.clone() });
+        hooks.push(Named { name: "thief", role: Role::Thief, hook: Arc::new(Thief(thief.clone())) });
         for (h, prio) in hooks.into_iter().zip(priorities) {
             roles.push((h.name, h.role));
             entries.push(ChainEntry {
@@ -1074,6 +1115,7 @@ proptest! {
             });
         }
         let chain = Chain::new(entries);
+        let mut workers: Vec<WorkerHooks> = (0..=WORKERS).map(WorkerHooks::new).collect();
         let mut now = start;
         let (mut in_total, mut out) = (0u64, Tally::default());
         let mut handed = 0;
@@ -1093,7 +1135,7 @@ proptest! {
                 }
             }
             let start_tally = burst.tally();
-            let log = chain.run(&cx, &mut burst);
+            let log = chain.run(&cx, &mut workers[cx.worker], &mut burst);
             let end_tally = burst.tally();
             let v = check_burst(&burst)?;
             let _ = burst;
@@ -1105,7 +1147,7 @@ proptest! {
                 prop_assert!(log.mask & (1 << i) != 0);
                 prop_assert_eq!(chain.entries()[usize::from(log.owner[i])].name.as_str(), "thief");
             }
-            chain.hand_over_stolen(&cx, &log, |i| {
+            chain.hand_over_stolen(&cx, &mut workers[cx.worker], &log, |i| {
                 handed += 1;
                 Some(Box::new(Owned(pkts[i].clone())) as Box<dyn OwnedPacket>)
             });

@@ -8,6 +8,7 @@ use super::{Next, Scratch};
 use crate::dpdk::{tsc, Mbuf, BURST_SIZE};
 use crate::stage::ip::{ipv4_input, CsumFlag};
 use arrayvec::ArrayVec;
+use hooks::WorkerHooks;
 use hooks::{Chain, HookBurst, HookContext, HookPacket, HookPoint, HookSet, PacketMeta, Verdict};
 
 /// Nanoseconds per tick of a `tsc_hz` clock, 32.32 fixed point.
@@ -51,7 +52,8 @@ pub fn run_chain(
     }
     let mut verdicts = [Verdict::Accept; BURST_SIZE];
     let mut burst = HookBurst::new(&mut pkts, &mut verdicts);
-    let log = chain.run(&cx, &mut burst);
+    // The worker's own part of each hook runs, as `&mut`.
+    let log = chain.run(&cx, &mut s.hooks, &mut burst);
     let n = burst.len();
     for (k, &i) in idx.iter().enumerate().take(n) {
         let i = usize::from(i);
@@ -94,12 +96,13 @@ fn check_written(point: HookPoint, mbufs: &[Mbuf], s: &mut Scratch, idx: &[u8]) 
     }
 }
 
-/// Hand a stolen packet to the hook that stole it (entry `entry` of the
-/// chain at `point` of `port`). Stealing is a slow path: one allocation and
-/// one dynamic call per packet.
+/// Hand a stolen packet to the hook that stole it (this worker's part of
+/// entry `entry` of the chain at `point` of `port`). Stealing is a slow
+/// path: one allocation and one dynamic call per packet.
 #[cold]
 pub fn hand_over(
     hooks: &HookSet,
+    parts: &mut WorkerHooks,
     cx: HookContext,
     ns_per_tick: u64,
     entry: u8,
@@ -111,12 +114,8 @@ pub fn hand_over(
         now_ns: now_ns(ns_per_tick),
         ..cx
     };
-    if let Some(e) = hooks
-        .chain(cx.point, cx.port)
-        .and_then(|c| c.entries().get(usize::from(entry)))
-    {
-        let mut one = std::iter::once(Box::new(m) as Box<dyn hooks::OwnedPacket>);
-        e.hook.take(&cx, &mut one);
+    if let Some(chain) = hooks.chain(cx.point, cx.port) {
+        chain.hand_over(&cx, parts, entry, Box::new(m));
     }
 }
 

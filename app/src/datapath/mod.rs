@@ -36,7 +36,7 @@ use crate::fib::Fib;
 use crate::neigh::NeighTable;
 use crate::stage::ip::Ipv4Ok;
 use budget::{ArpAwaited, PuntBudgets};
-use hooks::{HookSet, PacketMeta};
+use hooks::{HookSet, PacketMeta, WorkerHooks};
 use std::sync::Arc;
 use txbuf::TxBuffer;
 
@@ -89,6 +89,19 @@ pub struct Scratch {
     /// Set by `neigh_output`: how many packets are forwarded. When that is
     /// the whole burst, every one was routed, so all leave by `out_port`.
     pub(crate) forwarded: usize,
+    /// The worker's part of each hook of its hook set (refreshed at its
+    /// quiescent point), run as `&mut`.
+    pub hooks: WorkerHooks,
+}
+
+impl Scratch {
+    /// Arrays for worker `worker` (`HookContext::worker`).
+    pub fn for_worker(worker: usize) -> Self {
+        Scratch {
+            hooks: WorkerHooks::new(worker),
+            ..Scratch::default()
+        }
+    }
 }
 
 impl Default for Scratch {
@@ -104,6 +117,7 @@ impl Default for Scratch {
             ids: [0; BURST_SIZE],
             forwarded: 0,
             out_port: u16::MAX,
+            hooks: WorkerHooks::new(0),
         }
     }
 }

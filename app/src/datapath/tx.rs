@@ -14,7 +14,7 @@ use hooks::{DropReason, HookContext, HookPoint, HookSet};
 /// Dispose of the whole burst received on `port`.
 #[inline(always)]
 pub fn run(p: &Pipeline, port: u16, hooks: &HookSet, burst: &mut MbufBurst, out: &mut Outputs<'_>) {
-    let s = &*out.scratch;
+    let s = &mut *out.scratch;
     // The common case: the whole burst leaves by one port, in one call.
     if s.forwarded == burst.len() {
         if let Some(Some(txb)) = out.tx.get_mut(usize::from(s.out_port)) {
@@ -28,7 +28,7 @@ pub fn run(p: &Pipeline, port: u16, hooks: &HookSet, burst: &mut MbufBurst, out:
 /// Each packet to its place.
 #[inline(never)]
 fn dispose(p: &Pipeline, port: u16, hooks: &HookSet, burst: &mut MbufBurst, out: &mut Outputs<'_>) {
-    let s = &*out.scratch;
+    let s = &mut *out.scratch;
     let mut dropped = MbufBurst::new();
     for (i, m) in burst.drain().enumerate() {
         let meta = &s.metas[i];
@@ -69,7 +69,7 @@ fn dispose(p: &Pipeline, port: u16, hooks: &HookSet, burst: &mut MbufBurst, out:
                     port: chain_port,
                     now_ns: 0,
                 };
-                hand_over(hooks, cx, p.ns_per_tick, entry, m, *meta);
+                hand_over(hooks, &mut s.hooks, cx, p.ns_per_tick, entry, m, *meta);
             }
             Next::Ipv4 | Next::Neigh => {
                 let at = DropSite::new(DropReason::NoRoute, Stage::Ip, port);

@@ -55,7 +55,7 @@ impl RouterWorker {
         let mut burst = MbufBurst::new();
         let mut punt = MbufBurst::new();
         let mut injected = MbufBurst::new();
-        let mut scratch = Box::<Scratch>::default();
+        let mut scratch = Box::new(Scratch::for_worker(self.pipeline.worker));
         // Busy vs idle: one TSC read per round, counted into the round
         // before it (busy when it received anything).
         let mut round_start = crate::dpdk::tsc();
@@ -68,6 +68,8 @@ impl RouterWorker {
             // The quiescent point: between bursts, nothing of the old
             // snapshot is held, no neighbour index, no next-hop id.
             let hooks = self.hooks.quiescent();
+            // This worker's part of each new hook is made here, not in a burst.
+            scratch.hooks.refresh(hooks);
             self.neigh_grace.quiescent();
             self.rcu.quiescent();
             for q in self.rx.iter_mut() {

@@ -20,7 +20,9 @@ use hooks::rules::{
     MATCH_KEYS,
 };
 use hooks::testkit;
-use hooks::{BuildContext, HookArgs, HookContext, HookKind, HookPoint, PacketMeta, MAX_BURST};
+use hooks::{
+    BuildContext, HookArgs, HookContext, HookKind, HookPoint, PacketMeta, WorkerStore, MAX_BURST,
+};
 use hooks_fuzz::{run_checked, Pkt, Role};
 use libfuzzer_sys::fuzz_target;
 use std::sync::Arc;
@@ -369,9 +371,20 @@ fuzz_target!(|input: Input| {
         let role = Role::Filter {
             policy_drop: input.policy_drop,
         };
-        run_checked(&*h, role, &pkts, input.predropped, &hcx(input.now));
+        let mut store = WorkerStore::new();
+        let mut part = h.worker(0, &mut store);
+        let part = &mut *part;
         run_checked(
-            &*h,
+            part,
+            &mut store,
+            role,
+            &pkts,
+            input.predropped,
+            &hcx(input.now),
+        );
+        run_checked(
+            part,
+            &mut store,
             role,
             &pkts,
             0,
@@ -381,8 +394,11 @@ fuzz_target!(|input: Input| {
     }
     let classify_kind = ClassifyKind::new(Arc::new(LinearBuilder));
     if let Ok(h) = classify_kind.build(&cargs, &cx(HookPoint::Ingress)) {
+        let mut store = WorkerStore::new();
+        let mut part = h.worker(0, &mut store);
         run_checked(
-            &*h,
+            &mut *part,
+            &mut store,
             Role::Classify,
             &pkts,
             input.predropped,

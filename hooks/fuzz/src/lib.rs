@@ -7,7 +7,8 @@ use hooks::flow::{proto, Fragment};
 use hooks::wire::arp::ArpRepr;
 use hooks::wire::{checksum, icmp, ArpPacket, EthernetFrame, IcmpPacket, Ipv4Packet, VlanTag};
 use hooks::{
-    DropReason, FlowSummary, Hook, HookBurst, HookContext, HookPacket, PacketMeta, Tally, Verdict,
+    DropReason, FlowSummary, HookBurst, HookContext, HookPacket, HookWorker, PacketMeta, Tally,
+    Verdict, WorkerStore,
 };
 use std::net::Ipv4Addr;
 
@@ -223,13 +224,15 @@ fn tally_of(burst: &HookBurst<'_, '_>) -> Vec<Verdict> {
     v
 }
 
-/// Run `hook` over `pkts` (those of `predropped` dropped first) and check:
+/// Run a hook's part on a worker (`part`, with that worker's `store`) over
+/// `pkts` (those of `predropped` dropped first) and check:
 /// verdicts only move away from Accept, the hook's own drop reasons only,
 /// frame bytes unchanged, metadata unchanged but classify's mark and class,
 /// and a drop-policy filter never accepts a packet `FlowSummary::parse`
 /// cannot read. Returns the verdicts.
 pub fn run_checked(
-    hook: &dyn Hook,
+    part: &mut dyn HookWorker,
+    store: &mut WorkerStore,
     role: Role,
     pkts: &[Pkt],
     predropped: u64,
@@ -248,7 +251,7 @@ pub fn run_checked(
         }
     }
     let before = tally_of(&burst);
-    hook.process(cx, &mut burst);
+    part.process(cx, store, &mut burst);
     let now = tally_of(&burst);
     drop(burst);
     drop(views);

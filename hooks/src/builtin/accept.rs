@@ -3,6 +3,7 @@
 //! and to count what passes a point.
 
 use crate::{BuildContext, Hook, HookArgs, HookBuildError, HookBurst, HookContext, HookKind};
+use crate::{HookWorker, WorkerStore};
 use std::sync::Arc;
 
 /// The `accept` kind: no parameters, no rules.
@@ -11,8 +12,14 @@ pub struct AcceptKind;
 struct Accept;
 
 impl Hook for Accept {
+    fn worker(&self, _worker: usize, _store: &mut WorkerStore) -> Box<dyn HookWorker> {
+        Box::new(Accept)
+    }
+}
+
+impl HookWorker for Accept {
     #[inline]
-    fn process(&self, _cx: &HookContext, _burst: &mut HookBurst<'_, '_>) {}
+    fn process(&mut self, _: &HookContext, _: &mut WorkerStore, _: &mut HookBurst<'_, '_>) {}
 }
 
 impl HookKind for AcceptKind {

@@ -24,21 +24,18 @@
 
 use crate::flow::FlowSummary;
 use crate::rules::{
-    flow_cache, parse_match, CachedClassifier, ClassifierBuilder, FragmentGuard, Key,
+    flow_cache, parse_match, CachedClassifier, ClassifierBuilder, FlowCache, FragmentGuard, Key,
 };
 use crate::wire::ethernet::ethertype;
 use crate::worker_counters::{CounterStore, WorkerCounters};
 use crate::{
     BuildContext, DropReason, Hook, HookArgs, HookBuildError, HookBurst, HookContext, HookKind,
-    HookPoint, Verdict, MAX_BURST,
+    HookPoint, HookWorker, Verdict, WorkerStore, MAX_BURST,
 };
 use std::sync::Arc;
 
 const MATCHED: usize = 0;
 const UNPARSED: usize = 1;
-
-/// A packet's token (see `Hook::flow_pure`): it matched a rule.
-const TOKEN_MATCHED: u32 = 1;
 
 /// Match fields a classify rule may use.
 pub const MATCH_KEYS: [&str; 9] = [
@@ -80,7 +77,7 @@ impl ClassifyKind {
     }
 }
 
-/// One classify instance.
+/// One classify instance: what its workers share.
 pub struct Classify {
     classifier: CachedClassifier,
     actions: Vec<ClassifyAction>,
@@ -91,8 +88,41 @@ pub struct Classify {
     counts: Arc<WorkerCounters<2>>,
 }
 
-impl Hook for Classify {
-    fn process(&self, cx: &HookContext, burst: &mut HookBurst<'_, '_>) {
+/// A classify instance's part on one worker: the shared rules and the
+/// worker's own flow cache.
+struct ClassifyPart {
+    shared: Arc<Classify>,
+    cache: FlowCache,
+    worker: usize,
+}
+
+/// The hook handed to the chain: the shared instance.
+struct ClassifyHook(Arc<Classify>);
+
+impl Hook for ClassifyHook {
+    fn worker(&self, worker: usize, _: &mut WorkerStore) -> Box<dyn HookWorker> {
+        Box::new(ClassifyPart {
+            shared: self.0.clone(),
+            cache: self.0.classifier.cache(worker),
+            worker,
+        })
+    }
+
+    fn stats(&self) -> Vec<(&'static str, u64)> {
+        let c = &self.0;
+        let mut v = vec![
+            ("rules", c.actions.len() as u64),
+            ("matched", c.counts.sum(MATCHED)),
+            ("unparsed", c.counts.sum(UNPARSED)),
+        ];
+        v.extend(c.classifier.stat_lines());
+        v
+    }
+}
+
+impl HookWorker for ClassifyPart {
+    fn process(&mut self, _cx: &HookContext, _: &mut WorkerStore, burst: &mut HookBurst<'_, '_>) {
+        let c = &*self.shared;
         let mut keys = [Key::default(); MAX_BURST];
         let mut idx = [0u8; MAX_BURST];
         let mut n = 0;
@@ -104,8 +134,7 @@ impl Hook for Classify {
             }
             match FlowSummary::parse(p.l3()) {
                 Some(s) => {
-                    if let Some(r) = self.fragments.check(&s) {
-                        burst.forget_flow(i);
+                    if let Some(r) = c.fragments.check(&s) {
                         burst.set_verdict(i, Verdict::Drop(r));
                         continue;
                     }
@@ -118,20 +147,19 @@ impl Hook for Classify {
         }
         let mut results = [0u32; MAX_BURST];
         if n > 0 {
-            self.classifier
-                .classify(cx.worker, &keys[..n], &mut results[..n]);
+            c.classifier
+                .classify(&mut self.cache, &keys[..n], &mut results[..n]);
         }
         let mut matched = 0;
         for k in 0..n {
             let Some(action) = results[k]
                 .checked_sub(1)
-                .and_then(|r| self.actions.get(r as usize))
+                .and_then(|r| c.actions.get(r as usize))
             else {
                 continue;
             };
             matched += 1;
             let i = usize::from(idx[k]);
-            burst.set_token(i, TOKEN_MATCHED);
             match *action {
                 ClassifyAction::Drop => {
                     burst.set_verdict(i, Verdict::Drop(DropReason::ClassifyRule));
@@ -148,29 +176,8 @@ impl Hook for Classify {
                 }
             }
         }
-        self.counts.add(cx.worker, MATCHED, matched);
-        self.counts.add(cx.worker, UNPARSED, unparsed);
-    }
-
-    /// Its answer is the first rule matching the packet's key (flow
-    /// summary and metadata); it counts only `matched`.
-    fn flow_pure(&self) -> bool {
-        true
-    }
-
-    fn replay(&self, cx: &HookContext, tokens: &[u32]) {
-        let matched = tokens.iter().filter(|&&t| t == TOKEN_MATCHED).count();
-        self.counts.add(cx.worker, MATCHED, matched as u64);
-    }
-
-    fn stats(&self) -> Vec<(&'static str, u64)> {
-        let mut v = vec![
-            ("rules", self.actions.len() as u64),
-            ("matched", self.counts.sum(MATCHED)),
-            ("unparsed", self.counts.sum(UNPARSED)),
-        ];
-        v.extend(self.classifier.stat_lines());
-        v
+        c.counts.add(self.worker, MATCHED, matched);
+        c.counts.add(self.worker, UNPARSED, unparsed);
     }
 }
 
@@ -253,12 +260,12 @@ impl HookKind for ClassifyKind {
             field: None,
             message: format!("building the {} classifier: {e}", self.builder.name()),
         })?;
-        Ok(Arc::new(Classify {
+        Ok(Arc::new(ClassifyHook(Arc::new(Classify {
             classifier: CachedClassifier::new(classifier, cx.workers, slots),
             actions,
             fragments: FragmentGuard::for_rules(&rules),
             counts: self.counters.for_instance(cx),
-        }))
+        }))))
     }
 }
 
@@ -268,7 +275,7 @@ mod tests {
     use crate::builtin::test_util::*;
     use crate::flow::tcp_flag::{ACK, SYN};
     use crate::rules::LinearBuilder;
-    use crate::testkit::{icmp_echo, ipv4, tcp, udp};
+    use crate::testkit::{ipv4, tcp, udp};
 
     const A: [u8; 4] = [10, 0, 1, 2];
     const B: [u8; 4] = [10, 0, 2, 2];
@@ -439,34 +446,6 @@ mod tests {
                 .expect("refused");
             assert_eq!(e.field.as_deref(), Some("flow_cache"), "{bad}: {e}");
         }
-    }
-
-    #[test]
-    fn classify_replays_its_tokens_into_the_same_counters() {
-        let rules = r#"
-            [[rule]]
-            proto = "tcp"
-            set_mark = 1
-            [[rule]]
-            proto = "icmp"
-            action = "drop"
-        "#;
-        let h = classify(rules);
-        assert!(h.flow_pure());
-        let mut pkts = vec![
-            Pkt::new(tcp(A, B, 1, 2, SYN).build()),
-            Pkt::new(udp(A, B, 1, 2).build()),
-            Pkt::new(tcp(A, B, 3, 4, ACK).build()),
-            Pkt::new(icmp_echo(A, B, 8, 1, 0).build()),
-        ];
-        let (v, tokens) = run_tokens(&*h, HookPoint::Ingress, &mut pkts);
-        assert_eq!(v[3], Verdict::Drop(DropReason::ClassifyRule));
-        assert_eq!(stat(&*h, "matched"), 3);
-        let fresh = classify(rules);
-        replay(&*fresh, HookPoint::Ingress, &tokens);
-        assert_eq!(stats_but_cache(&*fresh), stats_but_cache(&*h));
-        replay(&*fresh, HookPoint::Ingress, &tokens[..2]);
-        assert_eq!(stat(&*fresh, "matched"), 4);
     }
 
     #[test]

@@ -42,15 +42,15 @@
 
 use crate::conntrack::{ConnTable, CtCommit, CtConfig, CtHint, CtState, CtStats};
 use crate::flow::FlowSummary;
-use crate::lease::Lease;
 use crate::rules::{
-    flow_cache, parse_match, CachedClassifier, ClassifierBuilder, FragmentGuard, Key, MatchRule,
+    flow_cache, parse_match, CachedClassifier, ClassifierBuilder, FlowCache, FragmentGuard, Key,
+    MatchRule,
 };
 use crate::rules::{CT_ESTABLISHED, CT_NEW as KEY_CT_NEW, CT_RELATED};
 use crate::worker_counters::{CounterStore, WorkerCounters};
 use crate::{
-    BuildContext, DropReason, Flows, Hook, HookArgs, HookBuildError, HookBurst, HookContext,
-    HookKind, HookPoint, Verdict, MAX_BURST,
+    BuildContext, DropReason, Hook, HookArgs, HookBuildError, HookBurst, HookContext, HookKind,
+    HookPoint, HookWorker, StoreKey, Verdict, WorkerStore, MAX_BURST,
 };
 use std::sync::{Arc, Mutex};
 
@@ -70,6 +70,8 @@ pub const MATCH_KEYS: [&str; 12] = [
     "state",
 ];
 const ACTION_KEYS: [&str; 1] = ["action"];
+/// The hook's own parameters.
+const PARAMS: [&str; 4] = ["policy", "stateful", "conntrack_max", flow_cache::PARAM];
 
 // Per-worker counters of a filter.
 const RULE_ACCEPT: usize = 0;
@@ -100,23 +102,57 @@ const COUNTER_NAMES: [&str; COUNTERS] = [
     "ct_invalid_dropped",
 ];
 
+/// What each worker publishes of its connection table, after every burst
+/// that used it.
+const TABLE_NAMES: [&str; 7] = [
+    "ct_entries",
+    "ct_refused_full",
+    "ct_early_drop",
+    "ct_tcp_established",
+    "ct_tcp_reset",
+    "ct_rst_out_of_window",
+    "ct_tcp_out_of_window",
+];
+const TABLE_COUNTERS: usize = TABLE_NAMES.len();
+
+/// `TABLE_NAMES`' values of a table.
+fn table_values(t: &ConnTable) -> [u64; TABLE_COUNTERS] {
+    let s: CtStats = t.stats();
+    [
+        t.len() as u64,
+        s.full,
+        s.early_drop,
+        s.tcp_established,
+        s.reset,
+        s.rst_out_of_window,
+        s.out_of_window,
+    ]
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Action {
     Accept,
     Drop,
 }
 
-/// Connection tables, one per worker, shared by every stateful filter.
-struct CtTables {
-    tables: Box<[Mutex<ConnTable>]>,
+/// Connection tracking of every stateful filter of a kind: one table per
+/// worker, in that worker's [`WorkerStore`] under `key` (made when the
+/// first stateful filter reaches the worker, kept across reloads, shared
+/// by every stateful filter of the kind), and what the workers publish of
+/// their tables.
+struct Conntrack {
+    key: StoreKey,
     capacity: usize,
+    published: WorkerCounters<TABLE_COUNTERS>,
+    /// Workers the published lines are for.
+    workers: usize,
 }
 
-/// The `filter` kind. Keeps the connection tables across rule reloads, so
-/// tracked flows survive a new rule file.
+/// The `filter` kind. Keeps the connection tracking across rule reloads,
+/// so tracked flows survive a new rule file.
 pub struct FilterKind {
     builder: Arc<dyn ClassifierBuilder>,
-    conntrack: Mutex<Option<Arc<CtTables>>>,
+    conntrack: Mutex<Option<Arc<Conntrack>>>,
     /// Each instance's own counters, kept across reloads.
     counters: CounterStore<COUNTERS>,
 }
@@ -131,21 +167,67 @@ impl FilterKind {
     }
 }
 
-/// One filter instance.
-pub struct Filter {
-    /// The terminal rules, behind a per-worker exact-match cache.
+/// One filter instance: what its workers share.
+struct Filter {
+    /// The terminal rules (each worker keeps its cache of their answers).
     classifier: CachedClassifier,
+    rules: Rules,
+    /// The fragments the rules cannot judge, dropped before them.
+    fragments: FragmentGuard,
+    policy: Action,
+    conntrack: Option<Arc<Conntrack>>,
+    counts: Arc<WorkerCounters<COUNTERS>>,
+}
+
+/// A filter's rules, terminal (accept, drop: in the classifier) and
+/// `count`.
+#[derive(Default)]
+struct Rules {
+    terminal: Vec<MatchRule>,
     /// Action of each terminal rule, in classifier order.
     actions: Vec<Action>,
     /// Config index of each terminal rule (for ordering against count rules).
     terminal_index: Vec<usize>,
     /// Count rules: config index and match.
     count_rules: Vec<(usize, MatchRule)>,
-    /// The fragments the rules cannot judge, dropped before them.
-    fragments: FragmentGuard,
-    policy: Action,
-    conntrack: Option<Arc<CtTables>>,
-    counts: Arc<WorkerCounters<COUNTERS>>,
+}
+
+/// The hook handed to the chain: the shared instance.
+struct FilterHook(Arc<Filter>);
+
+/// A filter's part on one worker: the shared instance and the worker's
+/// flow cache. Its connection table is in the worker's store.
+struct FilterPart {
+    shared: Arc<Filter>,
+    cache: FlowCache,
+    worker: usize,
+}
+
+/// One burst's packets as the filter reads them: the `n` it judges by
+/// their rules, their burst index, summary, key and connection state.
+struct Judged {
+    n: usize,
+    idx: [u8; MAX_BURST],
+    sums: [FlowSummary; MAX_BURST],
+    keys: [Key; MAX_BURST],
+    /// Each packet's state, and where its entry is for its commit.
+    looked: [(CtState, CtHint); MAX_BURST],
+    results: [u32; MAX_BURST],
+    tally: [u64; COUNTERS],
+}
+
+impl Judged {
+    fn new() -> Self {
+        Judged {
+            n: 0,
+            idx: [0; MAX_BURST],
+            sums: [FlowSummary::default(); MAX_BURST],
+            keys: [Key::default(); MAX_BURST],
+            looked: [(CtState::Untracked, CtHint::NONE); MAX_BURST],
+            results: [0; MAX_BURST],
+            tally: [0; COUNTERS],
+        }
+    }
 }
 
 impl Filter {
@@ -155,41 +237,123 @@ impl Filter {
             Action::Drop => Some(Verdict::Drop(DropReason::FilterPolicy)),
         }
     }
-}
 
-/// A filter's token for a packet (see `Hook::flow_pure`): the one outcome
-/// counter it counted under (bits 0-3), for a stateful filter the
-/// packet's connection state (bits 4-5, [`ct_code`]), and how many `count`
-/// rules it matched (from bit 8).
-fn token(counter: usize, ct: u32, counted: usize) -> u32 {
-    counter as u32 & 0xf | (ct & 3) << 4 | (counted.min(0xff_ffff) as u32) << 8
-}
+    /// Read every accepted packet: an unreadable one gets the policy, a
+    /// fragment the rules cannot judge is dropped, the rest are kept in
+    /// `j` (keyed now when stateless; stateful, the key waits for the
+    /// connection state).
+    fn gather(&self, burst: &mut HookBurst<'_, '_>, j: &mut Judged) {
+        let stateless = self.conntrack.is_none();
+        for i in burst.accepted() {
+            let Some(p) = burst.packet(i) else { continue };
+            let Some(s) = FlowSummary::parse(p.l3()) else {
+                // Unreadable: the policy decides, counted as such too.
+                j.tally[UNPARSED] += 1;
+                match self.policy_verdict() {
+                    Some(v) => {
+                        j.tally[POLICY_DROP] += 1;
+                        burst.set_verdict(i, v);
+                    }
+                    None => j.tally[POLICY_ACCEPT] += 1,
+                }
+                continue;
+            };
+            if let Some(r) = self.fragments.check(&s) {
+                burst.set_verdict(i, Verdict::Drop(r));
+                continue;
+            }
+            let n = j.n;
+            if stateless {
+                j.keys[n] = Key::new(&s, p.meta(), 0);
+            } else {
+                j.sums[n] = s;
+            }
+            j.idx[n] = i as u8;
+            j.n += 1;
+        }
+    }
 
-/// [`token`] taken apart: (counter, connection state code, count rules
-/// matched).
-fn untoken(t: u32) -> (usize, u32, u64) {
-    (
-        ((t & 0xf) as usize).min(COUNTERS - 1),
-        t >> 4 & 3,
-        u64::from(t >> 8),
-    )
-}
+    /// Stateful: look every gathered packet up in the worker's table (all
+    /// slots read first), count its state and make its key with it.
+    fn look_up(&self, burst: &HookBurst<'_, '_>, table: &mut ConnTable, now: u64, j: &mut Judged) {
+        let n = j.n;
+        let l3 = |k: usize| {
+            burst
+                .packet(usize::from(j.idx[k]))
+                .map_or(&[][..], |p| p.l3())
+        };
+        table.lookup_burst(&j.sums[..n], l3, now, &mut j.looked[..n]);
+        for k in 0..n {
+            let (bits, counter) = ct_key(j.looked[k].0);
+            j.tally[counter] += 1;
+            if let Some(p) = burst.packet(usize::from(j.idx[k])) {
+                j.keys[k] = Key::new(&j.sums[k], p.meta(), bits);
+            }
+        }
+    }
 
-/// Connection state codes of a token: none (stateless), and the states a
-/// remembered packet may have had.
-const CT_CODE_NONE: u32 = 0;
-const CT_CODE_NEW: u32 = 1;
-const CT_CODE_EST: u32 = 2;
-const CT_CODE_UNTRACKED: u32 = 3;
+    /// The `count` rules before the terminal rule that matched packet `k`
+    /// (all of them when none did) that its key matches.
+    fn counted(&self, j: &Judged, k: usize, hit: Option<usize>) -> u64 {
+        let r = &self.rules;
+        if r.count_rules.is_empty() {
+            return 0;
+        }
+        let limit = hit.map_or(usize::MAX, |h| r.terminal_index[h]);
+        r.count_rules
+            .iter()
+            .filter(|(ci, rule)| *ci < limit && rule.matches(&j.keys[k]))
+            .count() as u64
+    }
 
-/// A state's code in a token (`Related` and `Invalid` are never
-/// remembered).
-fn ct_code(state: CtState) -> u32 {
-    match state {
-        CtState::New => CT_CODE_NEW,
-        CtState::Established => CT_CODE_EST,
-        CtState::Untracked => CT_CODE_UNTRACKED,
-        CtState::Related | CtState::Invalid => CT_CODE_NONE,
+    /// Decide packet `k` of `j` from its classifier result: count rules,
+    /// the action of its rule or the policy, a new flow committed to the
+    /// table when accepted (the policy when the table is full).
+    fn decide(
+        &self,
+        burst: &mut HookBurst<'_, '_>,
+        table: Option<&mut ConnTable>,
+        now: u64,
+        j: &mut Judged,
+        k: usize,
+    ) {
+        let i = usize::from(j.idx[k]);
+        if j.looked[k].0 == CtState::Invalid {
+            // A blind RST: dropped whatever the rules say (counted under
+            // ct_invalid_dropped by its lookup).
+            burst.set_verdict(i, Verdict::Drop(DropReason::CtInvalid));
+            return;
+        }
+        let hit = j.results[k].checked_sub(1).map(|r| r as usize);
+        j.tally[COUNTED] += self.counted(j, k, hit);
+        let (mut action, mut by_rule) = match hit.and_then(|r| self.rules.actions.get(r)) {
+            Some(a) => (*a, true),
+            None => (self.policy, false),
+        };
+        if action == Action::Accept && j.keys[k].ct() == KEY_CT_NEW {
+            if let Some(t) = table {
+                let l3 = burst.packet(i).map_or(&[][..], |p| p.l3());
+                if t.commit_hinted(&j.sums[k], l3, now, j.looked[k].1) == CtCommit::Full {
+                    // Table full: a new flow gets the default policy.
+                    j.tally[CT_FULL_POLICY] += 1;
+                    action = self.policy;
+                    by_rule &= action == Action::Accept;
+                }
+            }
+        }
+        let counter = match (action, by_rule) {
+            (Action::Accept, true) => RULE_ACCEPT,
+            (Action::Accept, false) => POLICY_ACCEPT,
+            (Action::Drop, true) => {
+                burst.set_verdict(i, Verdict::Drop(DropReason::FilterRule));
+                RULE_DROP
+            }
+            (Action::Drop, false) => {
+                burst.set_verdict(i, Verdict::Drop(DropReason::FilterPolicy));
+                POLICY_DROP
+            }
+        };
+        j.tally[counter] += 1;
     }
 }
 
@@ -200,276 +364,92 @@ fn ct_key(state: CtState) -> (u8, usize) {
         CtState::Established => (CT_ESTABLISHED, CT_EST),
         CtState::Related => (CT_RELATED, CT_REL),
         CtState::Untracked => (0, CT_UNTRACKED),
-        // Dropped before the rules (see `Filter::process`).
+        // Dropped before the rules (see `Filter::decide`).
         CtState::Invalid => (0, CT_INVALID),
     }
 }
 
-impl Hook for Filter {
-    fn process(&self, cx: &HookContext, burst: &mut HookBurst<'_, '_>) {
-        let mut tally = [0u64; COUNTERS];
-        let mut sums = [FlowSummary::default(); MAX_BURST];
-        let mut keys = [Key::default(); MAX_BURST];
-        let mut idx = [0u8; MAX_BURST];
-        let mut n = 0;
-        // Stateless, a packet's key is known as soon as it is parsed;
-        // stateful, it waits for the packet's connection state.
-        let stateless = self.conntrack.is_none();
-        for i in burst.accepted() {
-            let Some(p) = burst.packet(i) else { continue };
-            let Some(s) = FlowSummary::parse(p.l3()) else {
-                // Unreadable: the policy decides, counted as such too.
-                tally[UNPARSED] += 1;
-                burst.forget_flow(i);
-                match self.policy_verdict() {
-                    Some(v) => {
-                        tally[POLICY_DROP] += 1;
-                        burst.set_verdict(i, v);
-                    }
-                    None => tally[POLICY_ACCEPT] += 1,
-                }
-                continue;
-            };
-            if let Some(r) = self.fragments.check(&s) {
-                burst.forget_flow(i);
-                burst.set_verdict(i, Verdict::Drop(r));
-                continue;
-            }
-            if stateless {
-                keys[n] = Key::new(&s, p.meta(), 0);
-            } else {
-                sums[n] = s;
-            }
-            idx[n] = i as u8;
-            n += 1;
-        }
-        let mut table = match n {
-            0 => None,
-            _ => self
-                .conntrack
-                .as_ref()
-                .and_then(|t| t.tables.get(cx.worker))
-                .map(crate::lock),
+impl HookWorker for FilterPart {
+    fn process(
+        &mut self,
+        cx: &HookContext,
+        store: &mut WorkerStore,
+        burst: &mut HookBurst<'_, '_>,
+    ) {
+        let f = &*self.shared;
+        let mut j = Judged::new();
+        f.gather(burst, &mut j);
+        let n = j.n;
+        // Stateful: the worker's table (made by `Hook::worker`).
+        let mut table = match (&f.conntrack, n) {
+            (Some(ct), 1..) => store.get_mut::<ConnTable>(ct.key),
+            _ => None,
         };
-        // Each packet's state, and where its entry is for its commit.
-        let mut looked = [(CtState::Untracked, CtHint::NONE); MAX_BURST];
-        if let Some(t) = table.as_mut() {
-            let l3 = |k: usize| {
-                burst
-                    .packet(usize::from(idx[k]))
-                    .map_or(&[][..], |p| p.l3())
-            };
-            t.lookup_burst(&sums[..n], l3, cx.now_ns, &mut looked[..n]);
-        }
-        if !stateless {
+        if let Some(t) = table.as_deref_mut() {
+            f.look_up(burst, t, cx.now_ns, &mut j);
+        } else if f.conntrack.is_some() {
+            // No table on this worker (none of the pipeline's): untracked.
             for k in 0..n {
-                let ct = match table {
-                    Some(_) => {
-                        let (bits, counter) = ct_key(looked[k].0);
-                        tally[counter] += 1;
-                        bits
-                    }
-                    // A worker without a table (none of the pipeline's):
-                    // untracked.
-                    None => 0,
-                };
-                if let Some(p) = burst.packet(usize::from(idx[k])) {
-                    keys[k] = Key::new(&sums[k], p.meta(), ct);
+                if let Some(p) = burst.packet(usize::from(j.idx[k])) {
+                    j.keys[k] = Key::new(&j.sums[k], p.meta(), 0);
                 }
             }
         }
-        let mut results = [0u32; MAX_BURST];
         if n > 0 {
-            self.classifier
-                .classify(cx.worker, &keys[..n], &mut results[..n]);
+            f.classifier
+                .classify(&mut self.cache, &j.keys[..n], &mut j.results[..n]);
         }
         for k in 0..n {
-            let i = usize::from(idx[k]);
-            if looked[k].0 == CtState::Invalid {
-                // A blind RST: dropped whatever the rules say, and never
-                // remembered (counted under ct_invalid_dropped above).
-                burst.set_verdict(i, Verdict::Drop(DropReason::CtInvalid));
-                burst.forget_flow(i);
-                continue;
-            }
-            let hit = results[k].checked_sub(1).map(|r| r as usize);
-            let mut counted = 0;
-            if !self.count_rules.is_empty() {
-                let limit = hit.map_or(usize::MAX, |r| self.terminal_index[r]);
-                counted = self
-                    .count_rules
-                    .iter()
-                    .filter(|(ci, r)| *ci < limit && r.matches(&keys[k]))
-                    .count();
-                tally[COUNTED] += counted as u64;
-            }
-            let (mut action, mut by_rule) = match hit.and_then(|r| self.actions.get(r)) {
-                Some(a) => (*a, true),
-                None => (self.policy, false),
-            };
-            let mut refreshed = false;
-            if action == Action::Accept && keys[k].ct() == KEY_CT_NEW {
-                if let Some(t) = table.as_mut() {
-                    let l3 = burst.packet(i).map_or(&[][..], |p| p.l3());
-                    match t.commit_hinted(&sums[k], l3, cx.now_ns, looked[k].1) {
-                        CtCommit::Full => {
-                            // Table full: a new flow gets the default policy.
-                            tally[CT_FULL_POLICY] += 1;
-                            action = self.policy;
-                            by_rule &= action == Action::Accept;
-                        }
-                        CtCommit::Refreshed => refreshed = true,
-                        CtCommit::Tracked | CtCommit::Ignored => {}
-                    }
-                }
-            }
-            let counter = match (action, by_rule) {
-                (Action::Accept, true) => RULE_ACCEPT,
-                (Action::Accept, false) => POLICY_ACCEPT,
-                (Action::Drop, true) => {
-                    burst.set_verdict(i, Verdict::Drop(DropReason::FilterRule));
-                    RULE_DROP
-                }
-                (Action::Drop, false) => {
-                    burst.set_verdict(i, Verdict::Drop(DropReason::FilterPolicy));
-                    POLICY_DROP
-                }
-            };
-            tally[counter] += 1;
-            // Stateful, only a packet that left its connection as it was
-            // (but for the timer) may be remembered, with its state, for
-            // `confirm` to check.
-            let token = match table.is_some() {
-                false => Some(token(counter, CT_CODE_NONE, counted)),
-                true => {
-                    let (state, hint) = looked[k];
-                    let steady = match state {
-                        CtState::Untracked => true,
-                        CtState::Established => hint.steady(),
-                        CtState::New => refreshed,
-                        CtState::Related | CtState::Invalid => false,
-                    };
-                    steady.then(|| token(counter, ct_code(state), counted))
-                }
-            };
-            match token {
-                Some(t) => burst.set_token(i, t),
-                None => burst.forget_flow(i),
+            f.decide(burst, table.as_deref_mut(), cx.now_ns, &mut j, k);
+        }
+        for (c, v) in j.tally.into_iter().enumerate() {
+            f.counts.add(self.worker, c, v);
+        }
+        if let (Some(ct), Some(t)) = (&f.conntrack, table) {
+            for (c, v) in table_values(t).into_iter().enumerate() {
+                ct.published.set(self.worker, c, v);
             }
         }
-        for (c, v) in tally.into_iter().enumerate() {
-            self.counts.add(cx.worker, c, v);
+    }
+}
+
+impl Hook for FilterHook {
+    /// The worker's part, and its connection table in `store` (the one
+    /// every stateful filter of the kind uses on this worker, made by the
+    /// first).
+    fn worker(&self, worker: usize, store: &mut WorkerStore) -> Box<dyn HookWorker> {
+        let f = &self.0;
+        if let Some(ct) = &f.conntrack {
+            let capacity = ct.capacity;
+            store.get_or_insert_with(ct.key, || {
+                ConnTable::new(CtConfig {
+                    capacity,
+                    ..CtConfig::default()
+                })
+            });
         }
-    }
-
-    /// Its answer is the first rule matching the packet's key (flow
-    /// summary, metadata and, stateful, connection state), or the policy.
-    /// Stateful, it [`confirms`](Hook::confirms): a packet is remembered
-    /// only if it left its connection as it was but for the timer, and
-    /// its state is checked (and the timer restarted) before the memo
-    /// answers for it.
-    fn flow_pure(&self) -> bool {
-        true
-    }
-
-    fn confirms(&self) -> bool {
-        self.conntrack.is_some()
-    }
-
-    fn confirm(&self, cx: &HookContext, flows: &[FlowSummary], tokens: &[u32]) -> usize {
-        self.confirm_leased(cx, Flows::Given(flows), tokens, &mut [])
-    }
-
-    /// Stateful: a lease is on the flow's connection-table slot (see
-    /// [`crate::lease`]).
-    fn confirm_leased(
-        &self,
-        cx: &HookContext,
-        flows: Flows<'_>,
-        tokens: &[u32],
-        leases: &mut [Lease],
-    ) -> usize {
-        let Some(table) = self
-            .conntrack
-            .as_ref()
-            .and_then(|t| t.tables.get(cx.worker))
-        else {
-            return flows.len();
-        };
-        let n = flows.len().min(tokens.len()).min(MAX_BURST);
-        let mut states = [CtState::Related; MAX_BURST];
-        for (s, &t) in states.iter_mut().zip(&tokens[..n]) {
-            *s = match untoken(t).1 {
-                CT_CODE_NEW => CtState::New,
-                CT_CODE_EST => CtState::Established,
-                CT_CODE_UNTRACKED => CtState::Untracked,
-                // Never remembered: not confirmed.
-                _ => CtState::Related,
-            };
-        }
-        let m = n.min(leases.len());
-        crate::lock(table).confirm_leased(flows, &states[..n], &mut leases[..m], cx.now_ns)
-    }
-
-    fn replay(&self, cx: &HookContext, tokens: &[u32]) {
-        let mut tally = [0u64; COUNTERS];
-        // A burst is mostly one flow, or flows with one answer: count runs
-        // of equal tokens (a memory add per packet would chain them).
-        let mut add = |t: u32, k: usize| {
-            let (counter, ct, counted) = untoken(t);
-            tally[counter] += k as u64;
-            tally[COUNTED] += counted * k as u64;
-            match ct {
-                CT_CODE_NEW => tally[CT_NEW] += k as u64,
-                CT_CODE_EST => tally[CT_EST] += k as u64,
-                CT_CODE_UNTRACKED => tally[CT_UNTRACKED] += k as u64,
-                _ => {}
-            }
-        };
-        match tokens.first() {
-            Some(&t) if tokens.iter().all(|&u| u == t) => add(t, tokens.len()),
-            _ => tokens
-                .chunk_by(|a, b| a == b)
-                .for_each(|run| add(run[0], run.len())),
-        }
-        for (c, v) in tally.into_iter().enumerate() {
-            if v != 0 {
-                self.counts.add(cx.worker, c, v);
-            }
-        }
+        Box::new(FilterPart {
+            shared: f.clone(),
+            cache: f.classifier.cache(worker),
+            worker,
+        })
     }
 
     fn stats(&self) -> Vec<(&'static str, u64)> {
+        let f = &self.0;
         let mut v: Vec<(&'static str, u64)> = COUNTER_NAMES
             .iter()
             .enumerate()
-            .filter(|(i, _)| self.conntrack.is_some() || *i < CT_FULL_POLICY)
-            .map(|(i, name)| (*name, self.counts.sum(i)))
+            .filter(|(i, _)| f.conntrack.is_some() || *i < CT_FULL_POLICY)
+            .map(|(i, name)| (*name, f.counts.sum(i)))
             .collect();
-        if let Some(ct) = &self.conntrack {
-            let mut entries = 0;
-            let mut sum = CtStats::default();
-            for t in ct.tables.iter() {
-                let t = crate::lock(t);
-                entries += t.len() as u64;
-                let s = t.stats();
-                sum.full += s.full;
-                sum.early_drop += s.early_drop;
-                sum.tcp_established += s.tcp_established;
-                sum.reset += s.reset;
-                sum.rst_out_of_window += s.rst_out_of_window;
-                sum.out_of_window += s.out_of_window;
+        if let Some(ct) = &f.conntrack {
+            for (i, name) in TABLE_NAMES.iter().enumerate() {
+                v.push((name, ct.published.sum(i)));
             }
-            v.push(("ct_entries", entries));
-            v.push(("ct_refused_full", sum.full));
-            v.push(("ct_early_drop", sum.early_drop));
-            v.push(("ct_tcp_established", sum.tcp_established));
-            v.push(("ct_tcp_reset", sum.reset));
-            v.push(("ct_rst_out_of_window", sum.rst_out_of_window));
-            v.push(("ct_tcp_out_of_window", sum.out_of_window));
             v.push(("ct_capacity", ct.capacity as u64));
         }
-        v.extend(self.classifier.stat_lines());
+        v.extend(f.classifier.stat_lines());
         v
     }
 }
@@ -489,12 +469,95 @@ fn parse_policy(args: &HookArgs) -> Result<Action, HookBuildError> {
     }
 }
 
+fn check_params(args: &HookArgs) -> Result<(), HookBuildError> {
+    match args.params.keys().find(|k| !PARAMS.contains(&k.as_str())) {
+        Some(k) => Err(HookBuildError::param(
+            k,
+            "unknown field; expected policy, stateful, conntrack_max, flow_cache",
+        )),
+        None => Ok(()),
+    }
+}
+
+fn parse_stateful(args: &HookArgs) -> Result<bool, HookBuildError> {
+    match args.params.get("stateful") {
+        None => Ok(false),
+        Some(toml::Value::Boolean(b)) => Ok(*b),
+        Some(v) => Err(HookBuildError::param(
+            "stateful",
+            format!("expected true or false, found {v}"),
+        )),
+    }
+}
+
+/// Entries per worker of the connection tables (`conntrack_max`).
+fn parse_capacity(args: &HookArgs, stateful: bool) -> Result<usize, HookBuildError> {
+    match args.params.get("conntrack_max") {
+        None => Ok(CtConfig::default().capacity),
+        Some(toml::Value::Integer(i)) if stateful && (16..=1 << 24).contains(i) => Ok(*i as usize),
+        Some(_) if !stateful => Err(HookBuildError::param(
+            "conntrack_max",
+            "only for a stateful filter; add stateful = true",
+        )),
+        Some(v) => Err(HookBuildError::param(
+            "conntrack_max",
+            format!("expected entries per worker in 16..=16777216, found {v}"),
+        )),
+    }
+}
+
+/// What rule `i` does: `Some` of a terminal action, `None` for `count`.
+fn parse_action(t: &toml::Table, i: usize) -> Result<Option<Action>, HookBuildError> {
+    match t.get("action") {
+        Some(toml::Value::String(a)) if a == "accept" => Ok(Some(Action::Accept)),
+        Some(toml::Value::String(a)) if a == "drop" => Ok(Some(Action::Drop)),
+        Some(toml::Value::String(a)) if a == "count" => Ok(None),
+        Some(v) => Err(HookBuildError::rule(
+            i,
+            "action",
+            format!("expected \"accept\", \"drop\" or \"count\", found {v}"),
+        )),
+        None => Err(HookBuildError {
+            rule: Some(i),
+            field: None,
+            message: "missing `action`: expected \"accept\", \"drop\" or \"count\"".into(),
+        }),
+    }
+}
+
+fn parse_rules(
+    args: &HookArgs,
+    cx: &BuildContext,
+    stateful: bool,
+) -> Result<Rules, HookBuildError> {
+    let mut rules = Rules::default();
+    for (i, t) in args.rules.iter().enumerate() {
+        let rule = parse_match(t, i, cx, &MATCH_KEYS, &ACTION_KEYS)?;
+        if rule.ct_states != 0 && !stateful {
+            return Err(HookBuildError::rule(
+                i,
+                "state",
+                "connection state needs a stateful filter; add stateful = true to the hook",
+            ));
+        }
+        match parse_action(t, i)? {
+            Some(action) => {
+                rules.actions.push(action);
+                rules.terminal.push(rule);
+                rules.terminal_index.push(i);
+            }
+            None => rules.count_rules.push((i, rule)),
+        }
+    }
+    Ok(rules)
+}
+
 impl FilterKind {
-    /// The shared connection tables, created at first use.
-    fn tables(&self, capacity: usize, workers: usize) -> Result<Arc<CtTables>, HookBuildError> {
+    /// The kind's connection tracking, made at first use.
+    fn conntrack(&self, capacity: usize, workers: usize) -> Result<Arc<Conntrack>, HookBuildError> {
         let mut ct = crate::lock(&self.conntrack);
         if let Some(t) = ct.as_ref() {
-            if t.capacity != capacity || t.tables.len() < workers {
+            if t.capacity != capacity || t.workers < workers {
                 return Err(HookBuildError::param(
                     "conntrack_max",
                     format!(
@@ -506,16 +569,11 @@ impl FilterKind {
             }
             return Ok(t.clone());
         }
-        let t = Arc::new(CtTables {
-            tables: (0..workers.max(1))
-                .map(|_| {
-                    Mutex::new(ConnTable::new(CtConfig {
-                        capacity,
-                        ..CtConfig::default()
-                    }))
-                })
-                .collect(),
+        let t = Arc::new(Conntrack {
+            key: StoreKey::new(),
             capacity,
+            published: WorkerCounters::new(workers),
+            workers: workers.max(1),
         });
         *ct = Some(t.clone());
         Ok(t)
@@ -532,105 +590,34 @@ impl HookKind for FilterKind {
     }
 
     fn build(&self, args: &HookArgs, cx: &BuildContext) -> Result<Arc<dyn Hook>, HookBuildError> {
-        for k in args.params.keys() {
-            if !["policy", "stateful", "conntrack_max", flow_cache::PARAM].contains(&k.as_str()) {
-                return Err(HookBuildError::param(
-                    k,
-                    "unknown field; expected policy, stateful, conntrack_max, flow_cache",
-                ));
-            }
-        }
+        check_params(args)?;
         let policy = parse_policy(args)?;
         let slots = flow_cache::slots_param(args)?;
-        let stateful = match args.params.get("stateful") {
-            None => false,
-            Some(toml::Value::Boolean(b)) => *b,
-            Some(v) => {
-                return Err(HookBuildError::param(
-                    "stateful",
-                    format!("expected true or false, found {v}"),
-                ))
-            }
+        let stateful = parse_stateful(args)?;
+        let capacity = parse_capacity(args, stateful)?;
+        let rules = parse_rules(args, cx, stateful)?;
+        let classifier = self
+            .builder
+            .build(&rules.terminal)
+            .map_err(|e| HookBuildError {
+                rule: None,
+                field: None,
+                message: format!("building the {} classifier: {e}", self.builder.name()),
+            })?;
+        let conntrack = match stateful {
+            true => Some(self.conntrack(capacity, cx.workers)?),
+            false => None,
         };
-        let capacity = match args.params.get("conntrack_max") {
-            None => CtConfig::default().capacity,
-            Some(toml::Value::Integer(i)) if stateful && (16..=1 << 24).contains(i) => *i as usize,
-            Some(_) if !stateful => {
-                return Err(HookBuildError::param(
-                    "conntrack_max",
-                    "only for a stateful filter; add stateful = true",
-                ))
-            }
-            Some(v) => {
-                return Err(HookBuildError::param(
-                    "conntrack_max",
-                    format!("expected entries per worker in 16..=16777216, found {v}"),
-                ))
-            }
-        };
-        let mut terminal = Vec::new();
-        let mut actions = Vec::new();
-        let mut terminal_index = Vec::new();
-        let mut count_rules = Vec::new();
-        for (i, t) in args.rules.iter().enumerate() {
-            let rule = parse_match(t, i, cx, &MATCH_KEYS, &ACTION_KEYS)?;
-            if rule.ct_states != 0 && !stateful {
-                return Err(HookBuildError::rule(
-                    i,
-                    "state",
-                    "connection state needs a stateful filter; add stateful = true to the hook",
-                ));
-            }
-            match t.get("action") {
-                Some(toml::Value::String(a)) if a == "accept" || a == "drop" => {
-                    actions.push(if a == "accept" {
-                        Action::Accept
-                    } else {
-                        Action::Drop
-                    });
-                    terminal.push(rule);
-                    terminal_index.push(i);
-                }
-                Some(toml::Value::String(a)) if a == "count" => count_rules.push((i, rule)),
-                Some(v) => {
-                    return Err(HookBuildError::rule(
-                        i,
-                        "action",
-                        format!("expected \"accept\", \"drop\" or \"count\", found {v}"),
-                    ))
-                }
-                None => {
-                    return Err(HookBuildError {
-                        rule: Some(i),
-                        field: None,
-                        message: "missing `action`: expected \"accept\", \"drop\" or \"count\""
-                            .into(),
-                    })
-                }
-            }
-        }
-        let classifier = self.builder.build(&terminal).map_err(|e| HookBuildError {
-            rule: None,
-            field: None,
-            message: format!("building the {} classifier: {e}", self.builder.name()),
-        })?;
-        let conntrack = if stateful {
-            Some(self.tables(capacity, cx.workers)?)
-        } else {
-            None
-        };
-        let fragments =
-            FragmentGuard::for_rules(terminal.iter().chain(count_rules.iter().map(|c| &c.1)));
-        Ok(Arc::new(Filter {
+        let all = rules.terminal.iter();
+        let fragments = FragmentGuard::for_rules(all.chain(rules.count_rules.iter().map(|c| &c.1)));
+        Ok(Arc::new(FilterHook(Arc::new(Filter {
             classifier: CachedClassifier::new(classifier, cx.workers, slots),
-            actions,
-            terminal_index,
-            count_rules,
+            rules,
             fragments,
             policy,
             conntrack,
             counts: self.counters.for_instance(cx),
-        }))
+        }))))
     }
 }
 
@@ -811,210 +798,6 @@ mod tests {
         );
         let v = run(&*h, HookPoint::Egress, &mut pkts, 0);
         assert_eq!(v, vec![Verdict::Accept; 3]);
-    }
-
-    /// Packets for the replay tests: every outcome a stateless filter
-    /// counts (rule accept and drop, policy, count rules, unparsed).
-    fn mixed_burst() -> Vec<Pkt> {
-        let mut short = udp(A, B, 1, 53).build();
-        short[14] = 0x46; // IHL 6 with no option bytes checked: unreadable
-        short.truncate(34);
-        vec![
-            Pkt::new(udp(A, B, 1, 53).build()),
-            Pkt::new(udp(A, B, 1, 54).build()),
-            Pkt::new(udp(A, B, 1, 54).build()),
-            Pkt::new(tcp(A, B, 1, 80, SYN).build()),
-            Pkt::new(tcp(A, B, 1, 22, SYN).build()),
-            Pkt::new(icmp_echo(A, B, 8, 7, 0).build()),
-            Pkt::new(short),
-        ]
-    }
-
-    const REPLAYED: &str = r#"
-        policy = "drop"
-        [[rule]]
-        proto = "udp"
-        action = "count"
-        [[rule]]
-        dport = 53
-        proto = "udp"
-        action = "drop"
-        [[rule]]
-        proto = "udp"
-        action = "count"
-        [[rule]]
-        proto = "udp"
-        action = "accept"
-        [[rule]]
-        dport = 80
-        proto = "tcp"
-        action = "accept"
-        [[rule]]
-        proto = "icmp"
-        action = "count"
-    "#;
-
-    #[test]
-    fn a_stateless_filter_replays_its_tokens_into_the_same_counters() {
-        let h = build(&kind(), HookPoint::Egress, REPLAYED);
-        assert!(h.flow_pure());
-        let mut pkts = mixed_burst();
-        let (v, tokens) = run_tokens(&*h, HookPoint::Egress, &mut pkts);
-        assert_eq!(
-            v,
-            vec![
-                DROP_RULE,
-                Verdict::Accept,
-                Verdict::Accept,
-                Verdict::Accept,
-                DROP_POLICY,
-                DROP_POLICY,
-                DROP_POLICY
-            ]
-        );
-        assert_eq!(stat(&*h, "counted"), 1 + 2 * 2 + 1);
-        // Another kind: counters of its own, from zero. What process
-        // counted for the packets that have a token, replay counts too.
-        let fresh = build(&kind(), HookPoint::Egress, REPLAYED);
-        replay(&*fresh, HookPoint::Egress, &tokens[..6]);
-        let mut want = stats_but_cache(&*h);
-        for (name, v) in want.iter_mut() {
-            if *name == "unparsed" || *name == "policy_dropped" {
-                *v -= 1; // the unreadable packet, which has no token
-            }
-        }
-        assert_eq!(stats_but_cache(&*fresh), want);
-        // Twice the tokens, twice the counts.
-        replay(&*fresh, HookPoint::Egress, &tokens[..6]);
-        assert_eq!(stat(&*fresh, "counted"), 2 * 6);
-        assert_eq!(stat(&*fresh, "rule_accepted"), 2 * 3);
-    }
-
-    #[test]
-    fn a_stateful_filter_is_flow_pure_and_confirms() {
-        let h = build(&kind(), HookPoint::Egress, STATEFUL_OUT);
-        assert!(h.flow_pure() && h.confirms());
-        let h = build(&kind(), HookPoint::Egress, REPLAYED);
-        assert!(h.flow_pure() && !h.confirms());
-    }
-
-    /// What the router's flow memo does with a stateful filter, on a
-    /// connection's whole life: remember the token of each packet the
-    /// filter let it remember; for a packet of a remembered flow, confirm
-    /// and replay; else run the filter. The verdicts, the counters and the
-    /// connection table end as with a filter that saw every packet, and a
-    /// remembered "established: accept" does not outlive its connection.
-    #[test]
-    fn a_stateful_filter_answered_from_a_memo_ends_as_one_that_saw_every_packet() {
-        // Without leases (each remembered packet confirmed in full), and
-        // with them (the memo keeps the filter's lease per flow).
-        for leased in [false, true] {
-            use std::collections::HashMap;
-            let (k1, k2) = (kind(), kind());
-            // [toward A (new inbound refused), toward B], per table.
-            let seen = [
-                build_named(&k1, HookPoint::Egress, "to_a", STATEFUL_IN),
-                build_named(&k1, HookPoint::Egress, "to_b", STATEFUL_OUT),
-            ];
-            let memo = [
-                build_named(&k2, HookPoint::Egress, "to_a", STATEFUL_IN),
-                build_named(&k2, HookPoint::Egress, "to_b", STATEFUL_OUT),
-            ];
-            let (to_a, to_b) = (0, 1);
-            let ms = 1_000_000;
-            let steps: Vec<(usize, Vec<u8>, u64)> = vec![
-                (to_b, udp(A, B, 5000, 53).build(), 0), // new: inserted, not remembered
-                (to_b, udp(A, B, 5000, 53).build(), ms), // new, refreshed: remembered
-                (to_b, udp(A, B, 5000, 53).build(), 2 * ms), // answered
-                (to_a, udp(B, A, 53, 5000).build(), 3 * ms), // the first reply: not remembered
-                (to_b, udp(A, B, 5000, 53).build(), 4 * ms), // not New any more: refused, seen
-                (to_b, udp(A, B, 5000, 53).build(), 5 * ms), // answered (established)
-                (to_a, udp(B, A, 53, 5000).build(), 6 * ms), // remembered
-                (to_a, udp(B, A, 53, 5000).build(), 7 * ms), // answered
-                (to_a, udp(B, A, 53, 5000).build(), 7 * ms + ms / 2), // answered (leased: on its lease)
-                (to_b, tcp(A, B, 40000, 80, SYN).build(), 8 * ms),
-                (to_a, tcp(B, A, 80, 40000, SYN | ACK).build(), 9 * ms),
-                (to_b, tcp(A, B, 40000, 80, ACK).build(), 10 * ms),
-                // TCP is never remembered: every segment moves its window.
-                (to_a, tcp(B, A, 80, 40000, ACK).build(), 11 * ms),
-                (to_a, tcp(B, A, 80, 40000, ACK).build(), 12 * ms),
-                (to_a, tcp(B, A, 80, 40000, ACK).build(), 12 * ms + ms / 2),
-                (to_b, tcp(A, B, 40000, 80, ACK | RST).build(), 13 * ms), // removes the entry
-                (to_a, tcp(B, A, 80, 40000, ACK).build(), 14 * ms),       // new: dropped
-                (to_a, tcp(B, A, 80, 40000, ACK).build(), 15 * ms),       // dropped again
-                (to_a, udp(B, A, 53, 5000).build(), 400_000 * ms),        // expired: dropped
-            ];
-            let mut remembered: HashMap<(usize, Vec<u8>), (u32, Lease)> = HashMap::new();
-            let (mut answered, mut refused) = (0, 0);
-            let mut leases_held = 0;
-            let mut verdicts = Vec::new();
-            for (step, (f, frame, now)) in steps.iter().enumerate() {
-                let v = run(
-                    &*seen[*f],
-                    HookPoint::Egress,
-                    &mut [Pkt::new(frame.clone())],
-                    *now,
-                )[0];
-                let key = (*f, frame.clone());
-                let pkt = Pkt::new(frame.clone());
-                let confirmed = remembered.get_mut(&key).map(|(t, lease)| {
-                    let before = *lease;
-                    let yes = match leased {
-                        false => confirm_one(&*memo[*f], HookPoint::Egress, &pkt, *t, *now),
-                        true => {
-                            confirm_leased(&*memo[*f], HookPoint::Egress, &pkt, *t, lease, *now)
-                        }
-                    };
-                    // Confirmed on the lease it had: not renewed.
-                    leases_held += usize::from(yes && before != Lease::NONE && *lease == before);
-                    (yes, *t)
-                });
-                let m = match confirmed {
-                    Some((true, t)) => {
-                        replay(&*memo[*f], HookPoint::Egress, &[t]);
-                        answered += 1;
-                        Verdict::Accept
-                    }
-                    other => {
-                        refused += usize::from(other.is_some());
-                        let (v, t) = run_at(&*memo[*f], HookPoint::Egress, &mut [pkt], *now);
-                        remembered.remove(&key);
-                        if v[0] == Verdict::Accept && t[0] != crate::NO_TOKEN {
-                            remembered.insert(key, (t[0], Lease::NONE));
-                        }
-                        v[0]
-                    }
-                };
-                assert_eq!(m, v, "step {step}");
-                verdicts.push(v);
-            }
-            assert_eq!(
-                (answered, refused),
-                (4, 2),
-                "leased {leased}: {remembered:?}"
-            );
-            // With leases, the second answered packet of a flow in a row
-            // is confirmed on the lease the first one's confirm gave; the
-            // first reply (step 3) ends the leases given before it.
-            assert_eq!(leases_held, if leased { 1 } else { 0 });
-            let dropped: Vec<usize> = (0..verdicts.len())
-                .filter(|&i| verdicts[i] != Verdict::Accept)
-                .collect();
-            assert_eq!(dropped, [16, 17, 18]);
-            for i in 0..2 {
-                assert_eq!(
-                    stats_but_cache(&*seen[i]),
-                    stats_but_cache(&*memo[i]),
-                    "filter {i}"
-                );
-            }
-            // Toward A: steps 3, 6, 7, 8, 10, 12, 13, 14 established; 16-18
-            // new, dropped.
-            assert_eq!(stat(&*memo[to_a], "ct_established"), 8);
-            assert_eq!(stat(&*memo[to_a], "ct_new"), 3);
-            assert_eq!(stat(&*memo[to_a], "policy_dropped"), 3);
-            assert_eq!(stat(&*memo[to_b], "ct_established"), 4);
-        }
     }
 
     #[test]

@@ -3,8 +3,9 @@
 
 use crate::{
     BuildContext, Hook, HookArgs, HookBurst, HookContext, HookKind, HookPacket, HookPoint,
-    PacketMeta, Verdict,
+    HookWorker, PacketMeta, Verdict, WorkerStore,
 };
+use std::cell::RefCell;
 use std::sync::Arc;
 
 /// A test packet: frame bytes and the metadata the pipeline would give it.
@@ -87,78 +88,44 @@ fn test_cx(point: HookPoint, now_ns: u64) -> HookContext {
     }
 }
 
-/// Run one burst of `pkts` through `hook` at time `now_ns`; returns the
-/// verdicts (metadata changes are written back into `pkts`).
+/// The test thread as worker 0: its store and its part of each hook it
+/// ran (by the hook's address; every test keeps its hooks alive).
+#[derive(Default)]
+struct TestWorker {
+    store: WorkerStore,
+    parts: Vec<(*const (), Box<dyn HookWorker>)>,
+}
+
+thread_local! {
+    static WORKER: RefCell<TestWorker> = RefCell::default();
+}
+
+/// Run one burst of `pkts` through `hook` at time `now_ns`, as worker 0
+/// (the same part of the hook every time); returns the verdicts (metadata
+/// changes are written back into `pkts`).
 pub fn run(hook: &dyn Hook, point: HookPoint, pkts: &mut [Pkt], now_ns: u64) -> Vec<Verdict> {
-    run_at(hook, point, pkts, now_ns).0
-}
-
-/// [`run`], and the tokens the hook set (see `Hook::flow_pure`).
-pub fn run_tokens(hook: &dyn Hook, point: HookPoint, pkts: &mut [Pkt]) -> (Vec<Verdict>, Vec<u32>) {
-    run_at(hook, point, pkts, 0)
-}
-
-/// [`run_tokens`] at time `now_ns`.
-pub fn run_at(
-    hook: &dyn Hook,
-    point: HookPoint,
-    pkts: &mut [Pkt],
-    now_ns: u64,
-) -> (Vec<Verdict>, Vec<u32>) {
     let mut views: Vec<HookPacket> = pkts
         .iter_mut()
         .map(|p| HookPacket::new(&mut p.data, &mut p.meta))
         .collect();
     let mut verdicts = vec![Verdict::Accept; views.len()];
     let mut burst = HookBurst::new(&mut views, &mut verdicts);
-    hook.process(&test_cx(point, now_ns), &mut burst);
-    let n = burst.len();
-    let mut row = [0; crate::MAX_BURST];
-    burst.take_tokens(&mut row);
-    (verdicts, row[..n].to_vec())
-}
-
-/// The hook's own counters, without the flow cache's (which a replay
-/// does not touch: the pipeline answered without the cache).
-pub fn stats_but_cache(hook: &dyn Hook) -> Vec<(&'static str, u64)> {
-    hook.stats()
-        .into_iter()
-        .filter(|(n, _)| !n.starts_with("flow_cache"))
-        .collect()
-}
-
-/// Replay `tokens` into `hook` (worker 0).
-pub fn replay(hook: &dyn Hook, point: HookPoint, tokens: &[u32]) {
-    hook.replay(&test_cx(point, 0), tokens);
-}
-
-/// [`Hook::confirm`] of one packet (worker 0) at `now_ns`: whether the
-/// hook confirmed it.
-pub fn confirm_one(hook: &dyn Hook, point: HookPoint, pkt: &Pkt, token: u32, now_ns: u64) -> bool {
-    let flow = crate::FlowSummary::parse(&pkt.data[usize::from(pkt.meta.l3_offset)..])
-        .expect("a remembered packet parses");
-    hook.confirm(&test_cx(point, now_ns), &[flow], &[token]) == 1
-}
-
-/// [`Hook::confirm_leased`] of one packet (worker 0) at `now_ns` with its
-/// `lease` (renewed in place): whether the hook confirmed it.
-pub fn confirm_leased(
-    hook: &dyn Hook,
-    point: HookPoint,
-    pkt: &Pkt,
-    token: u32,
-    lease: &mut crate::Lease,
-    now_ns: u64,
-) -> bool {
-    let flow = crate::FlowSummary::parse(&pkt.data[usize::from(pkt.meta.l3_offset)..])
-        .expect("a remembered packet parses");
-    let leases = std::slice::from_mut(lease);
-    hook.confirm_leased(
-        &test_cx(point, now_ns),
-        crate::Flows::Given(&[flow]),
-        &[token],
-        leases,
-    ) == 1
+    WORKER.with_borrow_mut(|w| {
+        let at = hook as *const dyn Hook as *const ();
+        let i = match w.parts.iter().position(|(h, _)| *h == at) {
+            Some(i) => i,
+            None => {
+                let part = hook.worker(0, &mut w.store);
+                w.parts.push((at, part));
+                w.parts.len() - 1
+            }
+        };
+        let TestWorker { store, parts } = w;
+        parts[i]
+            .1
+            .process(&test_cx(point, now_ns), store, &mut burst);
+    });
+    verdicts
 }
 
 /// `hook`'s own counter `name`.

@@ -1,6 +1,8 @@
 //! An exact-match cache in front of a [`Classifier`], like Open vSwitch's
 //! EMC: per worker, a direct-mapped table from a packet's whole 32-byte
-//! [`Key`] to the classifier's answer for it.
+//! [`Key`] to the classifier's answer for it. The only exact-match cache
+//! of the hooks: each worker owns its [`FlowCache`] (in its part of the
+//! hook) and hands it over as `&mut`, so a lookup takes no lock.
 //!
 //! # Never stale
 //!
@@ -19,22 +21,22 @@
 //!
 //! Traffic of many more flows than slots (e.g. 100,000 flows in turn)
 //! misses nearly always, and a miss costs the hash, the compare and the
-//! refill on top of the classifier. So a worker whose cache hit fewer than
-//! one in [`BYPASS_BELOW`] of the last [`WINDOW`] lookups sends the next
-//! [`BYPASS_BURSTS`] bursts straight to the classifier, then tries again.
-//! `flow_cache = 0` turns the cache off.
+//! refill on top of the classifier. One rule bypasses it: a worker whose
+//! cache hit fewer than one in [`BYPASS_BELOW`] of the last [`WINDOW`]
+//! lookups sends the next [`BYPASS_BURSTS`] bursts straight to the
+//! classifier, then tries again. `flow_cache = 0` turns the cache off.
 
 use super::classifier::Classifier;
 use super::key::Key;
+use crate::worker_counters::WorkerCounters;
 use crate::{HookArgs, HookBuildError, MAX_BURST};
-use std::sync::Mutex;
 
 /// Slots per worker unless a hook's `flow_cache` says otherwise: 4,096 x
 /// 40 bytes = 160 KiB, well inside a core's L2.
 pub const DEFAULT_SLOTS: usize = 4096;
 /// The most slots a hook may ask for per worker: 1,048,576 x 40 bytes =
-/// 40 MiB (allocated when the hook is built; a reload builds the new
-/// hook's before the old one's is freed).
+/// 40 MiB (allocated at each worker's quiescent point when the hook
+/// arrives; a reload makes the new hook's before the old one's is freed).
 pub const MAX_SLOTS: usize = 1 << 20;
 /// Lookups a worker's hit rate is judged over.
 pub const WINDOW: u32 = 4096;
@@ -54,14 +56,18 @@ struct Slot {
     filled: bool,
 }
 
-/// One worker's table and its counts.
-#[derive(Default)]
-struct WorkerCache {
+// The counters a worker publishes for its cache.
+const HITS: usize = 0;
+const MISSES: usize = 1;
+const BYPASSED: usize = 2;
+
+/// One worker's cache: its slots and its bypass state. The worker owns it
+/// (a hook's part on that worker) and passes it as `&mut`: no lock.
+pub struct FlowCache {
+    worker: usize,
     slots: Box<[Slot]>,
-    hits: u64,
-    misses: u64,
-    /// Keys sent past the cache while it was bypassed.
-    bypassed: u64,
+    /// `slots.len() - 1` (a power of two).
+    mask: usize,
     /// Lookups and hits of the current window.
     window: u32,
     window_hits: u32,
@@ -69,11 +75,12 @@ struct WorkerCache {
     bypass_bursts: u32,
 }
 
-/// One worker's cache on a cache line of its own (the lock is taken once
-/// per burst; no line is shared between workers).
-#[repr(align(64))]
-#[derive(Default)]
-struct WorkerLine(Mutex<WorkerCache>);
+impl FlowCache {
+    /// Slots (0: no cache).
+    pub fn slots(&self) -> usize {
+        self.slots.len()
+    }
+}
 
 /// Counts summed over workers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -84,13 +91,16 @@ pub struct CacheStats {
     pub bypassed: u64,
 }
 
-/// A classifier with a per-worker exact-match cache in front.
+/// A classifier, shared by every worker, and what the per-worker
+/// exact-match caches in front of it ([`FlowCache`], one per worker, made by
+/// [`CachedClassifier::cache`]) publish.
 pub struct CachedClassifier {
     inner: Box<dyn Classifier>,
-    workers: Box<[WorkerLine]>,
-    /// Slots per worker - 1 (slots are a power of two); unused when
-    /// `workers` is empty (cache off).
-    mask: usize,
+    /// Slots of each worker's cache (0: no cache).
+    slots: usize,
+    /// Hits, misses and bypassed keys per worker, written by that worker
+    /// with plain stores.
+    counts: WorkerCounters<3>,
 }
 
 /// Is `slots` a size the cache takes: 0 (off) or a power of two up to
@@ -121,69 +131,86 @@ pub fn slots_param(args: &HookArgs) -> Result<usize, HookBuildError> {
 }
 
 impl CachedClassifier {
-    /// `inner` with `slots` cache slots for each of `workers` workers; 0
-    /// slots, or a size [`valid_slots`] refuses, means no cache.
+    /// `inner` with caches of `slots` slots for `workers` workers; 0 slots,
+    /// or a size [`valid_slots`] refuses, means no cache.
     pub fn new(inner: Box<dyn Classifier>, workers: usize, slots: usize) -> CachedClassifier {
         let on = slots > 0 && valid_slots(slots);
-        let workers = match on {
-            true => (0..workers.max(1))
-                .map(|_| {
-                    WorkerLine(Mutex::new(WorkerCache {
-                        slots: vec![Slot::default(); slots].into_boxed_slice(),
-                        ..WorkerCache::default()
-                    }))
-                })
-                .collect(),
-            false => Box::default(),
-        };
         CachedClassifier {
             inner,
-            workers,
-            mask: slots.wrapping_sub(1),
+            slots: if on { slots } else { 0 },
+            counts: WorkerCounters::new(workers),
         }
     }
 
     /// Slots per worker (0: no cache).
     pub fn slots(&self) -> usize {
-        match self.workers.is_empty() {
-            true => 0,
-            false => self.mask + 1,
+        self.slots
+    }
+
+    /// An empty cache for worker `worker` (allocates its slots: at the
+    /// worker's quiescent point, never per burst).
+    pub fn cache(&self, worker: usize) -> FlowCache {
+        FlowCache {
+            worker,
+            slots: vec![Slot::default(); self.slots].into_boxed_slice(),
+            mask: self.slots.wrapping_sub(1),
+            window: 0,
+            window_hits: 0,
+            bypass_bursts: 0,
         }
     }
 
-    /// As [`Classifier::classify`], for worker `worker`: the answers of
-    /// keys in its cache come from there, the rest from the classifier in
-    /// one call per [`MAX_BURST`] keys, and go into the cache. A worker
-    /// index with no cache asks the classifier for every key.
-    pub fn classify(&self, worker: usize, keys: &[Key], results: &mut [u32]) {
-        let Some(line) = self.workers.get(worker) else {
-            self.inner.classify(keys, results);
-            return;
-        };
-        let mut cache = crate::lock(&line.0);
+    /// As [`Classifier::classify`], through the calling worker's `cache`:
+    /// the answers of keys in it come from there, the rest from the
+    /// classifier in one call per [`MAX_BURST`] keys, and go into it. A
+    /// cache of no slots asks the classifier for every key.
+    ///
+    /// The one bypass rule: a cache that hit fewer than one in
+    /// [`BYPASS_BELOW`] of its last [`WINDOW`] lookups sends the next
+    /// [`BYPASS_BURSTS`] calls straight to the classifier, then tries again.
+    #[inline]
+    pub fn classify(&self, cache: &mut FlowCache, keys: &[Key], results: &mut [u32]) {
         let n = keys.len().min(results.len());
-        if cache.bypass_bursts > 0 {
-            cache.bypass_bursts -= 1;
-            cache.bypassed += n as u64;
-            drop(cache);
+        if cache.slots.is_empty() {
             self.inner.classify(&keys[..n], &mut results[..n]);
             return;
         }
+        if cache.bypass_bursts > 0 {
+            cache.bypass_bursts -= 1;
+            self.counts.add(cache.worker, BYPASSED, n as u64);
+            self.inner.classify(&keys[..n], &mut results[..n]);
+            return;
+        }
+        let mut hits = 0;
         for (keys, results) in keys[..n]
             .chunks(MAX_BURST)
             .zip(results[..n].chunks_mut(MAX_BURST))
         {
-            self.classify_chunk(&mut cache, keys, results);
+            hits += self.classify_chunk(cache, keys, results);
         }
+        cache.window += n as u32;
+        cache.window_hits += hits as u32;
+        if cache.window >= WINDOW {
+            if cache.window_hits * BYPASS_BELOW < cache.window {
+                cache.bypass_bursts = BYPASS_BURSTS;
+            }
+            cache.window = 0;
+            cache.window_hits = 0;
+        }
+        self.counts.add(cache.worker, HITS, hits as u64);
+        self.counts.add(cache.worker, MISSES, (n - hits) as u64);
     }
 
-    fn classify_chunk(&self, cache: &mut WorkerCache, keys: &[Key], results: &mut [u32]) {
+    /// Up to [`MAX_BURST`] keys: the hits from the cache, the misses from
+    /// the classifier in one call, then into the cache. Returns the hits.
+    #[inline]
+    fn classify_chunk(&self, cache: &mut FlowCache, keys: &[Key], results: &mut [u32]) -> usize {
         let mut missed = [Key::default(); MAX_BURST];
         let mut missed_slot = [0usize; MAX_BURST];
         let mut missed_at = [0u8; MAX_BURST];
         let mut m = 0;
         for (i, (k, r)) in keys.iter().zip(results.iter_mut()).enumerate() {
-            let s = slot_of(k, self.mask);
+            let s = slot_of(k, cache.mask);
             match cache.slots.get(s) {
                 Some(slot) if slot.filled && slot.key == *k => *r = slot.result,
                 _ => {
@@ -194,21 +221,9 @@ impl CachedClassifier {
                 }
             }
         }
-        let hits = keys.len() - m;
-        cache.hits += hits as u64;
-        cache.window += keys.len() as u32;
-        cache.window_hits += hits as u32;
-        if cache.window >= WINDOW {
-            if cache.window_hits * BYPASS_BELOW < cache.window {
-                cache.bypass_bursts = BYPASS_BURSTS;
-            }
-            cache.window = 0;
-            cache.window_hits = 0;
-        }
         if m == 0 {
-            return;
+            return keys.len();
         }
-        cache.misses += m as u64;
         let mut answers = [0u32; MAX_BURST];
         self.inner.classify(&missed[..m], &mut answers[..m]);
         for j in 0..m {
@@ -221,19 +236,16 @@ impl CachedClassifier {
                 };
             }
         }
+        keys.len() - m
     }
 
-    /// Counts so far, summed over workers (locks each worker's cache in
-    /// turn: for the statistics, not the hot path).
+    /// Counts so far, summed over workers (what they published).
     pub fn stats(&self) -> CacheStats {
-        self.workers.iter().fold(CacheStats::default(), |a, l| {
-            let c = crate::lock(&l.0);
-            CacheStats {
-                hits: a.hits + c.hits,
-                misses: a.misses + c.misses,
-                bypassed: a.bypassed + c.bypassed,
-            }
-        })
+        CacheStats {
+            hits: self.counts.sum(HITS),
+            misses: self.counts.sum(MISSES),
+            bypassed: self.counts.sum(BYPASSED),
+        }
     }
 
     /// The statistics lines of a hook with this classifier: none without a
@@ -442,6 +454,7 @@ mod tests {
         answers.dedup();
         assert_eq!(answers.len(), keys.len(), "every key its own answer");
         let (c, linear, _) = cached(8);
+        let mut caches = [c.cache(0), c.cache(1)];
         let mut rng = fastrand::Rng::with_seed(0x2545_f491_4f6c_dd1d);
         for _ in 0..2_000 {
             let mut keys = [Key::default(); 40];
@@ -449,7 +462,7 @@ mod tests {
                 *k = key(rng.u64(..));
             }
             let mut got = [u32::MAX; 40];
-            c.classify(rng.usize(..2), &keys, &mut got);
+            c.classify(&mut caches[rng.usize(..2)], &keys, &mut got);
             let mut want = [0u32; 40];
             linear.classify(&keys, &mut want);
             assert_eq!(got, want, "keys {keys:?}");
@@ -466,11 +479,12 @@ mod tests {
         let (keys, rules) = field_keys();
         let linear = LinearClassifier::new(&rules).unwrap();
         let c = CachedClassifier::new(Box::new(linear.clone()), 1, 1);
+        let mut caches = [c.cache(0)];
         for k in &keys[1..] {
             for pair in [[keys[0], *k], [*k, keys[0]]] {
                 for key in pair {
                     let mut got = [u32::MAX];
-                    c.classify(0, &[key], &mut got);
+                    c.classify(&mut caches[0], &[key], &mut got);
                     assert_eq!(got[0], linear.classify_one(&key), "{key:?}");
                 }
             }
@@ -482,12 +496,13 @@ mod tests {
     #[test]
     fn a_repeated_key_is_asked_once_and_then_hits() {
         let (c, linear, asked) = cached(DEFAULT_SLOTS);
+        let mut caches = [c.cache(0), c.cache(1)];
         let keys: Vec<Key> = (0..16).map(key).collect();
         let mut want = vec![0u32; 16];
         linear.classify(&keys, &mut want);
         for round in 0..3 {
             let mut got = vec![0u32; 16];
-            c.classify(0, &keys, &mut got);
+            c.classify(&mut caches[0], &keys, &mut got);
             assert_eq!(got, want, "round {round}");
         }
         assert_eq!(asked.load(Relaxed), 16, "only the first round asks");
@@ -501,35 +516,41 @@ mod tests {
         );
         // Worker 1 has a cache of its own.
         let mut got = vec![0u32; 16];
-        c.classify(1, &keys, &mut got);
+        c.classify(&mut caches[1], &keys, &mut got);
         assert_eq!(asked.load(Relaxed), 32);
     }
 
     #[test]
-    fn no_cache_for_zero_slots_or_an_unknown_worker() {
+    fn no_cache_for_zero_slots_and_one_for_any_worker() {
         let (c, _, asked) = cached(0);
+        let mut caches = [c.cache(0)];
         assert_eq!(c.slots(), 0);
         let keys = [key(1); 4];
         let mut got = [0u32; 4];
-        c.classify(0, &keys, &mut got);
-        c.classify(0, &keys, &mut got);
+        c.classify(&mut caches[0], &keys, &mut got);
+        c.classify(&mut caches[0], &keys, &mut got);
         assert_eq!(asked.load(Relaxed), 8);
         assert_eq!(c.stats(), CacheStats::default());
+        // A worker beyond those the hook was built for has a cache too
+        // (its counts go to the last worker's line).
         let (c, _, asked) = cached(64);
         assert_eq!(c.slots(), 64);
-        c.classify(5, &keys, &mut got);
-        c.classify(5, &keys, &mut got);
-        assert_eq!(asked.load(Relaxed), 8, "worker 5 of 2 has none");
+        let mut caches = [c.cache(5)];
+        c.classify(&mut caches[0], &keys, &mut got);
+        c.classify(&mut caches[0], &keys, &mut got);
+        assert_eq!(asked.load(Relaxed), 4, "the second call hits");
+        assert_eq!(c.stats().hits, 4);
     }
 
     #[test]
     fn more_keys_than_a_burst_and_short_results() {
         let (c, linear, _) = cached(16);
+        let mut caches = [c.cache(0)];
         let keys: Vec<Key> = (0..100).map(|i| key(i * 7)).collect();
         let mut want = vec![0u32; 100];
         linear.classify(&keys, &mut want);
         let mut got = vec![u32::MAX; 90];
-        c.classify(0, &keys, &mut got);
+        c.classify(&mut caches[0], &keys, &mut got);
         assert_eq!(got[..], want[..90]);
     }
 
@@ -537,6 +558,7 @@ mod tests {
     fn a_thrashing_cache_is_bypassed_for_a_while_then_tried_again() {
         // 16 slots, keys all different: every lookup misses.
         let (c, linear, asked) = cached(16);
+        let mut caches = [c.cache(0)];
         let burst = |b: u64| -> Vec<Key> {
             (0..32)
                 .map(|i| {
@@ -551,7 +573,7 @@ mod tests {
         for b in 0..total {
             let keys = burst(b);
             let mut got = vec![u32::MAX; 32];
-            c.classify(0, &keys, &mut got);
+            c.classify(&mut caches[0], &keys, &mut got);
             let mut want = vec![0u32; 32];
             linear.classify(&keys, &mut want);
             assert_eq!(got, want);
@@ -563,10 +585,11 @@ mod tests {
         assert_eq!(asked.load(Relaxed), total * 32);
         // A cache that hits is never bypassed.
         let (c, _, _) = cached(64);
+        let mut caches = [c.cache(0)];
         let keys: Vec<Key> = (0..32).map(key).collect();
         let mut got = vec![0u32; 32];
         for _ in 0..2 * window_bursts {
-            c.classify(0, &keys, &mut got);
+            c.classify(&mut caches[0], &keys, &mut got);
         }
         assert_eq!(c.stats().bypassed, 0);
     }

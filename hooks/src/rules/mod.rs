@@ -10,8 +10,8 @@
 //!   hooks use, so that this crate stays DPDK-free, and the
 //!   [`LinearClassifier`] reference implementation. The app provides one on
 //!   `rte_acl`.
-//! - [`flow_cache`]: a per-worker exact-match cache in front of a
-//!   classifier ([`CachedClassifier`]).
+//! - [`flow_cache`]: the per-worker exact-match cache in front of a
+//!   classifier ([`CachedClassifier`] shared, a [`FlowCache`] per worker).
 //! - [`fragment`]: the fragments rules cannot judge (RFC 1858), dropped
 //!   before them ([`FragmentGuard`]).
 
@@ -25,7 +25,7 @@ pub mod rule;
 pub use classifier::{
     validate_rules, Classifier, ClassifierBuilder, LinearBuilder, LinearClassifier,
 };
-pub use flow_cache::{CacheStats, CachedClassifier};
+pub use flow_cache::{CacheStats, CachedClassifier, FlowCache};
 pub use fragment::FragmentGuard;
 pub use key::{CtBits, Key, CT_ALL, CT_ESTABLISHED, CT_NEW, CT_RELATED, FLAG_L4};
 pub use parse::{parse_match, MATCH_KEYS};

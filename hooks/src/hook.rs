@@ -58,6 +58,75 @@ pub struct HookContext {
 /// and no atomic read-modify-write. What the control plane reads
 /// ([`Hook::stats`]) the parts publish: per-worker counters written with
 /// plain stores ([`WorkerCounters`](crate::worker_counters::WorkerCounters)).
+///
+/// A hook that drops every packet after the first `limit` a worker sees,
+/// each worker counting its own:
+///
+/// ```
+/// use hooks::worker_counters::WorkerCounters;
+/// use hooks::{
+///     DropReason, Hook, HookBurst, HookContext, HookPacket, HookPoint, HookWorker, PacketMeta,
+///     Verdict, WorkerStore,
+/// };
+/// use std::sync::Arc;
+///
+/// /// Shared: the configuration and what the workers publish.
+/// struct Limit {
+///     limit: u64,
+///     dropped: Arc<WorkerCounters<1>>,
+/// }
+///
+/// /// One worker's part: its own count, no lock.
+/// struct LimitPart {
+///     limit: u64,
+///     seen: u64,
+///     dropped: Arc<WorkerCounters<1>>,
+///     worker: usize,
+/// }
+///
+/// impl Hook for Limit {
+///     fn worker(&self, worker: usize, _: &mut WorkerStore) -> Box<dyn HookWorker> {
+///         let dropped = self.dropped.clone();
+///         Box::new(LimitPart { limit: self.limit, seen: 0, dropped, worker })
+///     }
+///     fn stats(&self) -> Vec<(&'static str, u64)> {
+///         vec![("dropped", self.dropped.sum(0))]
+///     }
+/// }
+///
+/// impl HookWorker for LimitPart {
+///     fn process(&mut self, _: &HookContext, _: &mut WorkerStore, burst: &mut HookBurst<'_, '_>) {
+///         let (limit, seen) = (self.limit, &mut self.seen);
+///         let mut dropped = 0;
+///         burst.for_each_accepted(|_, _| {
+///             *seen += 1;
+///             (*seen > limit).then(|| {
+///                 dropped += 1;
+///                 Verdict::Drop(DropReason::HookDrop)
+///             })
+///         });
+///         self.dropped.add(self.worker, 0, dropped);
+///     }
+/// }
+///
+/// let hook = Limit { limit: 2, dropped: Arc::new(WorkerCounters::new(1)) };
+/// // What a worker does once, at its quiescent point...
+/// let mut store = WorkerStore::new();
+/// let mut part = hook.worker(0, &mut store);
+/// // ...and per burst.
+/// let mut frames = [[0u8; 60]; 3];
+/// let mut metas = [PacketMeta::default(); 3];
+/// let mut pkts: Vec<HookPacket> = frames
+///     .iter_mut()
+///     .zip(metas.iter_mut())
+///     .map(|(f, m)| HookPacket::new(f, m))
+///     .collect();
+/// let mut verdicts = [Verdict::Accept; 3];
+/// let cx = HookContext { worker: 0, point: HookPoint::Ingress, port: 0, now_ns: 0 };
+/// part.process(&cx, &mut store, &mut HookBurst::new(&mut pkts, &mut verdicts));
+/// assert_eq!(verdicts[2], Verdict::Drop(DropReason::HookDrop));
+/// assert_eq!(hook.stats(), vec![("dropped", 1)]);
+/// ```
 pub trait Hook: Send + Sync {
     /// This hook's part on worker `worker` (`0..workers` of the
     /// [`BuildContext`](crate::BuildContext)). Called at the worker's

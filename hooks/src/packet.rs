@@ -59,7 +59,7 @@ pub struct HookPacket<'p> {
     /// Whether a hook asked for the bytes to change them.
     written: bool,
     /// The flow-pure hook's token of its answer (see
-    /// [`Hook::flow_pure`](crate::Hook::flow_pure)); 0 unless set.
+    /// the flow memo); 0 unless set.
     token: u32,
 }
 
@@ -252,7 +252,7 @@ impl<'b, 'p> HookBurst<'b, 'p> {
     }
 
     /// Record packet `i`'s token: what a flow-pure hook needs to count the
-    /// packet again in [`Hook::replay`](crate::Hook::replay) without
+    /// packet again in the flow memo without
     /// seeing it. Ignored for `i` out of range.
     #[inline]
     pub fn set_token(&mut self, i: usize, token: u32) {
@@ -263,7 +263,7 @@ impl<'b, 'p> HookBurst<'b, 'p> {
 
     /// Say that packet `i`'s flow must not be remembered: the packet moved
     /// the hook's state (a flow-pure hook that confirms, see
-    /// [`Hook::confirm`](crate::Hook::confirm)), so the next packet of its
+    /// the flow memo), so the next packet of its
     /// flow must meet the hook. Sets the token [`NO_TOKEN`].
     #[inline]
     pub fn forget_flow(&mut self, i: usize) {

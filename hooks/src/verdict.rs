@@ -12,6 +12,7 @@ pub enum Verdict {
     /// Drop the packet, counted under this reason.
     Drop(DropReason),
     /// The hook took the packet: the pipeline hands it to the hook's
-    /// [`Hook::take`](crate::Hook::take) and forgets it.
+    /// [`HookWorker::take`](crate::HookWorker::take) (the part of the hook
+    /// on the worker that ran it) and forgets it.
     Stolen,
 }

@@ -628,6 +628,7 @@ mod tests {
     use crate::flow::tcp_flag::{ACK, RST, SYN};
     use crate::rules::LinearBuilder;
     use crate::testkit::{icmp_echo, ipv4, tcp, udp};
+    use crate::HookPacket;
 
     const A: [u8; 4] = [10, 0, 1, 2];
     const B: [u8; 4] = [10, 0, 2, 2];
@@ -1053,6 +1054,53 @@ mod tests {
             one(&*to_b, Pkt::new(udp(A, B, 1000, 53).build()), 11),
             Verdict::Accept
         );
+    }
+
+    /// Two workers: each its own connection table (in its own store) and
+    /// its own flow cache, no lock between them; the statistics sum what
+    /// each published.
+    #[test]
+    fn each_worker_tracks_in_its_own_table_and_publishes_its_counts() {
+        let k = kind();
+        let cx = BuildContext {
+            workers: 2,
+            ..build_cx(HookPoint::Egress)
+        };
+        let to_b = k.build(&args(STATEFUL_OUT), &cx).unwrap();
+        let to_a = k.build(&args(STATEFUL_IN), &cx).unwrap();
+        let mut stores = [WorkerStore::new(), WorkerStore::new()];
+        let mut parts: Vec<[Box<dyn HookWorker>; 2]> = (0..2)
+            .map(|w| {
+                [
+                    to_b.worker(w, &mut stores[w]),
+                    to_a.worker(w, &mut stores[w]),
+                ]
+            })
+            .collect();
+        let mut one = |w: usize, hook: usize, f: Vec<u8>| {
+            let mut p = Pkt::new(f);
+            let mut views = [HookPacket::new(&mut p.data, &mut p.meta)];
+            let mut v = [Verdict::Accept];
+            let cx = HookContext {
+                worker: w,
+                point: HookPoint::Egress,
+                port: 1,
+                now_ns: 1,
+            };
+            let mut burst = HookBurst::new(&mut views, &mut v);
+            parts[w][hook].process(&cx, &mut stores[w], &mut burst);
+            v[0]
+        };
+        // Worker 0 tracks A -> B; its reply is accepted there, not on worker 1.
+        assert_eq!(one(0, 0, udp(A, B, 5000, 53).build()), Verdict::Accept);
+        assert_eq!(one(0, 1, udp(B, A, 53, 5000).build()), Verdict::Accept);
+        assert_eq!(one(1, 1, udp(B, A, 53, 5000).build()), DROP_POLICY);
+        assert_eq!(one(1, 0, udp(A, B, 6000, 53).build()), Verdict::Accept);
+        // One entry in each worker's table, published and summed.
+        assert_eq!(stat(&*to_a, "ct_entries"), 2);
+        assert_eq!(stat(&*to_b, "ct_entries"), 2, "the same tables");
+        assert_eq!(stat(&*to_a, "ct_established"), 1);
+        assert_eq!(stat(&*to_a, "policy_dropped"), 1);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use crate::{FlowSummary, MAX_BURST};
 
 /// The flow summaries of the packets of a run the pipeline's flow memo is
-/// about to answer (`memo_shim`). A hook whose leases
+/// about to answer (it is gone; `ConnTable::confirm_leased` keeps it). A hook whose leases
 /// hold for most packets asks for few summaries: the memo makes each from
 /// its key when asked (a dynamic call), instead of all of them up front.
 #[derive(Clone, Copy)]

@@ -29,7 +29,6 @@ pub mod hook;
 pub mod hook_counters;
 pub mod hook_set;
 pub mod lease;
-pub mod memo_shim;
 pub mod meta;
 pub mod packet;
 pub mod registry;
@@ -51,8 +50,6 @@ pub use hook::{Hook, HookContext, HookPoint, HookWorker, OwnedPacket};
 pub use hook_counters::{HookCounters, HookStats};
 pub use hook_set::HookSet;
 pub use lease::{Lease, LEASE_NS};
-#[doc(hidden)]
-pub use memo_shim::{ChainTokens, MEMO_HOOKS};
 pub use meta::{PacketMeta, PacketType};
 pub use packet::{HookBurst, HookPacket, Tally, MAX_BURST, NO_TOKEN};
 pub use registry::{

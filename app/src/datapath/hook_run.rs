@@ -25,7 +25,7 @@ pub fn now_ns(ns_per_tick: u64) -> u64 {
 /// Run `chain` (at `cx.point` of `cx.port`) over the packets `select`
 /// picks. Generic over `select` so that it inlines (a function pointer
 /// would be an indirect call per packet). A frame a hook wrote is checked
-/// again ([`check_written`]).
+/// again (`check_written`).
 #[inline(always)]
 pub fn run_chain(
     chain: &Chain,

@@ -24,11 +24,9 @@ pub mod chain;
 pub mod conntrack;
 pub mod drop_reason;
 pub mod flow;
-pub mod flows;
 pub mod hook;
 pub mod hook_counters;
 pub mod hook_set;
-pub mod lease;
 pub mod meta;
 pub mod packet;
 pub mod registry;
@@ -45,13 +43,11 @@ pub mod worker_store;
 pub use chain::{Chain, ChainEntry, StealLog};
 pub use drop_reason::{DropCounters, DropReason};
 pub use flow::{FlowSummary, Fragment};
-pub use flows::Flows;
 pub use hook::{Hook, HookContext, HookPoint, HookWorker, OwnedPacket};
 pub use hook_counters::{HookCounters, HookStats};
 pub use hook_set::HookSet;
-pub use lease::{Lease, LEASE_NS};
 pub use meta::{PacketMeta, PacketType};
-pub use packet::{HookBurst, HookPacket, Tally, MAX_BURST, NO_TOKEN};
+pub use packet::{HookBurst, HookPacket, Tally, MAX_BURST};
 pub use registry::{
     BuildContext, DuplicateKind, HookArgs, HookBuildError, HookKind, KindHandle, Registry,
 };

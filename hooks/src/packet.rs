@@ -3,10 +3,6 @@
 
 use crate::{PacketMeta, Verdict};
 
-/// The token of a packet whose flow the pipeline's flow memo must not
-/// remember ([`HookBurst::forget_flow`]).
-pub const NO_TOKEN: u32 = u32::MAX;
-
 /// Most packets in one burst a hook is called with (the verdict bookkeeping
 /// keeps the accepted set in a 64-bit mask).
 pub const MAX_BURST: usize = 64;
@@ -58,9 +54,6 @@ pub struct HookPacket<'p> {
     meta: &'p mut PacketMeta,
     /// Whether a hook asked for the bytes to change them.
     written: bool,
-    /// The flow-pure hook's token of its answer (see
-    /// the flow memo); 0 unless set.
-    token: u32,
 }
 
 impl<'p> HookPacket<'p> {
@@ -72,7 +65,6 @@ impl<'p> HookPacket<'p> {
             data,
             meta,
             written: false,
-            token: 0,
         }
     }
 
@@ -249,34 +241,6 @@ impl<'b, 'p> HookBurst<'b, 'p> {
     /// Counts of the verdicts so far.
     pub fn tally(&self) -> Tally {
         self.tally
-    }
-
-    /// Record packet `i`'s token: what a flow-pure hook needs to count the
-    /// packet again in the flow memo without
-    /// seeing it. Ignored for `i` out of range.
-    #[inline]
-    pub fn set_token(&mut self, i: usize, token: u32) {
-        if let Some(p) = self.packets.get_mut(i) {
-            p.token = token;
-        }
-    }
-
-    /// Say that packet `i`'s flow must not be remembered: the packet moved
-    /// the hook's state (a flow-pure hook that confirms, see
-    /// the flow memo), so the next packet of its
-    /// flow must meet the hook. Sets the token [`NO_TOKEN`].
-    #[inline]
-    pub fn forget_flow(&mut self, i: usize) {
-        self.set_token(i, NO_TOKEN);
-    }
-
-    /// Move the tokens the last hook set into `row` (packet i's at i, for
-    /// the burst's packets); each packet's token is 0 again after the call
-    /// (for the next hook of the chain).
-    pub fn take_tokens(&mut self, row: &mut [u32; MAX_BURST]) {
-        for (t, p) in row.iter_mut().zip(self.packets.iter_mut()) {
-            *t = core::mem::take(&mut p.token);
-        }
     }
 }
 

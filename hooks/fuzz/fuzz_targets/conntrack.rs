@@ -6,7 +6,7 @@
 //! flags, sequence numbers (near the flow's own, or anywhere), ACKs,
 //! windows, window scale options and payload lengths, with UDP and ICMP echo
 //! mixed in; time advancing by arbitrary steps; the filter's ways of calling
-//! the table (one packet, bursts with hints, confirms with leases, sweeps).
+//! the table (one packet, bursts with hints, sweeps).
 //!
 //! # Checked after every step
 //!
@@ -20,7 +20,7 @@
 use arbitrary::Arbitrary;
 use hooks::conntrack::{ConnTable, CtConfig, CtHint, CtState};
 use hooks::testkit;
-use hooks::{FlowSummary, Flows, Lease};
+use hooks::FlowSummary;
 use libfuzzer_sys::fuzz_target;
 
 const S: u64 = 1_000_000_000;
@@ -44,7 +44,7 @@ struct Step {
     /// Time step: bits 0-1 pick a scale (ms, s, 10 s, 100 s).
     dt: u16,
     /// Bit 0: the filter accepts (commits a `New`); bit 1: by burst;
-    /// bit 2: sweep; bit 3: confirm with a lease.
+    /// bit 2: sweep.
     how: u8,
 }
 
@@ -55,10 +55,6 @@ struct World {
     next: [[u32; 2]; FLOWS],
     /// Per flow, the last time a packet of it found or made an entry.
     touched: [Option<u64>; FLOWS],
-    /// The leases the flow memo would keep: per flow, protocol and
-    /// direction (its key holds those, and TCP's flags, so a lease comes
-    /// back only with packets of the flow it was given for).
-    leases: [[Lease; 8]; FLOWS],
 }
 
 /// A short-lived table, so that entries come, go and crowd.
@@ -128,24 +124,8 @@ fn packet(w: &mut World, st: &Step) -> (Vec<u8>, usize) {
 }
 
 /// The filter's path for one packet: look up (alone or as a burst of one
-/// with its hint), commit an accepted `New`; or first a confirm on the
-/// flow's lease, as the flow memo would.
-fn meet(w: &mut World, st: &Step, pkt: &[u8], s: &FlowSummary, f: usize) -> CtState {
-    if st.how & 8 != 0 {
-        let lease = &mut w.leases[f][usize::from(st.kind & 7)];
-        for claim in [CtState::New, CtState::Established] {
-            let mut l = [*lease];
-            if w.t
-                .confirm_leased(Flows::Given(&[*s]), &[claim], &mut l, w.now)
-                == 1
-            {
-                // Never TCP: a TCP segment always meets the state machine.
-                assert_ne!(s.proto, 6, "a TCP packet confirmed: {s:?}");
-                *lease = l[0];
-                return claim;
-            }
-        }
-    }
+/// with its hint), commit an accepted `New`.
+fn meet(w: &mut World, st: &Step, pkt: &[u8], s: &FlowSummary) -> CtState {
     let (state, hint) = match st.how & 2 {
         0 => (w.t.lookup(s, pkt, w.now), CtHint::NONE),
         _ => {
@@ -169,7 +149,7 @@ fn step(w: &mut World, st: &Step) {
     };
     let before = w.t.stats();
     let stale = w.touched[f].is_some_and(|t| w.now - t >= LONGEST);
-    let state = meet(w, st, &pkt, &s, f);
+    let state = meet(w, st, &pkt, &s);
     if stale || w.touched[f].is_none() {
         // Nothing of this flow can be live: its last packet is too long ago.
         assert!(
@@ -215,7 +195,6 @@ fuzz_target!(|steps: Vec<Step>| {
         now: S,
         next: [[0; 2]; FLOWS],
         touched: [None; FLOWS],
-        leases: [[Lease::NONE; 8]; FLOWS],
     };
     for st in steps.iter().take(512) {
         step(&mut w, st);

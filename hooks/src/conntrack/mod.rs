@@ -86,10 +86,7 @@
 //! [`CtConfig::tcp_time_wait_ns`]; a SYN on such a closed entry is `New`,
 //! and its commit starts a new connection in the same slot (port reuse).
 //! An in-window RST is classified as above, then removes the entry; one
-//! outside the window is `Invalid` and changes nothing. A TCP lookup is
-//! never [`steady`](CtHint::steady): every segment moves its window, so the
-//! flow memo never answers for a TCP packet and none skips the state
-//! machine (a lease is never given on a TCP entry).
+//! outside the window is `Invalid` and changes nothing.
 //!
 //! ICMP: an echo request (type 8) from A to B with identifier `id` creates
 //! the entry; the echo reply (type 0) from B to A with the same `id` is its
@@ -139,8 +136,7 @@ mod tcp;
 mod tests;
 
 use crate::flow::{proto, tcp_flag, FlowSummary, Fragment};
-use crate::lease::{Lease, LEASE_NS};
-use crate::{Flows, MAX_BURST};
+use crate::MAX_BURST;
 use table::{Key, Probe, Slots, ASSURED, FIN_A, FIN_B, ORIG_B, REPLIED};
 use tcp::{Segment, Window};
 
@@ -181,27 +177,11 @@ pub enum CtState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CtHint {
     slot: usize,
-    /// The lookup changed nothing but the entry's timer, and a commit of
-    /// the packet would only restart it: a packet the filter may let the
-    /// flow memo remember (see [`ConnTable::confirm`]).
-    steady: bool,
 }
 
 impl CtHint {
     /// No slot: the commit probes.
-    pub const NONE: CtHint = CtHint {
-        slot: usize::MAX,
-        steady: false,
-    };
-
-    /// Whether the packet's lookup left the entry as it was but for its
-    /// timer (an `Established` packet that is not the first reply, nor
-    /// TCP; or a `New` packet of an entry that exists). Never for TCP:
-    /// every TCP segment moves its connection's sequence window.
-    #[inline(always)]
-    pub fn steady(&self) -> bool {
-        self.steady
-    }
+    pub const NONE: CtHint = CtHint { slot: usize::MAX };
 }
 
 impl Default for CtHint {
@@ -215,10 +195,6 @@ impl Default for CtHint {
 pub enum CtCommit {
     /// The flow is tracked: an entry was created or refreshed, or exists.
     Tracked,
-    /// The entry existed and only its timer restarted; the packet's lookup
-    /// was [`CtHint::steady`]: [`ConnTable::confirm`] with `New` does the
-    /// same for the flow's next packets.
-    Refreshed,
     /// The packet cannot create an entry (counted in [`CtStats::ignored`]).
     Ignored,
     /// No room (counted in [`CtStats::full`]).
@@ -376,16 +352,6 @@ fn echo_ports(icmp_type: u8, id: u16) -> Option<(u16, u16)> {
     }
 }
 
-/// The bits of the first `n` packets of a burst (`n` at most 64).
-#[inline(always)]
-fn all_of(n: usize) -> u64 {
-    if n >= 64 {
-        u64::MAX
-    } else {
-        (1 << n) - 1
-    }
-}
-
 const _: () = assert!(MAX_BURST <= 64);
 
 #[inline(always)]
@@ -533,17 +499,12 @@ impl ConnTable {
             let seg = Segment::read(s, l3());
             return self.lookup_tcp(s.tcp_flags, i, l, seg, now_ns);
         }
-        let mut hint = CtHint {
-            slot: i,
-            ..CtHint::NONE
-        };
+        let hint = CtHint { slot: i };
         let (mut flags, eproto) = {
             let e = self.slots.get(i);
             (e.flags, e.proto())
         };
         let reply = l.from_b != (flags & ORIG_B != 0);
-        // Steady: nothing but the timer moves (not the first reply).
-        hint.steady = flags & REPLIED != 0 || !reply;
         if reply {
             flags |= REPLIED;
         } else if flags & REPLIED == 0 {
@@ -551,7 +512,7 @@ impl ConnTable {
         }
         let expires_ns = now_ns.saturating_add(self.timeout(eproto, flags));
         if self.slots.get(i).flags != flags {
-            // The state moved (a first reply): a new version.
+            // The state moved (a first reply).
             let e = self.slots.get_mut(i);
             e.flags = flags;
             e.expires_ns = expires_ns;
@@ -566,7 +527,7 @@ impl ConnTable {
     /// nothing); a SYN on a closed connection is `New` (port reuse, for the
     /// commit); anything else moves the window, and when in the window,
     /// the state: the first reply (SYN-ACK) to SYN_RECV, the originator's
-    /// ACK after it to established, a FIN to closing. Never steady.
+    /// ACK after it to established, a FIN to closing.
     fn lookup_tcp(
         &mut self,
         f: u8,
@@ -575,10 +536,7 @@ impl ConnTable {
         seg: Segment,
         now_ns: u64,
     ) -> (CtState, CtHint) {
-        let hint = CtHint {
-            slot: i,
-            steady: false,
-        };
+        let hint = CtHint { slot: i };
         let mut flags = self.slots.get(i).flags;
         let d = usize::from(l.from_b);
         let reply = l.from_b != (flags & ORIG_B != 0);
@@ -619,7 +577,7 @@ impl ConnTable {
         }
         let expires_ns = now_ns.saturating_add(self.timeout(proto::TCP, flags));
         if self.slots.get(i).flags != flags {
-            // The state moved: a new version.
+            // The state moved.
             let e = self.slots.get_mut(i);
             (e.flags, e.expires_ns) = (flags, expires_ns);
         } else {
@@ -654,7 +612,7 @@ impl ConnTable {
     pub fn commit(&mut self, s: &FlowSummary, l3: &[u8], now_ns: u64) -> bool {
         matches!(
             self.commit_hinted(s, l3, now_ns, CtHint::NONE),
-            CtCommit::Tracked | CtCommit::Refreshed
+            CtCommit::Tracked
         )
     }
 
@@ -684,11 +642,8 @@ impl ConnTable {
         };
         if self.slots.holds(hint.slot, &l.key, now_ns) {
             // The common case, a refresh: no probe.
-            let reused = self.refresh(hint.slot, &l, &seg, now_ns);
-            return match hint.steady && !reused {
-                true => CtCommit::Refreshed,
-                false => CtCommit::Tracked,
-            };
+            self.refresh(hint.slot, &l, &seg, now_ns);
+            return CtCommit::Tracked;
         }
         self.commit_probe(l, &seg, now_ns)
     }
@@ -701,7 +656,7 @@ impl ConnTable {
         let orig = l.orig();
         let first = self.slots.probe(&l.key, now_ns);
         if let Probe::Found(i) = first {
-            let _reused = self.refresh(i, &l, seg, now_ns);
+            self.refresh(i, &l, seg, now_ns);
             return CtCommit::Tracked;
         }
         // A new entry: sweep a few slots first, so that dead entries do not
@@ -739,7 +694,7 @@ impl ConnTable {
                 }
                 Probe::Found(i) => {
                     // Not reached: sweeps and early drops only remove.
-                    let _reused = self.refresh(i, &l, seg, now_ns);
+                    self.refresh(i, &l, seg, now_ns);
                     return CtCommit::Tracked;
                 }
                 Probe::Vacant(_) | Probe::Exhausted => {}
@@ -781,9 +736,9 @@ impl ConnTable {
     /// Commit on the existing entry in slot `i`: a TCP entry that is
     /// closing starts a new connection (port reuse); else an
     /// original-direction commit restarts the timer (and a SYN sent again
-    /// moves its window). Returns whether it was a port reuse.
+    /// moves its window).
     #[inline(always)]
-    fn refresh(&mut self, i: usize, l: &Lookup, seg: &Segment, now_ns: u64) -> bool {
+    fn refresh(&mut self, i: usize, l: &Lookup, seg: &Segment, now_ns: u64) {
         let orig = l.orig();
         let (flags, p) = {
             let e = self.slots.get(i);
@@ -798,7 +753,7 @@ impl ConnTable {
             e.win = Window::opened(d, seg);
             e.expires_ns = now_ns.saturating_add(self.cfg.tcp_syn_sent_ns);
             self.stats.inserted += 1;
-            return true;
+            return;
         }
         if flags & ORIG_B == orig {
             let expires_ns = now_ns.saturating_add(self.timeout(p, flags));
@@ -807,178 +762,6 @@ impl ConnTable {
             }
             self.slots.set_expiry(i, expires_ns);
         }
-        false
-    }
-
-    /// For the flow memo: whether a packet whose flow was remembered with
-    /// `state` (its lookup [`steady`](CtHint::steady), and for `New` its
-    /// commit [`Refreshed`](CtCommit::Refreshed)) still has that state; if
-    /// so, do what its lookup and the commit of an accepted `New` would
-    /// (restart the entry's timer), so that the table ends as if the
-    /// packet had been looked up. `false` (the packet must be looked up)
-    /// when the entry is gone or expired, its state moved (a reply came, a
-    /// RST removed it), or the packet is one whose lookup is never steady
-    /// (TCP SYN, FIN or RST; ICMP errors; a `New` packet that cannot create
-    /// an entry).
-    pub fn confirm(&mut self, s: &FlowSummary, state: CtState, now_ns: u64) -> bool {
-        self.confirm_burst(std::slice::from_ref(s), &[state], now_ns) == 1
-    }
-
-    /// [`confirm`](Self::confirm) for a run of packets, `states[k]` being
-    /// packet `k`'s: every packet's slot is read first (as
-    /// [`lookup_burst`](Self::lookup_burst) does), then they are confirmed
-    /// in order. Returns how many leading packets were confirmed: the first
-    /// that is not, and those after it, are left for their lookups.
-    pub fn confirm_burst(
-        &mut self,
-        sums: &[FlowSummary],
-        states: &[CtState],
-        now_ns: u64,
-    ) -> usize {
-        self.confirm_leased(Flows::Given(sums), states, &mut [], now_ns)
-    }
-
-    /// [`confirm_burst`](Self::confirm_burst) with `leases[k]` packet
-    /// `k`'s lease (see [`crate::lease`]; packets past `leases` have
-    /// none). A packet whose lease holds (by its time, and its slot's
-    /// version is the one leased: the slot was not written since) is
-    /// confirmed without reading its entry or restarting its timer. Any
-    /// other packet confirmed gets a new lease: its entry's slot and
-    /// version, until the sooner of [`LEASE_NS`] from now and the entry's
-    /// expiry. A lease is given only by a confirm that restarted the
-    /// timer, so the entry outlives it. `flows` are asked only for the
-    /// packets whose leases do not hold.
-    pub fn confirm_leased(
-        &mut self,
-        flows: Flows<'_>,
-        states: &[CtState],
-        leases: &mut [Lease],
-        now_ns: u64,
-    ) -> usize {
-        let n = flows.len().min(states.len()).min(MAX_BURST);
-        let k = n.min(leases.len());
-        // Bit k: packet k's lease holds. Without branches: a burst's leases
-        // nearly all hold, and a branch per test would only mispredict.
-        let mut held = 0u64;
-        for (i, (l, st)) in leases[..k].iter().zip(&states[..k]).enumerate() {
-            // Leases are given only for these states; a claim of another
-            // never holds.
-            let tracked = matches!(st, CtState::New | CtState::Established);
-            let h = tracked
-                & l.current(now_ns)
-                & (self.slots.version(l.slot as usize) == Some(l.version));
-            held |= u64::from(h) << i;
-        }
-        if held == all_of(n) {
-            return n;
-        }
-        self.confirm_unheld(flows, states, leases, now_ns, n, held)
-    }
-
-    /// [`confirm_leased`](Self::confirm_leased) of the packets of the
-    /// first `n` whose bits in `held` are clear: a full confirm each, and a
-    /// new lease. Out of line: a burst whose leases all hold needs none.
-    #[inline(never)]
-    fn confirm_unheld(
-        &mut self,
-        flows: Flows<'_>,
-        states: &[CtState],
-        leases: &mut [Lease],
-        now_ns: u64,
-        n: usize,
-        held: u64,
-    ) -> usize {
-        let is_held = |k: usize| held >> k & 1 == 1;
-        let mut homes = [0usize; MAX_BURST];
-        let mut classes = [Class::Untracked; MAX_BURST];
-        let mut sums = [FlowSummary::default(); MAX_BURST];
-        let mut acc = 0u8;
-        for k in 0..n {
-            if is_held(k) {
-                continue;
-            }
-            sums[k] = flows.get(k);
-            let c = classify(&sums[k]);
-            if let Class::Flow(l) = c {
-                homes[k] = self.slots.home(&l.key);
-                acc |= self.slots.touch(homes[k]);
-            }
-            classes[k] = c;
-        }
-        std::hint::black_box(acc);
-        for k in 0..n {
-            if is_held(k) {
-                continue;
-            }
-            let ok = match (&classes[k], states[k]) {
-                (Class::Untracked, CtState::Untracked) => true,
-                (Class::Flow(l), st @ (CtState::New | CtState::Established)) => {
-                    match self.confirm_flow(&sums[k], l, homes[k], st, now_ns) {
-                        Some(i) => {
-                            if let Some(lease) = leases.get_mut(k) {
-                                *lease = self.lease(i, now_ns);
-                            }
-                            true
-                        }
-                        None => false,
-                    }
-                }
-                _ => false,
-            };
-            if !ok {
-                return k;
-            }
-        }
-        n
-    }
-
-    /// A lease on slot `i` as it is now.
-    fn lease(&self, i: usize, now_ns: u64) -> Lease {
-        Lease {
-            slot: i as u32,
-            version: self.slots.version(i).unwrap_or(0),
-            until_ns: now_ns
-                .saturating_add(LEASE_NS)
-                .min(self.slots.expires_ns(i)),
-        }
-    }
-
-    #[inline(always)]
-    fn confirm_flow(
-        &mut self,
-        s: &FlowSummary,
-        l: &Lookup,
-        home: usize,
-        state: CtState,
-        now_ns: u64,
-    ) -> Option<usize> {
-        if s.proto == proto::TCP {
-            // Every TCP segment moves its window (and a RST or FIN its
-            // state): a TCP lookup is never steady, so no TCP packet is
-            // confirmed, nor leased.
-            return None;
-        }
-        let i = match self.slots.probe_from(&l.key, home, now_ns) {
-            Probe::Found(i) => i,
-            Probe::Vacant(_) | Probe::Exhausted => return None,
-        };
-        let e = self.slots.get(i);
-        let (flags, eproto) = (e.flags, e.proto());
-        let reply = l.from_b != (flags & ORIG_B != 0);
-        let replied = flags & REPLIED != 0;
-        let same = match state {
-            // Not the first reply: that one marks the entry replied.
-            CtState::Established => replied,
-            // The commit of an accepted `New` restarts the timer only for
-            // a packet that may create an entry (TCP: a SYN, excluded).
-            CtState::New => !reply && !replied && creates_entry(s),
-            CtState::Related | CtState::Untracked | CtState::Invalid => false,
-        };
-        if same {
-            let expires_ns = now_ns.saturating_add(self.timeout(eproto, flags));
-            self.slots.set_expiry(i, expires_ns);
-        }
-        same.then_some(i)
     }
 
     /// Count and (at most once a second) log a commit refused for lack of

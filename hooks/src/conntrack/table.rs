@@ -209,21 +209,10 @@ pub(crate) enum NoRoom {
     Probe,
 }
 
-/// Slots that share a version ([`Slots::version`]): a 64-byte line of
-/// versions covers 256 slots.
-pub(crate) const VERSION_GROUP: usize = 16;
-
 /// The slot array: a power of two of slots, allocated once.
 #[derive(Clone)]
 pub(crate) struct Slots {
     slots: Box<[Entry]>,
-    /// Per group of [`VERSION_GROUP`] slots, a version that every write to
-    /// a slot of the group changes (a lease taken on a slot holds while its
-    /// version does, see [`Slots::version`]). Apart from the entries, and
-    /// shared by a group, so that the versions of a table of 262,144 slots
-    /// take 64 KiB and stay cached: one version a slot took 1 MiB, and
-    /// each leased packet's version was a miss.
-    versions: Box<[u32]>,
     mask: usize,
     bits: u32,
     /// This table's hash key.
@@ -236,7 +225,7 @@ pub(crate) struct Slots {
     reclaimed: u64,
 }
 
-/// Tables compare by what they hold; versions are how they got there.
+/// Tables compare by what they hold (not by their hash keys).
 #[cfg(test)]
 impl PartialEq for Slots {
     fn eq(&self, o: &Slots) -> bool {
@@ -277,7 +266,6 @@ impl Slots {
         let n = n.max(2).next_power_of_two();
         Slots {
             slots: vec![Entry::default(); n].into_boxed_slice(),
-            versions: vec![0; n.div_ceil(VERSION_GROUP)].into_boxed_slice(),
             mask: n - 1,
             bits: n.trailing_zeros(),
             hash,
@@ -308,22 +296,15 @@ impl Slots {
         &self.slots[i & self.mask]
     }
 
-    /// The entry in slot `i` (from [`Probe::Found`]), to change: the
-    /// slot's version changes.
+    /// The entry in slot `i` (from [`Probe::Found`]), to change.
     #[inline(always)]
     pub fn get_mut(&mut self, i: usize) -> &mut Entry {
-        let i = i & self.mask;
-        let v = &mut self.versions[i / VERSION_GROUP];
-        *v = v.wrapping_add(1);
-        &mut self.slots[i]
+        &mut self.slots[i & self.mask]
     }
 
     /// Restart the timer of the entry in slot `i`: it expires at
     /// `expires_ns`, which must not be earlier than now (the entry's flags
-    /// are unchanged, so its timeout is, and time only goes forward). The
-    /// slot's version stays: a lease on the slot holds until the earlier
-    /// expiry, so a later one keeps it true (and the two directions of a
-    /// connection do not end each other's leases by refreshing).
+    /// are unchanged, so its timeout is, and time only goes forward).
     #[inline(always)]
     pub fn set_expiry(&mut self, i: usize, expires_ns: u64) {
         let e = &mut self.slots[i & self.mask];
@@ -331,44 +312,16 @@ impl Slots {
         e.expires_ns = expires_ns;
     }
 
-    /// The TCP window of the entry in slot `i`, to move in place: the
-    /// slot's version stays, as for [`Slots::set_expiry`]. The window is
-    /// not what a lease stands for: leases are never given on TCP
-    /// entries, and a write per TCP packet must not end the leases of the
-    /// other flows of its version group.
+    /// The TCP window of the entry in slot `i`, to move in place.
     #[inline(always)]
     pub fn window_mut(&mut self, i: usize) -> &mut Window {
         &mut self.slots[i & self.mask].win
     }
 
-    /// Write `e` to slot `i`: the slot's version changes.
+    /// Write `e` to slot `i`.
     #[inline(always)]
     fn set(&mut self, i: usize, e: Entry) {
         *self.get_mut(i) = e;
-    }
-
-    /// Slot `i`'s version: it changes with every write to the slot but a
-    /// timer restarted ([`Slots::set_expiry`]): an entry inserted, moved in
-    /// or out by a shift, removed, its flags written. A reader that saw
-    /// version `v` and sees `v` again knows the slot holds the entry it
-    /// held then, with the same flags, expiring no earlier. Writes to the
-    /// other slots of its group ([`VERSION_GROUP`]) change it too: a lease
-    /// ends early, and the next packet takes a full confirm. It wraps after
-    /// 2^32 writes to one group, which take more than the 1 s a lease lasts
-    /// at any packet rate. `None` past the table.
-    #[inline(always)]
-    pub fn version(&self, i: usize) -> Option<u32> {
-        if i < self.slots.len() {
-            self.versions.get(i / VERSION_GROUP).copied()
-        } else {
-            None
-        }
-    }
-
-    /// The expiry time of the entry in slot `i` (0 if none).
-    #[inline(always)]
-    pub fn expires_ns(&self, i: usize) -> u64 {
-        self.slots.get(i).map_or(0, |e| e.expires_ns)
     }
 
     /// `key`'s home slot.
@@ -711,23 +664,6 @@ mod tests {
         assert_eq!(reclaimed, 8);
         assert_eq!(t.len(), 8);
         assert_eq!(t.count_live(116), 8);
-    }
-
-    #[test]
-    fn a_write_changes_its_groups_version_and_no_other() {
-        let mut t = Slots::new(4 * VERSION_GROUP);
-        let before: Vec<_> = (0..t.slot_count()).map(|i| t.version(i)).collect();
-        let written = VERSION_GROUP + 3;
-        t.get_mut(written);
-        for (i, v) in before.iter().enumerate() {
-            let same_group = i / VERSION_GROUP == written / VERSION_GROUP;
-            assert_eq!(t.version(i) != *v, same_group, "slot {i}");
-        }
-        // A timer restart is not a write.
-        let now = t.version(written);
-        t.set_expiry(written, 5);
-        assert_eq!(t.version(written), now);
-        assert_eq!(t.version(t.slot_count()), None);
     }
 
     /// Insert each of `keys` that the table takes; how many it refuses.

@@ -16,8 +16,7 @@
 //! Only a hook whose rules read a protocol's ports or flags drops that
 //! protocol's fragments, as netfilter only drops what a TCP or UDP match
 //! is asked to examine. The check runs on the flow summary, before the
-//! key is built, so every matcher (ACL, linear, flow cache) and the
-//! router's flow memo, which keys on what the summary holds, agree.
+//! key is built, so every matcher (ACL, linear, flow cache) agrees.
 
 use super::rule::MatchRule;
 use crate::flow::{proto, FlowSummary, Fragment};

@@ -13,6 +13,7 @@ use crate::stage::ip::{
 };
 use crate::stage::plain::plain_header;
 use hooks::wire::ethernet::HEADER_LEN;
+use hooks::wire::ipv4::MIN_HEADER_LEN;
 use hooks::{DropReason, PacketMeta};
 use std::ops::Range;
 
@@ -206,7 +207,9 @@ fn forward(
         return too_big(m, meta, hop.port);
     }
     let data = m.data_mut();
-    let header = data.get_mut(l3..).and_then(|b| b.first_chunk_mut());
+    let header = data
+        .get_mut(l3..l3 + MIN_HEADER_LEN)
+        .and_then(|b| b.first_chunk_mut());
     match header.map(ipv4_forward_ttl_fixed) {
         Some(Ok(_)) => {}
         Some(Err(r)) => return Next::Drop(r),

@@ -6,7 +6,7 @@
 
 use super::punt::Punt;
 use super::{Next, Pipeline, Scratch};
-use crate::dpdk::{MbufBurst, BURST_SIZE};
+use crate::dpdk::MbufBurst;
 use crate::fib::NEIGH_BY_DST;
 use crate::neigh::store_header;
 use std::net::Ipv4Addr;
@@ -20,14 +20,13 @@ pub fn run(p: &Pipeline, burst: &mut MbufBurst, s: &mut Scratch) {
     let mut cached: (u32, Option<[u64; 2]>) = (u32::MAX, None);
     // (next hop, its neighbour index) of the last packet found by address.
     let mut last_dst: (u32, u32) = (0, u32::MAX);
-    let mbufs = burst.as_mut_slice();
-    let n = mbufs.len().min(BURST_SIZE);
-    for (i, m) in mbufs[..n].iter_mut().enumerate() {
-        if s.next[i] != Next::Neigh {
+    // One pass over the burst and its per-packet state side by side: no
+    // index, so no bounds check per packet.
+    let states = s.next.iter_mut().zip(s.neigh.iter().zip(&s.metas));
+    for (m, (next, (&neigh, meta))) in burst.as_mut_slice().iter_mut().zip(states) {
+        if *next != Next::Neigh {
             continue;
         }
-        let neigh = s.neigh[i];
-        let meta = &s.metas[i];
         let index = if neigh != NEIGH_BY_DST {
             neigh
         } else if meta.next_hop == last_dst.0 {
@@ -39,13 +38,16 @@ pub fn run(p: &Pipeline, burst: &mut MbufBurst, s: &mut Scratch) {
         if index != cached.0 {
             cached = (index, p.header_of(index));
         }
-        s.next[i] = match (cached.1, m.eth_header_mut()) {
-            (Some(words), Some(slot)) => {
+        let slot = cached
+            .1
+            .and_then(|words| Some((m.eth_header_mut()?, words)));
+        *next = match slot {
+            Some((slot, words)) => {
                 store_header(slot, words);
                 forwarded += 1;
                 Next::Forward(meta.out_port)
             }
-            _ => Next::Punt(Punt::Resolve),
+            None => Next::Punt(Punt::Resolve),
         };
     }
     s.forwarded = forwarded;

@@ -79,8 +79,9 @@ pub fn plain_meta(port: u16) -> PacketMeta {
 /// check to write.
 #[inline(always)]
 pub fn plain_header(frame: &[u8], csum: CsumFlag, out: &mut Ipv4Ok) -> bool {
+    // One range, one length compare.
     let Some(ip) = frame
-        .get(HEADER_LEN..)
+        .get(HEADER_LEN..HEADER_LEN + MIN_HEADER_LEN)
         .and_then(|b| b.first_chunk::<MIN_HEADER_LEN>())
     else {
         return false;

@@ -93,8 +93,8 @@ fn full_check(
 /// that depend on each packet are made for each.
 #[inline(always)]
 fn forward_run(mbufs: &mut [Mbuf], s: &mut Scratch, run: Range<usize>, hop: &NextHop) {
-    for j in run {
-        let i = usize::from(s.idx[j]) % BURST_SIZE;
+    for &i in s.idx.get(run).unwrap_or_default() {
+        let i = usize::from(i) % BURST_SIZE;
         let ok = &s.oks[i];
         let Some(m) = mbufs.get_mut(i) else {
             continue;
@@ -122,8 +122,8 @@ fn route_run(
     hop: Option<NextHop>,
 ) -> u16 {
     let mut out_port = None;
-    for j in run {
-        let i = usize::from(s.idx[j]) % BURST_SIZE;
+    for &i in s.idx.get(run).unwrap_or_default() {
+        let i = usize::from(i) % BURST_SIZE;
         if let Some(m) = mbufs.get_mut(i) {
             s.next[i] = route(p, m, &mut s.metas[i], &s.oks[i], hop, &mut s.neigh[i]);
             if s.next[i] == Next::Neigh {

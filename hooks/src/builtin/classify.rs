@@ -132,17 +132,26 @@ impl HookWorker for ClassifyPart {
             if p.meta().protocol != ethertype::IPV4 {
                 continue;
             }
-            match FlowSummary::parse(p.l3()) {
-                Some(s) => {
-                    if let Some(r) = c.fragments.check(&s) {
-                        burst.set_verdict(i, Verdict::Drop(r));
+            let key = match Key::of_plain(p.l3(), p.meta(), 0) {
+                Some(k) => k,
+                None => match FlowSummary::parse(p.l3()) {
+                    Some(s) => {
+                        if let Some(r) = c.fragments.check(&s) {
+                            burst.set_verdict(i, Verdict::Drop(r));
+                            continue;
+                        }
+                        Key::new(&s, p.meta(), 0)
+                    }
+                    None => {
+                        unparsed += 1;
                         continue;
                     }
-                    keys[n] = Key::new(&s, p.meta(), 0);
-                    idx[n] = i as u8;
-                    n += 1;
-                }
-                None => unparsed += 1,
+                },
+            };
+            if let (Some(k), Some(at)) = (keys.get_mut(n), idx.get_mut(n)) {
+                *k = key;
+                *at = i as u8;
+                n += 1;
             }
         }
         let mut results = [0u32; MAX_BURST];

@@ -246,6 +246,14 @@ impl Filter {
         let stateless = self.conntrack.is_none();
         for i in burst.accepted() {
             let Some(p) = burst.packet(i) else { continue };
+            if stateless {
+                if let Some(k) = Key::of_plain(p.l3(), p.meta(), 0) {
+                    j.keys[j.n] = k;
+                    j.idx[j.n] = i as u8;
+                    j.n += 1;
+                    continue;
+                }
+            }
             let Some(s) = FlowSummary::parse(p.l3()) else {
                 // Unreadable: the policy decides, counted as such too.
                 j.tally[UNPARSED] += 1;

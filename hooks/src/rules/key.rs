@@ -98,6 +98,46 @@ impl Key {
         k
     }
 
+    /// The key of a plain packet, read straight from its IPv4 header: a
+    /// 20-byte header (no options), not a fragment, TCP or UDP with its
+    /// ports inside the datagram. For such a packet this is exactly
+    /// `Key::new(&FlowSummary::parse(l3)?, meta, ct)` (and the packet is no
+    /// business of the fragment checks), without the summary in between:
+    /// addresses and ports are copied as they are on the wire, which is the
+    /// key's byte order. `None` for every other packet: the caller parses it.
+    #[inline(always)]
+    pub fn of_plain(l3: &[u8], meta: &PacketMeta, ct: CtBits) -> Option<Key> {
+        const IHL5: usize = 20;
+        let ip: &[u8; 24] = l3.first_chunk()?;
+        // Version 4, IHL 5; no fragment offset and no More Fragments (DF
+        // may be set).
+        if ip[0] != 0x45 || ip[6] & 0x3f != 0 || ip[7] != 0 {
+            return None;
+        }
+        let total_len = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+        let l4_len = total_len.clamp(IHL5, l3.len()) - IHL5;
+        let proto = ip[9];
+        let tcp_flags = match proto {
+            crate::flow::proto::UDP if l4_len >= 8 => 0,
+            crate::flow::proto::TCP if l4_len >= 20 => *l3.get(IHL5 + 13)?,
+            _ => return None,
+        };
+        let mut b = [0u8; 32];
+        b[0] = proto;
+        b[1] = tcp_flags;
+        b[2] = ip[1] >> 2;
+        b[3] = FLAG_L4 | (ct & CT_ALL);
+        // Source and destination, then source and destination ports.
+        b[4..12].copy_from_slice(&ip[12..20]);
+        b[12..16].copy_from_slice(&ip[20..24]);
+        b[16..18].copy_from_slice(&meta.in_port.to_be_bytes());
+        b[18..20].copy_from_slice(&meta.out_port.to_be_bytes());
+        b[20..22].copy_from_slice(&meta.vlan.to_be_bytes());
+        b[22..24].copy_from_slice(&meta.class.to_be_bytes());
+        b[24..28].copy_from_slice(&meta.mark.to_be_bytes());
+        Some(Key { b })
+    }
+
     /// A key from its 32 bytes as laid out above (bytes 28..32 are
     /// cleared). Any byte pattern is a valid key; tests use this to reach
     /// combinations no packet produces.
@@ -312,5 +352,52 @@ mod tests {
         let k = Key::from_bytes([0xff; 32]);
         assert_eq!(k.as_bytes()[28..], [0; 4]);
         assert_eq!(k.mark(), u32::MAX);
+    }
+
+    /// `of_plain` against the summary's key over random headers biased
+    /// toward plain ones: where it answers, it answers what `Key::new`
+    /// does, for a packet the fragment checks leave alone; it answers for
+    /// every plain TCP and UDP packet.
+    #[test]
+    fn the_plain_key_is_the_summary_key() {
+        let mut rng = fastrand::Rng::with_seed(19);
+        let mut answered = 0;
+        for case in 0..20_000 {
+            let len = rng.usize(0..80);
+            let mut l3: Vec<u8> = (0..len).map(|_| rng.u8(..)).collect();
+            let likely = |rng: &mut fastrand::Rng| rng.u8(..4) != 0;
+            if len > 0 && likely(&mut rng) {
+                l3[0] = if rng.u8(..8) == 0 { rng.u8(..) } else { 0x45 };
+            }
+            if len > 9 && likely(&mut rng) {
+                l3[9] = [proto::TCP, proto::UDP, proto::ICMP, rng.u8(..)][rng.usize(..4)];
+            }
+            if len > 7 && likely(&mut rng) {
+                l3[6] &= [0x40, 0x00, 0x20, 0xff][rng.usize(..4)];
+                l3[7] = if rng.bool() { 0 } else { rng.u8(..) };
+            }
+            if len > 3 && likely(&mut rng) {
+                let t = rng.u16(0..100);
+                l3[2..4].copy_from_slice(&t.to_be_bytes());
+            }
+            let mut m = meta();
+            m.mark = rng.u32(..);
+            m.class = rng.u16(..);
+            let ct = rng.u8(..);
+            let Some(k) = Key::of_plain(&l3, &m, ct) else {
+                let plain = FlowSummary::parse(&l3)
+                    .filter(|s| s.has_ports() && s.fragment == Fragment::None && s.l4_offset == 20);
+                assert!(
+                    plain.is_none(),
+                    "case {case}: plain but not answered: {l3:02x?}"
+                );
+                continue;
+            };
+            answered += 1;
+            let s = FlowSummary::parse(&l3).expect("a plain header parses");
+            assert_eq!(s.fragment, Fragment::None, "case {case}");
+            assert_eq!(k, Key::new(&s, &m, ct), "case {case}: {l3:02x?}");
+        }
+        assert!(answered > 400, "too few plain cases: {answered}");
     }
 }

@@ -22,6 +22,16 @@ pub fn run(p: &Pipeline, hooks: &HookSet, burst: &mut MbufBurst, s: &mut Scratch
 /// hooks, once each. A burst usually leaves by one port: one chain lookup.
 #[inline(never)]
 fn run_ports(p: &Pipeline, hooks: &HookSet, burst: &mut MbufBurst, s: &mut Scratch) {
+    if s.out_port != u16::MAX {
+        // ip_input saw every routed packet leave by this one port.
+        let port = s.out_port;
+        if let Some(chain) = hooks.chain(HookPoint::Egress, port) {
+            let cx = context(p, port);
+            let routed = |next: &Next, _: &hooks::PacketMeta| matches!(next, Next::Neigh);
+            run_chain(chain, cx, p.ns_per_tick, burst.as_mut_slice(), s, routed);
+        }
+        return;
+    }
     let mbufs = burst.as_mut_slice();
     let mut done = ArrayVec::<u16, BURST_SIZE>::new();
     let mut last = None;
@@ -36,16 +46,22 @@ fn run_ports(p: &Pipeline, hooks: &HookSet, burst: &mut MbufBurst, s: &mut Scrat
         last = Some(port);
         done.push(port);
         if let Some(chain) = hooks.chain(HookPoint::Egress, port) {
-            let cx = HookContext {
-                worker: p.worker,
-                point: HookPoint::Egress,
-                port,
-                now_ns: 0,
-            };
+            let cx = context(p, port);
             let at_port = |next: &Next, meta: &hooks::PacketMeta| {
                 matches!(next, Next::Neigh) && meta.out_port == port
             };
             run_chain(chain, cx, p.ns_per_tick, mbufs, s, at_port);
         }
+    }
+}
+
+/// The context of the egress chain of `port`.
+#[inline(always)]
+fn context(p: &Pipeline, port: u16) -> HookContext {
+    HookContext {
+        worker: p.worker,
+        point: HookPoint::Egress,
+        port,
+        now_ns: 0,
     }
 }

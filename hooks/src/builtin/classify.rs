@@ -94,6 +94,16 @@ struct ClassifyPart {
     shared: Arc<Classify>,
     cache: FlowCache,
     worker: usize,
+    /// One burst's keys, their burst indices and answers, kept between
+    /// bursts (each burst writes the elements it reads).
+    scratch: Box<Keyed>,
+}
+
+/// The packets of one burst the classifier is asked about.
+struct Keyed {
+    keys: [Key; MAX_BURST],
+    idx: [u8; MAX_BURST],
+    results: [u32; MAX_BURST],
 }
 
 /// The hook handed to the chain: the shared instance.
@@ -105,6 +115,11 @@ impl Hook for ClassifyHook {
             shared: self.0.clone(),
             cache: self.0.classifier.cache(worker),
             worker,
+            scratch: Box::new(Keyed {
+                keys: [Key::default(); MAX_BURST],
+                idx: [0; MAX_BURST],
+                results: [0; MAX_BURST],
+            }),
         })
     }
 
@@ -123,8 +138,7 @@ impl Hook for ClassifyHook {
 impl HookWorker for ClassifyPart {
     fn process(&mut self, _cx: &HookContext, _: &mut WorkerStore, burst: &mut HookBurst<'_, '_>) {
         let c = &*self.shared;
-        let mut keys = [Key::default(); MAX_BURST];
-        let mut idx = [0u8; MAX_BURST];
+        let Keyed { keys, idx, results } = &mut *self.scratch;
         let mut n = 0;
         let mut unparsed = 0;
         for i in burst.accepted() {
@@ -154,7 +168,6 @@ impl HookWorker for ClassifyPart {
                 n += 1;
             }
         }
-        let mut results = [0u32; MAX_BURST];
         if n > 0 {
             c.classifier
                 .classify(&mut self.cache, &keys[..n], &mut results[..n]);

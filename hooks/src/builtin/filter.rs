@@ -201,6 +201,8 @@ struct FilterPart {
     shared: Arc<Filter>,
     cache: FlowCache,
     worker: usize,
+    /// The arrays of one burst, kept between bursts (not set up per burst).
+    judged: Box<Judged>,
 }
 
 /// One burst's packets as the filter reads them: the `n` it judges by
@@ -385,8 +387,13 @@ impl HookWorker for FilterPart {
         burst: &mut HookBurst<'_, '_>,
     ) {
         let f = &*self.shared;
-        let mut j = Judged::new();
-        f.gather(burst, &mut j);
+        // The part's own arrays, reused burst after burst: every element a
+        // burst reads, it wrote first (`looked` is written by the lookup, or
+        // reset below when there is none).
+        let j = &mut *self.judged;
+        j.n = 0;
+        j.tally = [0; COUNTERS];
+        f.gather(burst, j);
         let n = j.n;
         // Stateful: the worker's table (made by `Hook::worker`).
         let mut table = match (&f.conntrack, n) {
@@ -394,9 +401,10 @@ impl HookWorker for FilterPart {
             _ => None,
         };
         if let Some(t) = table.as_deref_mut() {
-            f.look_up(burst, t, cx.now_ns, &mut j);
+            f.look_up(burst, t, cx.now_ns, j);
         } else if f.conntrack.is_some() {
             // No table on this worker (none of the pipeline's): untracked.
+            j.looked[..n].fill((CtState::Untracked, CtHint::NONE));
             for k in 0..n {
                 if let Some(p) = burst.packet(usize::from(j.idx[k])) {
                     j.keys[k] = Key::new(&j.sums[k], p.meta(), 0);
@@ -408,7 +416,7 @@ impl HookWorker for FilterPart {
                 .classify(&mut self.cache, &j.keys[..n], &mut j.results[..n]);
         }
         for k in 0..n {
-            f.decide(burst, table.as_deref_mut(), cx.now_ns, &mut j, k);
+            f.decide(burst, table.as_deref_mut(), cx.now_ns, j, k);
         }
         for (c, v) in j.tally.into_iter().enumerate() {
             f.counts.add(self.worker, c, v);
@@ -440,6 +448,7 @@ impl Hook for FilterHook {
             shared: f.clone(),
             cache: f.classifier.cache(worker),
             worker,
+            judged: Box::new(Judged::new()),
         })
     }
 

@@ -73,6 +73,17 @@ pub struct FlowCache {
     window_hits: u32,
     /// Bursts left to send past the cache.
     bypass_bursts: u32,
+    /// The misses of one chunk, kept between bursts (each chunk writes the
+    /// elements it reads).
+    missed: Box<Misses>,
+}
+
+/// A chunk's misses: their keys, slots, places in the chunk and answers.
+struct Misses {
+    keys: [Key; MAX_BURST],
+    slot: [usize; MAX_BURST],
+    at: [u8; MAX_BURST],
+    answers: [u32; MAX_BURST],
 }
 
 impl FlowCache {
@@ -157,6 +168,12 @@ impl CachedClassifier {
             window: 0,
             window_hits: 0,
             bypass_bursts: 0,
+            missed: Box::new(Misses {
+                keys: [Key::default(); MAX_BURST],
+                slot: [0; MAX_BURST],
+                at: [0; MAX_BURST],
+                answers: [0; MAX_BURST],
+            }),
         }
     }
 
@@ -205,9 +222,12 @@ impl CachedClassifier {
     /// the classifier in one call, then into the cache. Returns the hits.
     #[inline]
     fn classify_chunk(&self, cache: &mut FlowCache, keys: &[Key], results: &mut [u32]) -> usize {
-        let mut missed = [Key::default(); MAX_BURST];
-        let mut missed_slot = [0usize; MAX_BURST];
-        let mut missed_at = [0u8; MAX_BURST];
+        let Misses {
+            keys: missed,
+            slot: missed_slot,
+            at: missed_at,
+            answers,
+        } = &mut *cache.missed;
         let mut m = 0;
         for (i, (k, r)) in keys.iter().zip(results.iter_mut()).enumerate() {
             let s = slot_of(k, cache.mask);
@@ -224,7 +244,6 @@ impl CachedClassifier {
         if m == 0 {
             return keys.len();
         }
-        let mut answers = [0u32; MAX_BURST];
         self.inner.classify(&missed[..m], &mut answers[..m]);
         for j in 0..m {
             results[usize::from(missed_at[j])] = answers[j];

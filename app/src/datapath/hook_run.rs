@@ -55,12 +55,20 @@ pub fn run_chain(
     // The worker's own part of each hook runs, as `&mut`.
     let log = chain.run(&cx, &mut s.hooks, &mut burst);
     let n = burst.len();
-    for (k, &i) in idx.iter().enumerate().take(n) {
+    let all = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+    // Only the packets a hook dropped or stole change their next step.
+    let mut judged = all & !burst.accepted_mask();
+    while judged != 0 {
+        let k = judged.trailing_zeros() as usize;
+        judged &= judged - 1;
+        let (Some(&i), Some(&owner)) = (idx.get(k), log.owner.get(k)) else {
+            continue;
+        };
         let i = usize::from(i);
         match verdicts[k] {
             Verdict::Accept => {}
-            Verdict::Drop(r) => s.next[i] = Next::HookDrop(cx.point, log.owner[k], r),
-            Verdict::Stolen => s.next[i] = Next::Stolen(cx.point, log.owner[k]),
+            Verdict::Drop(r) => s.next[i] = Next::HookDrop(cx.point, owner, r),
+            Verdict::Stolen => s.next[i] = Next::Stolen(cx.point, owner),
         }
     }
     let written = pkts.iter().any(|p| p.written());

@@ -55,10 +55,11 @@ mod position;
 mod schema;
 mod spec;
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 mod validate;
 
 pub use changes::RuntimeItem;
+pub(crate) use device::label;
 pub use device::DeviceRef;
 pub use fields::{format_mac, parse_mac, route_prefix};
 pub use hooks::HookSpec;

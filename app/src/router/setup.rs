@@ -8,6 +8,7 @@
 mod control_loop;
 mod drain;
 mod ports;
+mod split_flows;
 mod tables;
 mod workers;
 
@@ -189,6 +190,9 @@ pub fn run(
         ));
     }
     let placement = place_queues(cfg, &workers)?;
+    if let Some(warning) = split_flows::split_flows(cfg, workers.len()) {
+        eprintln!("{warning}");
+    }
     let pool = create_pool(eal, pool_size(cfg, opts, placement.len()))?;
     let setup = Setup {
         eal,

@@ -14,6 +14,7 @@ use super::control::changes::Running;
 use super::control::ControlPlane;
 use super::fib::Origin;
 use super::hook_chains::{log_hooks, HookChains};
+use super::setup::{split_flows, tracks_connections};
 use crate::config::{RouteSpec, RouterConfig};
 use crate::counters::{LcoreCounters, PortCount};
 use crate::ctl::{Reply, Request, Show};
@@ -160,6 +161,7 @@ impl CtlRequests<'_> {
             "hooks reloaded from {path} ({n} hooks, generation {})",
             self.publisher.generation()
         ));
+        lines.extend(connection_warnings(&self.last, &file));
         self.last = file;
         Ok(lines)
     }
@@ -237,4 +239,23 @@ impl CtlRequests<'_> {
         }
         Reply::done(text, json!({ "ports": data }))
     }
+}
+
+/// What a reload from `old` to `new` means for stateful filters on several
+/// workers: the RSS key is set when a port starts, so a stateful filter
+/// added by a reload runs over the key the ports started with; and the
+/// placement may split flows (see `split_flows`).
+fn connection_warnings(old: &RouterConfig, new: &RouterConfig) -> Vec<String> {
+    let workers = crate::dpdk::lcore::workers().len();
+    let mut lines = Vec::new();
+    if workers > 1 && tracks_connections(new) && !tracks_connections(old) {
+        lines.push(format!(
+            "{}: a stateful filter was added: RSS ports keep the key they started with, not \
+             the symmetric one, until a restart; on {workers} workers a reply can reach \
+             another worker's connection table",
+            new.path.display()
+        ));
+    }
+    lines.extend(split_flows(new, workers));
+    lines
 }

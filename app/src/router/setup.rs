@@ -12,6 +12,9 @@ mod split_flows;
 mod tables;
 mod workers;
 
+pub(super) use ports::tracks_connections;
+pub(super) use split_flows::split_flows;
+
 use super::hook_chains::{log_hooks, HookChains};
 use super::options::RouterOptions;
 use crate::config::{DeviceRef, RouterConfig};
@@ -190,8 +193,8 @@ pub fn run(
         ));
     }
     let placement = place_queues(cfg, &workers)?;
-    if let Some(warning) = split_flows::split_flows(cfg, workers.len()) {
-        eprintln!("{warning}");
+    if let Some(warning) = split_flows(cfg, workers.len()) {
+        eprintln!("fastpath: {warning}");
     }
     let pool = create_pool(eal, pool_size(cfg, opts, placement.len()))?;
     let setup = Setup {

@@ -121,7 +121,7 @@ fn start_one(
 
 /// True when a `filter` hook tracks connections (`stateful = true`): its
 /// tables are per worker, so the ports hash with the symmetric RSS key.
-pub(super) fn tracks_connections(cfg: &RouterConfig) -> bool {
+pub(crate) fn tracks_connections(cfg: &RouterConfig) -> bool {
     cfg.hooks.iter().any(|h| {
         h.kind == "filter" && h.args.params.get("stateful").and_then(|v| v.as_bool()) == Some(true)
     })

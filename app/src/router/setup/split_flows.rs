@@ -10,7 +10,7 @@ use crate::config::{label, RouterConfig};
 /// The warning for a stateful filter on `workers` workers whose ports the
 /// default placement spreads so that a reply can reach another worker than
 /// its connection (and be judged new there); `None` when it cannot.
-pub(super) fn split_flows(cfg: &RouterConfig, workers: usize) -> Option<String> {
+pub(crate) fn split_flows(cfg: &RouterConfig, workers: usize) -> Option<String> {
     if workers < 2 || cfg.ports.len() < 2 || !cfg.lcores.is_empty() || !tracks_connections(cfg) {
         return None;
     }
@@ -32,7 +32,7 @@ pub(super) fn split_flows(cfg: &RouterConfig, workers: usize) -> Option<String> 
         return None;
     };
     Some(format!(
-        "fastpath: warning: a stateful filter keeps one connection table per worker, but {why}: \
+        "warning: a stateful filter keeps one connection table per worker, but {why}: \
          a reply can reach another worker than its connection and be judged new there; \
          give every [[port]] rx_queues = {workers}, or [[lcore]] tables that poll queue q \
          of every port on the same worker"

@@ -19,18 +19,22 @@ pub enum CsumFlag {
     Unknown,
 }
 
-/// A header that passed [`ipv4_input`].
+/// A header that passed [`ipv4_input`]. Laid out as the header has its
+/// fields (the addresses side by side, source first; TTL then protocol), in
+/// 16 bytes: the checks copy them in few, wide stores, and a burst's array
+/// of these is indexed with a shift.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(4))]
 pub struct Ipv4Ok {
+    /// Source address (martian check).
+    pub src: Ipv4Addr,
+    /// Destination address, for the route lookup.
+    pub dst: Ipv4Addr,
     /// Frame length without Ethernet padding (L3 offset + total length):
     /// trim the packet to it.
     pub trimmed_len: u16,
     /// Offset of the L4 header (L3 offset + IHL × 4, options skipped).
     pub l4_offset: u16,
-    /// Destination address, for the route lookup.
-    pub dst: Ipv4Addr,
-    /// Source address (martian check).
-    pub src: Ipv4Addr,
     /// TTL on arrival (forwarding needs > 1).
     pub ttl: u8,
     /// IP protocol number (1 ICMP, 6 TCP, 17 UDP, ...).
@@ -40,10 +44,10 @@ pub struct Ipv4Ok {
 impl Ipv4Ok {
     /// A placeholder for fixed per-burst arrays.
     pub const EMPTY: Ipv4Ok = Ipv4Ok {
+        src: Ipv4Addr::UNSPECIFIED,
+        dst: Ipv4Addr::UNSPECIFIED,
         trimmed_len: 0,
         l4_offset: 0,
-        dst: Ipv4Addr::UNSPECIFIED,
-        src: Ipv4Addr::UNSPECIFIED,
         ttl: 0,
         protocol: 0,
     };
@@ -96,10 +100,10 @@ pub fn ipv4_input_into(
         return Err(DropReason::Ipv4BadTotalLength);
     }
     // Both fit: the frame (an mbuf segment) is at most 65535 bytes.
+    out.src = ip.src_addr();
+    out.dst = ip.dst_addr();
     out.trimmed_len = (l3 + total_len) as u16;
     out.l4_offset = (l3 + header_len) as u16;
-    out.dst = ip.dst_addr();
-    out.src = ip.src_addr();
     out.ttl = ip.ttl();
     out.protocol = ip.protocol();
     Ok(())

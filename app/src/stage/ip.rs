@@ -134,17 +134,29 @@ pub fn is_martian_source(a: Ipv4Addr) -> bool {
 /// `TtlExceeded` and left as it is.
 #[inline(always)]
 pub fn ipv4_forward_ttl_fixed(h: &mut [u8; MIN_HEADER_LEN]) -> Result<u8, DropReason> {
-    const TTL: usize = 8;
+    let ttl = h[TTL];
+    ipv4_forward_ttl_of(h, ttl)
+}
+
+/// Byte offset of the TTL in the IPv4 header.
+const TTL: usize = 8;
+
+/// [`ipv4_forward_ttl_fixed`] given the header's TTL, `ttl`, as
+/// [`ipv4_input`] read it (`Ipv4Ok::ttl`): the caller that already judged
+/// it (TTL > 1 to forward) has the compiler drop the second judgement, and
+/// the byte is not read again.
+#[inline(always)]
+pub fn ipv4_forward_ttl_of(h: &mut [u8; MIN_HEADER_LEN], ttl: u8) -> Result<u8, DropReason> {
     const CHECK: usize = 10;
-    if h[TTL] <= 1 {
+    if ttl <= 1 {
         return Err(DropReason::TtlExceeded);
     }
-    h[TTL] -= 1;
+    h[TTL] = ttl - 1;
     // The kernel's ip_decrease_ttl (see Ipv4Packet::decrement_ttl).
     let check = u32::from(u16::from_be_bytes([h[CHECK], h[CHECK + 1]])) + 0x0100;
     let check = (check + u32::from(check >= 0xffff)) as u16;
     h[CHECK..CHECK + 2].copy_from_slice(&check.to_be_bytes());
-    Ok(h[TTL])
+    Ok(ttl - 1)
 }
 
 /// Decrement the TTL of the IPv4 header at `l3_offset` and update its

@@ -152,10 +152,13 @@ pub fn ipv4_forward_ttl_of(h: &mut [u8; MIN_HEADER_LEN], ttl: u8) -> Result<u8, 
         return Err(DropReason::TtlExceeded);
     }
     h[TTL] = ttl - 1;
-    // The kernel's ip_decrease_ttl (see Ipv4Packet::decrement_ttl).
-    let check = u32::from(u16::from_be_bytes([h[CHECK], h[CHECK + 1]])) + 0x0100;
+    // The kernel's ip_decrease_ttl (see Ipv4Packet::decrement_ttl) as it
+    // runs on a little-endian machine: the checksum read little-endian,
+    // where the TTL's big-endian 0x0100 is 0x0001 (ones' complement sums
+    // do not depend on byte order). No byte swaps on x86.
+    let check = u32::from(u16::from_le_bytes([h[CHECK], h[CHECK + 1]])) + 1;
     let check = (check + u32::from(check >= 0xffff)) as u16;
-    h[CHECK..CHECK + 2].copy_from_slice(&check.to_be_bytes());
+    h[CHECK..CHECK + 2].copy_from_slice(&check.to_le_bytes());
     Ok(ttl - 1)
 }
 
@@ -446,6 +449,21 @@ mod tests {
                 assert_eq!(ipv4_forward_ttl(&mut a, 14), fixed, "ttl {ttl}");
                 assert_eq!(a, b, "ttl {ttl} ihl {ihl}");
             }
+        }
+    }
+
+    #[test]
+    fn the_checksum_update_read_little_endian_is_the_big_endian_one() {
+        // Every checksum value: the big-endian update of the general path
+        // (Ipv4Packet::decrement_ttl) and the little-endian one of the fixed.
+        for check in 0..=u16::MAX {
+            let mut f = packet(5, 8, 0);
+            f[22] = 64;
+            f[24..26].copy_from_slice(&check.to_be_bytes());
+            let mut g = f.clone();
+            let fixed = ipv4_forward_ttl_fixed((&mut g[14..34]).try_into().unwrap());
+            assert_eq!(ipv4_forward_ttl(&mut f, 14), fixed);
+            assert_eq!(f[24..26], g[24..26], "check {check:#06x}");
         }
     }
 

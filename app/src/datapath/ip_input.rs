@@ -219,7 +219,10 @@ fn forward(
     if !trimmed || !m.adj((l3 - HEADER_LEN) as u16) {
         return Next::Drop(DropReason::Ipv4BadTotalLength);
     }
-    meta.l3_offset = HEADER_LEN as u16;
+    if l3 != HEADER_LEN {
+        // (A plain header is at HEADER_LEN already: no store.)
+        meta.l3_offset = HEADER_LEN as u16;
+    }
     meta.out_port = hop.port;
     meta.next_hop = if hop.gateway != 0 {
         hop.gateway

@@ -70,6 +70,7 @@ fn check(mbufs: &[Mbuf], s: &mut Scratch) -> usize {
 
 /// A header that is not plain (tagged, options, or bad): `ipv4_input`;
 /// false with the drop reason in `next`.
+#[cold]
 #[inline(never)]
 fn full_check(
     m: &Mbuf,

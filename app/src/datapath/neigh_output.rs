@@ -64,8 +64,10 @@ impl Pipeline {
         found.map_or(u32::MAX, |x| x as u32)
     }
 
-    /// The cached header of neighbour `index`, if it has a usable one.
-    #[inline(always)]
+    /// The cached header of neighbour `index`, if it has a usable one. Out
+    /// of line: read once per run of packets to a neighbour, and the
+    /// seqlock's loop would take registers from the per-packet one.
+    #[inline(never)]
     fn header_of(&self, index: u32) -> Option<[u64; 2]> {
         (index != u32::MAX)
             .then(|| self.neigh.entry(index as usize).hh_snapshot())

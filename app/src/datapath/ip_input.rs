@@ -8,9 +8,7 @@ use super::punt::Punt;
 use super::{Next, Pipeline, Scratch};
 use crate::dpdk::{Mbuf, MbufBurst, BURST_SIZE};
 use crate::fib::{flow_hash, HopKind, NextHop};
-use crate::stage::ip::{
-    ipv4_forward_ttl_fixed, ipv4_input_into, is_martian_source, CsumFlag, Ipv4Ok,
-};
+use crate::stage::ip::{ipv4_forward_ttl_of, ipv4_input_into, is_martian_source, CsumFlag, Ipv4Ok};
 use crate::stage::plain::plain_header;
 use hooks::wire::ethernet::HEADER_LEN;
 use hooks::wire::ipv4::MIN_HEADER_LEN;
@@ -72,6 +70,7 @@ fn check(mbufs: &[Mbuf], s: &mut Scratch) -> usize {
 
 /// A header that is not plain (tagged, options, or bad): `ipv4_input`;
 /// false with the drop reason in `next`.
+#[cold]
 #[inline(never)]
 fn full_check(
     m: &Mbuf,
@@ -99,13 +98,14 @@ fn forward_run(mbufs: &mut [Mbuf], s: &mut Scratch, run: Range<usize>, hop: &Nex
         let Some(m) = mbufs.get_mut(i) else {
             continue;
         };
-        s.next[i] = if is_martian_source(ok.src) {
-            Next::Drop(DropReason::Martian)
+        // A store per arm (see neigh_output).
+        if is_martian_source(ok.src) {
+            s.next[i] = Next::Drop(DropReason::Martian);
         } else if ok.ttl <= 1 {
-            Next::Punt(Punt::TtlExceeded)
+            s.next[i] = Next::Punt(Punt::TtlExceeded);
         } else {
-            forward(m, &mut s.metas[i], ok, hop, &mut s.neigh[i])
-        };
+            s.next[i] = forward(m, &mut s.metas[i], ok, hop, &mut s.neigh[i]);
+        }
     }
 }
 
@@ -210,7 +210,7 @@ fn forward(
     let header = data
         .get_mut(l3..l3 + MIN_HEADER_LEN)
         .and_then(|b| b.first_chunk_mut());
-    match header.map(ipv4_forward_ttl_fixed) {
+    match header.map(|h| ipv4_forward_ttl_of(h, ok.ttl)) {
         Some(Ok(_)) => {}
         Some(Err(r)) => return Next::Drop(r),
         None => return Next::Drop(DropReason::Ipv4Truncated),
@@ -220,7 +220,10 @@ fn forward(
     if !trimmed || !m.adj((l3 - HEADER_LEN) as u16) {
         return Next::Drop(DropReason::Ipv4BadTotalLength);
     }
-    meta.l3_offset = HEADER_LEN as u16;
+    if l3 != HEADER_LEN {
+        // (A plain header is at HEADER_LEN already: no store.)
+        meta.l3_offset = HEADER_LEN as u16;
+    }
     meta.out_port = hop.port;
     meta.next_hop = if hop.gateway != 0 {
         hop.gateway

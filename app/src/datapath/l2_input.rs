@@ -20,22 +20,52 @@ pub fn run(p: &Pipeline, port: u16, burst: &mut MbufBurst, s: &mut Scratch) {
         pad_short_frames(burst);
     }
     let port_mac = &p.macs[usize::from(port)];
-    let word = mac_word(port_mac);
-    let plain = plain_meta(port);
+    let l2 = Port {
+        port,
+        port_mac,
+        word: mac_word(port_mac),
+        // Opaque to the compiler, so that it is copied per packet as its
+        // 32 bytes (two 16-byte stores), not rebuilt field by field.
+        plain: std::hint::black_box(plain_meta(port)),
+    };
     let mbufs = burst.as_slice();
-    let n = mbufs.len().min(BURST_SIZE);
+    let mbufs = &mbufs[..mbufs.len().min(BURST_SIZE)];
     for m in mbufs.iter().take(PREFETCH_AHEAD) {
         m.prefetch_data();
     }
-    for (i, m) in mbufs[..n].iter().enumerate() {
-        if let Some(ahead) = mbufs.get(i + PREFETCH_AHEAD) {
-            ahead.prefetch_data();
-        }
-        if plain_l2(m.data(), word) {
-            s.metas[i] = plain;
-            s.next[i] = Next::Ipv4;
+    let mut state = mbufs.iter().zip(s.metas.iter_mut().zip(s.next.iter_mut()));
+    // Each packet with the one PREFETCH_AHEAD places on (`ahead` first: it
+    // ends first, and then takes no packet from `state`), then the last few.
+    let ahead = mbufs.get(PREFETCH_AHEAD..).unwrap_or_default();
+    for (ahead, (m, (meta, next))) in ahead.iter().zip(state.by_ref()) {
+        ahead.prefetch_data();
+        l2.frame(m, meta, next);
+    }
+    for (m, (meta, next)) in state {
+        l2.frame(m, meta, next);
+    }
+}
+
+/// What l2_input knows of the input port.
+struct Port<'a> {
+    port: u16,
+    port_mac: &'a [u8; 6],
+    /// `mac_word(port_mac)`.
+    word: u64,
+    /// `plain_meta(port)`.
+    plain: PacketMeta,
+}
+
+impl Port<'_> {
+    /// One frame's metadata and next step.
+    #[inline(always)]
+    fn frame(&self, m: &Mbuf, meta: &mut PacketMeta, next: &mut Next) {
+        // A store per arm (see neigh_output).
+        if plain_l2(m.data(), self.word) {
+            *meta = self.plain;
+            *next = Next::Ipv4;
         } else {
-            s.next[i] = translate(port, port_mac, m, &mut s.metas[i]);
+            *next = translate(self.port, self.port_mac, m, meta);
         }
     }
 }

@@ -1,8 +1,8 @@
 //! neigh_output: the cached Ethernet header of each routed packet's next
 //! hop in front of its IP header (16 bytes, two 64-bit stores). A
 //! neighbour's header is read (seqlock) once per run of packets to it, so a
-//! burst sees one consistent header per neighbour. Next step: `Forward` out
-//! of `meta.out_port`, or `Punt(Resolve)` for a next hop without one.
+//! burst sees one consistent header per neighbour. Next step: `Forward` (out
+//! of `meta.out_port`), or `Punt(Resolve)` for a next hop without one.
 
 use super::punt::Punt;
 use super::{Next, Pipeline, Scratch};
@@ -41,14 +41,16 @@ pub fn run(p: &Pipeline, burst: &mut MbufBurst, s: &mut Scratch) {
         let slot = cached
             .1
             .and_then(|words| Some((m.eth_header_mut()?, words)));
-        *next = match slot {
+        // A store per arm, not one of a value built by both: the common
+        // arm then stores the tag alone.
+        match slot {
             Some((slot, words)) => {
                 store_header(slot, words);
                 forwarded += 1;
-                Next::Forward(meta.out_port)
+                *next = Next::Forward;
             }
-            None => Next::Punt(Punt::Resolve),
-        };
+            None => *next = Next::Punt(Punt::Resolve),
+        }
     }
     s.forwarded = forwarded;
 }
@@ -62,8 +64,10 @@ impl Pipeline {
         found.map_or(u32::MAX, |x| x as u32)
     }
 
-    /// The cached header of neighbour `index`, if it has a usable one.
-    #[inline(always)]
+    /// The cached header of neighbour `index`, if it has a usable one. Out
+    /// of line: read once per run of packets to a neighbour, and the
+    /// seqlock's loop would take registers from the per-packet one.
+    #[inline(never)]
     fn header_of(&self, index: u32) -> Option<[u64; 2]> {
         (index != u32::MAX)
             .then(|| self.neigh.entry(index as usize).hh_snapshot())

@@ -5,15 +5,20 @@
 use super::punt::Punt;
 use hooks::{DropReason, HookPoint};
 
-/// The next step of one packet of the burst.
+/// The next step of one packet of the burst. A tag byte first, then the
+/// variant's fields (no niche in them): a step without fields is one byte
+/// to store. Four bytes, aligned as four: the burst's array of these is
+/// indexed with a shift.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8, align(4))]
 pub enum Next {
     /// IPv4 to us at l2: for `ip_input` (and the ingress hooks).
     Ipv4,
     /// Routed, for `neigh_output` (the neighbour is in `Scratch::neigh`).
     Neigh,
-    /// Out of this port, its Ethernet header written.
-    Forward(u16),
+    /// Out of `meta.out_port`, its Ethernet header written. The port is
+    /// not repeated here: a next step without payload is one byte to store.
+    Forward,
     /// To the control plane, if `local` finds it within the budget.
     Punt(Punt),
     /// Dropped by a stage.

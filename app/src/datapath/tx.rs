@@ -33,9 +33,10 @@ fn dispose(p: &Pipeline, port: u16, hooks: &HookSet, burst: &mut MbufBurst, out:
     for (i, m) in burst.drain().enumerate() {
         let meta = &s.metas[i];
         match s.next[i] {
-            Next::Forward(to) => match out.tx.get_mut(usize::from(to)) {
+            Next::Forward => match out.tx.get_mut(usize::from(meta.out_port)) {
                 Some(Some(txb)) => txb.push(m, out.counters),
                 _ => {
+                    let to = meta.out_port;
                     let at = drop_site::no_tx_queue(port, to);
                     drop_one(&mut dropped, m, out.counters, &p.capture, to, at)
                 }

@@ -19,18 +19,22 @@ pub enum CsumFlag {
     Unknown,
 }
 
-/// A header that passed [`ipv4_input`].
+/// A header that passed [`ipv4_input`]. Laid out as the header has its
+/// fields (the addresses side by side, source first; TTL then protocol), in
+/// 16 bytes: the checks copy them in few, wide stores, and a burst's array
+/// of these is indexed with a shift.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(4))]
 pub struct Ipv4Ok {
+    /// Source address (martian check).
+    pub src: Ipv4Addr,
+    /// Destination address, for the route lookup.
+    pub dst: Ipv4Addr,
     /// Frame length without Ethernet padding (L3 offset + total length):
     /// trim the packet to it.
     pub trimmed_len: u16,
     /// Offset of the L4 header (L3 offset + IHL × 4, options skipped).
     pub l4_offset: u16,
-    /// Destination address, for the route lookup.
-    pub dst: Ipv4Addr,
-    /// Source address (martian check).
-    pub src: Ipv4Addr,
     /// TTL on arrival (forwarding needs > 1).
     pub ttl: u8,
     /// IP protocol number (1 ICMP, 6 TCP, 17 UDP, ...).
@@ -40,10 +44,10 @@ pub struct Ipv4Ok {
 impl Ipv4Ok {
     /// A placeholder for fixed per-burst arrays.
     pub const EMPTY: Ipv4Ok = Ipv4Ok {
+        src: Ipv4Addr::UNSPECIFIED,
+        dst: Ipv4Addr::UNSPECIFIED,
         trimmed_len: 0,
         l4_offset: 0,
-        dst: Ipv4Addr::UNSPECIFIED,
-        src: Ipv4Addr::UNSPECIFIED,
         ttl: 0,
         protocol: 0,
     };
@@ -96,10 +100,10 @@ pub fn ipv4_input_into(
         return Err(DropReason::Ipv4BadTotalLength);
     }
     // Both fit: the frame (an mbuf segment) is at most 65535 bytes.
+    out.src = ip.src_addr();
+    out.dst = ip.dst_addr();
     out.trimmed_len = (l3 + total_len) as u16;
     out.l4_offset = (l3 + header_len) as u16;
-    out.dst = ip.dst_addr();
-    out.src = ip.src_addr();
     out.ttl = ip.ttl();
     out.protocol = ip.protocol();
     Ok(())
@@ -130,17 +134,32 @@ pub fn is_martian_source(a: Ipv4Addr) -> bool {
 /// `TtlExceeded` and left as it is.
 #[inline(always)]
 pub fn ipv4_forward_ttl_fixed(h: &mut [u8; MIN_HEADER_LEN]) -> Result<u8, DropReason> {
-    const TTL: usize = 8;
+    let ttl = h[TTL];
+    ipv4_forward_ttl_of(h, ttl)
+}
+
+/// Byte offset of the TTL in the IPv4 header.
+const TTL: usize = 8;
+
+/// [`ipv4_forward_ttl_fixed`] given the header's TTL, `ttl`, as
+/// [`ipv4_input`] read it (`Ipv4Ok::ttl`): the caller that already judged
+/// it (TTL > 1 to forward) has the compiler drop the second judgement, and
+/// the byte is not read again.
+#[inline(always)]
+pub fn ipv4_forward_ttl_of(h: &mut [u8; MIN_HEADER_LEN], ttl: u8) -> Result<u8, DropReason> {
     const CHECK: usize = 10;
-    if h[TTL] <= 1 {
+    if ttl <= 1 {
         return Err(DropReason::TtlExceeded);
     }
-    h[TTL] -= 1;
-    // The kernel's ip_decrease_ttl (see Ipv4Packet::decrement_ttl).
-    let check = u32::from(u16::from_be_bytes([h[CHECK], h[CHECK + 1]])) + 0x0100;
+    h[TTL] = ttl - 1;
+    // The kernel's ip_decrease_ttl (see Ipv4Packet::decrement_ttl) as it
+    // runs on a little-endian machine: the checksum read little-endian,
+    // where the TTL's big-endian 0x0100 is 0x0001 (ones' complement sums
+    // do not depend on byte order). No byte swaps on x86.
+    let check = u32::from(u16::from_le_bytes([h[CHECK], h[CHECK + 1]])) + 1;
     let check = (check + u32::from(check >= 0xffff)) as u16;
-    h[CHECK..CHECK + 2].copy_from_slice(&check.to_be_bytes());
-    Ok(h[TTL])
+    h[CHECK..CHECK + 2].copy_from_slice(&check.to_le_bytes());
+    Ok(ttl - 1)
 }
 
 /// Decrement the TTL of the IPv4 header at `l3_offset` and update its
@@ -430,6 +449,21 @@ mod tests {
                 assert_eq!(ipv4_forward_ttl(&mut a, 14), fixed, "ttl {ttl}");
                 assert_eq!(a, b, "ttl {ttl} ihl {ihl}");
             }
+        }
+    }
+
+    #[test]
+    fn the_checksum_update_read_little_endian_is_the_big_endian_one() {
+        // Every checksum value: the big-endian update of the general path
+        // (Ipv4Packet::decrement_ttl) and the little-endian one of the fixed.
+        for check in 0..=u16::MAX {
+            let mut f = packet(5, 8, 0);
+            f[22] = 64;
+            f[24..26].copy_from_slice(&check.to_be_bytes());
+            let mut g = f.clone();
+            let fixed = ipv4_forward_ttl_fixed((&mut g[14..34]).try_into().unwrap());
+            assert_eq!(ipv4_forward_ttl(&mut f, 14), fixed);
+            assert_eq!(f[24..26], g[24..26], "check {check:#06x}");
         }
     }
 

@@ -97,10 +97,10 @@ pub fn plain_header(frame: &[u8], csum: CsumFlag, out: &mut Ipv4Ok) -> bool {
     if ip[0] != 0x45 || !fits || !checksum_ok {
         return false;
     }
+    out.src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
+    out.dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
     out.trimmed_len = HEADER_LEN as u16 + total_len;
     out.l4_offset = (HEADER_LEN + MIN_HEADER_LEN) as u16;
-    out.dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
-    out.src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
     out.ttl = ip[8];
     out.protocol = ip[9];
     true

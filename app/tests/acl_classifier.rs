@@ -28,7 +28,7 @@ use fastrand::Rng;
 use hooks::flow::{proto, tcp_flag};
 use hooks::rules::{
     Classifier, ClassifierBuilder, Key, LinearBuilder, MatchRule, Prefix, CT_ESTABLISHED, CT_NEW,
-    CT_RELATED, FLAG_L4,
+    CT_RELATED, FLAG_L4, MAX_SETS,
 };
 use hooks::{FlowSummary, PacketMeta};
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -206,6 +206,50 @@ fn random_rules_in_runs_of_7_merge_to_the_first_match() {
         .expect("runs of 7");
     assert!(small.contexts() >= 300 / 7, "{small:?}");
     check_bursts("runs of 7 rules", &small, &rules, &keys, &want);
+}
+
+/// Several rule sets in one classifier, one ACL category each (what a
+/// lookahead uses): each set answers as its own classifier would, in one
+/// context and split into runs of 7 rules, in bursts of every size; the
+/// first set is also what `classify` answers.
+#[test]
+fn rule_sets_as_categories_answer_each_set_alone() {
+    let _w = simd_width(DEFAULT_WIDTH);
+    let mut rng = Rng::with_seed(0x5e75_0f0a_c1a5_5e50);
+    let pools = Pools::new(&mut rng);
+    let sets: Vec<Vec<MatchRule>> = [300, 100, 40]
+        .iter()
+        .map(|&n| (0..n).map(|_| random_rule(&mut rng, &pools)).collect())
+        .collect();
+    let keys = aimed_keys(&mut rng, &sets.concat(), &pools, 20_000);
+    let refs: Vec<&[MatchRule]> = sets.iter().map(|s| &s[..]).collect();
+    let want: Vec<Vec<u32>> = sets
+        .iter()
+        .map(|s| classify_all(&*LinearBuilder.build(s).unwrap(), &keys, 32))
+        .collect();
+    for (c, w) in want.iter().enumerate() {
+        let hits = w.iter().filter(|&&r| r != 0).count();
+        assert!(hits > keys.len() / 50, "set {c}: only {hits} keys matched");
+    }
+    for (name, builder) in [
+        ("one context", acl()),
+        ("runs of 7", acl().with_rules_per_context(7)),
+    ] {
+        let a = builder.build_acl_sets(&refs).expect(name);
+        for burst in [1, 32, 64, 100] {
+            let mut got = vec![[u32::MAX; MAX_SETS]; keys.len()];
+            for (k, r) in keys.chunks(burst).zip(got.chunks_mut(burst)) {
+                a.classify_sets(k, r);
+            }
+            for (c, w) in want.iter().enumerate() {
+                let of_set: Vec<u32> = got.iter().map(|g| g[c]).collect();
+                assert!(of_set == *w, "{name}, bursts of {burst}: set {c} differs");
+            }
+        }
+        assert_eq!(classify_all(&a, &keys, 32), want[0], "{name}: classify");
+    }
+    let too_many: Vec<&[MatchRule]> = vec![&sets[0]; MAX_SETS + 1];
+    assert!(acl().build_acl_sets(&too_many).is_err());
 }
 
 /// A test per rule set of [`SUBSETS`], by name.

@@ -46,7 +46,7 @@ pub use flow::{FlowSummary, Fragment};
 pub use hook::{Hook, HookContext, HookPoint, HookWorker, OwnedPacket};
 pub use hook_counters::{HookCounters, HookStats};
 pub use hook_set::HookSet;
-pub use meta::{PacketMeta, PacketType};
+pub use meta::{PacketMeta, PacketType, LOOKAHEAD_SLOTS};
 pub use packet::{HookBurst, HookPacket, Tally, MAX_BURST};
 pub use registry::{
     BuildContext, DuplicateKind, HookArgs, HookBuildError, HookKind, KindHandle, Registry,

@@ -46,8 +46,16 @@ pub struct PacketMeta {
     pub mark: u32,
     /// IPv4 next hop (host byte order), once routed; 0 = none.
     pub next_hop: u32,
-    _reserved: [u32; 2],
+    /// Answers of egress rules looked up at ingress, one per lookahead slot
+    /// (`hooks::lookahead`): 0 = none carried, else 1 + the classifier's
+    /// result (1 = no rule matched). Written by an ingress hook through
+    /// [`HookPacket::carry_answer`](crate::HookPacket::carry_answer).
+    pub lookahead: [u32; LOOKAHEAD_SLOTS],
 }
+
+/// Egress rule sets one ingress lookup may answer for ahead
+/// (`PacketMeta::lookahead`).
+pub const LOOKAHEAD_SLOTS: usize = 2;
 
 impl PacketMeta {
     /// Size the mbuf private area must have to hold this metadata.

@@ -51,13 +51,20 @@
 use super::DpdkError;
 use dpdk_sys as sys;
 use hooks::rules::key::{offset, FLAG_L4};
-use hooks::rules::{validate_rules, Classifier, ClassifierBuilder, Key, MatchRule};
+use hooks::rules::{
+    validate_rules, Answers, Classifier, ClassifierBuilder, Key, MatchRule, MAX_SETS,
+};
 use std::ffi::CString;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Keys per `rte_acl_classify` call (a burst); longer slices are chunked.
 pub const ACL_BURST: usize = 64;
+
+/// Categories of a classifier of several rule sets: DPDK classifies 1 or a
+/// multiple of `RTE_ACL_RESULTS_MULTIPLIER` per key.
+const CATEGORIES: u32 = sys::RTE_ACL_RESULTS_MULTIPLIER;
+const _: () = assert!(MAX_SETS <= CATEGORIES as usize);
 
 /// Field numbers (`field_index`), in definition order.
 const F_PROTO: usize = 0;
@@ -220,11 +227,11 @@ impl Layout {
         Layout::new(groups_used(rules))
     }
 
-    /// The build config: the fields renumbered 0.. in layout order, their
-    /// groups too.
-    fn config(&self) -> sys::rte_acl_config {
+    /// The build config for `categories` (1, or [`CATEGORIES`]): the fields
+    /// renumbered 0.. in layout order, their groups too.
+    fn config(&self, categories: u32) -> sys::rte_acl_config {
         let mut cfg = sys::rte_acl_config {
-            num_categories: 1,
+            num_categories: categories,
             num_fields: self.len as u32,
             ..Default::default()
         };
@@ -308,11 +315,12 @@ fn range16(f: usize, r: Option<(u16, u16)>) -> sys::rte_acl_field {
     field(f, lo.into(), hi.into())
 }
 
-/// The ACL rules of `r`, rule number `index` (0-based), appended to `out`.
-fn expand(r: &MatchRule, index: usize, out: &mut Vec<AclRule>) {
+/// The ACL rules of `r`, rule number `index` (0-based) of rule set (ACL
+/// category) `set`, appended to `out`.
+fn expand(r: &MatchRule, set: usize, index: usize, out: &mut Vec<AclRule>) {
     let mut a = AclRule {
         data: sys::rte_acl_rule_data {
-            category_mask: 1,
+            category_mask: 1 << set,
             priority: (sys::RTE_ACL_MAX_PRIORITY as usize - index) as i32,
             userdata: index as u32 + 1,
         },
@@ -420,26 +428,45 @@ impl AclBuilder {
 
     /// Build a classifier of `rules` (rule 0 wins over rule 1, ...).
     pub fn build_acl(&self, rules: &[MatchRule]) -> Result<AclClassifier, String> {
-        validate_rules(rules)?;
+        self.build_acl_sets(&[rules])
+    }
+
+    /// Build a classifier of up to [`MAX_SETS`] rule sets, set `c` as ACL
+    /// category `c`: one walk answers every set (`classify_sets`).
+    pub fn build_acl_sets(&self, sets: &[&[MatchRule]]) -> Result<AclClassifier, String> {
+        if sets.len() > MAX_SETS {
+            return Err(format!("{} rule sets: at most {MAX_SETS}", sets.len()));
+        }
         // Priorities run from RTE_ACL_MAX_PRIORITY down and must stay >= 1.
         let max_rules = sys::RTE_ACL_MAX_PRIORITY as usize;
-        if rules.len() >= max_rules {
-            return Err(format!(
-                "{} rules: DPDK's ACL takes at most {}",
-                rules.len(),
-                max_rules - 1
-            ));
+        for rules in sets {
+            validate_rules(rules)?;
+            if rules.len() >= max_rules {
+                return Err(format!(
+                    "{} rules: DPDK's ACL takes at most {}",
+                    rules.len(),
+                    max_rules - 1
+                ));
+            }
         }
+        // The sets one after the other: runs of them keep each set's order.
+        let rules: Vec<(usize, usize, &MatchRule)> = sets
+            .iter()
+            .enumerate()
+            .flat_map(|(c, set)| set.iter().enumerate().map(move |(i, r)| (c, i, r)))
+            .collect();
         let mut acl = Vec::with_capacity(rules.len());
         // ACL rules of match rule i start at starts[i].
         let mut starts = Vec::with_capacity(rules.len() + 1);
-        for (i, r) in rules.iter().enumerate() {
+        for &(c, i, r) in &rules {
             starts.push(acl.len());
-            expand(r, i, &mut acl);
+            expand(r, c, i, &mut acl);
         }
         starts.push(acl.len());
+        let categories = if sets.len() > 1 { CATEGORIES } else { 1 };
         // Every context of the set defines the same fields.
-        let layout = Layout::of(rules);
+        let all: Vec<MatchRule> = rules.iter().map(|r| r.2.clone()).collect();
+        let layout = Layout::of(&all);
         let mut ctxs = Vec::new();
         // Runs of match rules still to build, in rule order (a stack: the
         // last element is the next run).
@@ -452,7 +479,7 @@ impl AclBuilder {
             if a == b {
                 continue;
             }
-            match self.build_ctx(&layout, &acl[starts[a]..starts[b]]) {
+            match self.build_ctx(&layout, categories, &acl[starts[a]..starts[b]]) {
                 Ok(ctx) => ctxs.push(ctx),
                 Err(e) if e.code == libc::ENOTSUP => return Err(e.to_string()),
                 Err(e) if matches!(e.code, libc::ENOMEM | libc::ERANGE) && b - a > 1 => {
@@ -482,15 +509,21 @@ impl AclBuilder {
             ctxs,
             acl_rules: acl.len(),
             fields: layout.len,
+            categories,
         })
     }
 
     /// One context holding `acl` (not empty) in `layout`'s fields.
-    fn build_ctx(&self, layout: &Layout, acl: &[AclRule]) -> Result<AclCtx, DpdkError> {
+    fn build_ctx(
+        &self,
+        layout: &Layout,
+        categories: u32,
+        acl: &[AclRule],
+    ) -> Result<AclCtx, DpdkError> {
         macro_rules! by_fields {
             ($($n:literal)*) => {
                 match layout.len {
-                    $($n => self.build_ctx_n::<$n>(layout, acl),)*
+                    $($n => self.build_ctx_n::<$n>(layout, categories, acl),)*
                     n => unreachable!("{n} ACL fields"),
                 }
             };
@@ -504,6 +537,7 @@ impl AclBuilder {
     fn build_ctx_n<const N: usize>(
         &self,
         layout: &Layout,
+        categories: u32,
         acl: &[AclRule],
     ) -> Result<AclCtx, DpdkError> {
         let rules: Vec<AclRuleN<N>> = acl.iter().map(|a| AclRuleN::from_full(a, layout)).collect();
@@ -532,7 +566,7 @@ impl AclBuilder {
         if ret != 0 {
             return Err(DpdkError::from_ret("rte_acl_add_rules", ret));
         }
-        let mut cfg = layout.config();
+        let mut cfg = layout.config(categories);
         cfg.max_size = self.max_size;
         // SAFETY: ctx is live and not shared yet (no classify can run);
         // cfg is a valid config whose N fields match the rules added.
@@ -547,6 +581,10 @@ impl AclBuilder {
 impl ClassifierBuilder for AclBuilder {
     fn build(&self, rules: &[MatchRule]) -> Result<Box<dyn Classifier>, String> {
         Ok(Box::new(self.build_acl(rules)?))
+    }
+
+    fn build_sets(&self, sets: &[&[MatchRule]]) -> Result<Box<dyn Classifier>, String> {
+        Ok(Box::new(self.build_acl_sets(sets)?))
     }
 
     fn name(&self) -> &str {
@@ -585,26 +623,29 @@ impl AclCtx {
         Ok(AclCtx { raw })
     }
 
-    /// Classify up to [`ACL_BURST`] keys into `results`.
+    /// Classify up to [`ACL_BURST`] keys into `results`, `categories` (1,
+    /// or at most the context's, a multiple of [`CATEGORIES`]) per key.
     #[inline(always)]
-    fn classify(&self, keys: &[Key], results: &mut [u32]) {
-        debug_assert!(keys.len() <= ACL_BURST && results.len() >= keys.len());
+    fn classify(&self, keys: &[Key], results: &mut [u32], categories: u32) {
+        let per_key = categories as usize;
+        debug_assert!(keys.len() <= ACL_BURST && results.len() >= keys.len() * per_key);
         let mut data = [std::ptr::null::<u8>(); ACL_BURST];
         for (d, k) in data.iter_mut().zip(keys) {
             *d = k.as_bytes().as_ptr();
         }
-        let n = keys.len().min(ACL_BURST).min(results.len());
+        let n = keys.len().min(ACL_BURST).min(results.len() / per_key);
         // SAFETY: the context is built and only read here; data holds n
         // pointers to live 32-byte keys (the field offsets are relative to a
         // key's first byte and end within it), results has room for n
-        // results of one category.
+        // results of `categories` categories each, which the context was
+        // built for (AclClassifier only asks it for 1 or its own).
         let ret = unsafe {
             sys::rte_acl_classify(
                 self.raw.as_ptr(),
                 data.as_mut_ptr(),
                 results.as_mut_ptr(),
                 n as u32,
-                1,
+                categories,
             )
         };
         // It fails only on invalid arguments, which the above rules out: a
@@ -635,6 +676,9 @@ pub struct AclClassifier {
     ctxs: Vec<AclCtx>,
     acl_rules: usize,
     fields: usize,
+    /// Categories the contexts were built with: 1, or [`CATEGORIES`] for
+    /// several rule sets.
+    categories: u32,
 }
 
 impl AclClassifier {
@@ -679,7 +723,7 @@ impl Classifier for AclClassifier {
             .chunks(ACL_BURST)
             .zip(results[..n].chunks_mut(ACL_BURST))
         {
-            first.classify(keys, results);
+            first.classify(keys, results, 1);
             // Later contexts hold later rules: they only fill the keys no
             // earlier context matched.
             for ctx in rest {
@@ -687,10 +731,33 @@ impl Classifier for AclClassifier {
                     break;
                 }
                 let mut more = [0u32; ACL_BURST];
-                ctx.classify(keys, &mut more);
+                ctx.classify(keys, &mut more, 1);
                 for (r, m) in results.iter_mut().zip(more) {
                     if *r == 0 {
                         *r = m;
+                    }
+                }
+            }
+        }
+    }
+
+    fn classify_sets(&self, keys: &[Key], results: &mut [Answers]) {
+        let n = keys.len().min(results.len());
+        let per_key = self.categories as usize;
+        let mut raw = [0u32; ACL_BURST * CATEGORIES as usize];
+        for (keys, results) in keys[..n]
+            .chunks(ACL_BURST)
+            .zip(results[..n].chunks_mut(ACL_BURST))
+        {
+            results.fill([0; MAX_SETS]);
+            // Each context in rule order: per set, the first that matched.
+            for ctx in &self.ctxs {
+                ctx.classify(keys, &mut raw, self.categories);
+                for (r, got) in results.iter_mut().zip(raw.chunks_exact(per_key)) {
+                    for (r, &g) in r.iter_mut().zip(got) {
+                        if *r == 0 {
+                            *r = g;
+                        }
                     }
                 }
             }
@@ -733,7 +800,7 @@ mod tests {
     fn field_defs_group_whole_words() {
         let all = Layout::new(u8::MAX);
         assert_eq!(all.len, NUM_FIELDS);
-        check_config(&all.config());
+        check_config(&all.config(1));
         let mut order = GROUP_ORDER;
         order.sort_unstable();
         assert_eq!(order, [0, 1, 2, 3, 4, 5, 6, 7], "every group once");
@@ -744,7 +811,7 @@ mod tests {
         // Every subset of groups.
         for groups in 0..=u8::MAX {
             let l = Layout::new(groups);
-            let cfg = l.config();
+            let cfg = l.config(1);
             check_config(&cfg);
             assert_eq!(l.groups, groups | 1);
             let inputs = cfg.defs[..l.len].iter().map(|d| d.input_index).max();
@@ -819,7 +886,7 @@ mod tests {
             ..MatchRule::any()
         };
         let mut out = Vec::new();
-        expand(&r, 0, &mut out);
+        expand(&r, 0, 0, &mut out);
         let l = Layout::of(&[r]);
         assert_eq!(l.fields[..l.len], [F_PROTO, F_MARK]);
         let n = AclRuleN::<2>::from_full(&out[0], &l);
@@ -842,7 +909,7 @@ mod tests {
             ..MatchRule::any()
         };
         let mut out = Vec::new();
-        expand(&r, 4, &mut out);
+        expand(&r, 0, 4, &mut out);
         assert_eq!(out.len(), 2);
         for (a, st) in out.iter().zip([CT_ESTABLISHED, CT_RELATED]) {
             // SAFETY: reading a union member that was written as u8.

@@ -11,14 +11,86 @@ use super::rule::MatchRule;
 /// worker concurrently: it must not lock.
 pub trait Classifier: Send + Sync {
     fn classify(&self, keys: &[Key], results: &mut [u32]);
+
+    /// For a classifier of several rule sets (one category each, as DPDK's
+    /// ACL calls them; [`ClassifierBuilder::build_sets`]): the answer of
+    /// every set for each key, set `c` in `results[i][c]`, each as
+    /// [`Classifier::classify`] gives it for that set alone. Sets beyond
+    /// those built answer 0. A classifier of one set answers it in `[0]`.
+    fn classify_sets(&self, keys: &[Key], results: &mut [Answers]) {
+        let n = keys.len().min(results.len());
+        let mut one = [0u32; crate::MAX_BURST];
+        for (keys, results) in keys[..n]
+            .chunks(crate::MAX_BURST)
+            .zip(results[..n].chunks_mut(crate::MAX_BURST))
+        {
+            self.classify(keys, &mut one[..keys.len()]);
+            for (r, a) in results.iter_mut().zip(one) {
+                *r = [0; MAX_SETS];
+                r[0] = a;
+            }
+        }
+    }
 }
+
+/// Most rule sets one classifier answers for at once: a hook's own and one
+/// per lookahead slot.
+pub const MAX_SETS: usize = 1 + crate::LOOKAHEAD_SLOTS;
+
+/// The answers of every rule set of a classifier for one key.
+pub type Answers = [u32; MAX_SETS];
 
 /// Builds classifiers from rules in order (rule 0 first). Refuses rules that
 /// [`MatchRule::validate`] refuses, and rule sets it cannot represent.
 pub trait ClassifierBuilder: Send + Sync {
     fn build(&self, rules: &[MatchRule]) -> Result<Box<dyn Classifier>, String>;
+
+    /// One classifier of up to [`MAX_SETS`] rule sets, each ordered as in
+    /// [`ClassifierBuilder::build`] and answered on its own
+    /// ([`Classifier::classify_sets`]; `classify` answers the first). The
+    /// default classifies each set in turn; DPDK's ACL answers them all in
+    /// one walk.
+    fn build_sets(&self, sets: &[&[MatchRule]]) -> Result<Box<dyn Classifier>, String> {
+        if sets.len() > MAX_SETS {
+            return Err(format!("{} rule sets: at most {MAX_SETS}", sets.len()));
+        }
+        let each = sets
+            .iter()
+            .map(|s| self.build(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Box::new(EachSet(each)))
+    }
     /// Name for logs and errors (e.g. "linear", "dpdk-acl").
     fn name(&self) -> &str;
+}
+
+/// Several classifiers, one per rule set, asked in turn.
+struct EachSet(Vec<Box<dyn Classifier>>);
+
+impl Classifier for EachSet {
+    fn classify(&self, keys: &[Key], results: &mut [u32]) {
+        match self.0.first() {
+            Some(c) => c.classify(keys, results),
+            None => results.iter_mut().for_each(|r| *r = 0),
+        }
+    }
+
+    fn classify_sets(&self, keys: &[Key], results: &mut [Answers]) {
+        let n = keys.len().min(results.len());
+        let mut one = [0u32; crate::MAX_BURST];
+        for (keys, results) in keys[..n]
+            .chunks(crate::MAX_BURST)
+            .zip(results[..n].chunks_mut(crate::MAX_BURST))
+        {
+            results.iter_mut().for_each(|r| *r = [0; MAX_SETS]);
+            for (c, set) in self.0.iter().enumerate().take(MAX_SETS) {
+                set.classify(keys, &mut one[..keys.len()]);
+                for (r, a) in results.iter_mut().zip(one) {
+                    r[c] = a;
+                }
+            }
+        }
+    }
 }
 
 /// Validate every rule, naming the first bad one (1-based, as configs count).

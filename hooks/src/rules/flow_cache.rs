@@ -26,7 +26,7 @@
 //! lookups sends the next [`BYPASS_BURSTS`] bursts straight to the
 //! classifier, then tries again. `flow_cache = 0` turns the cache off.
 
-use super::classifier::Classifier;
+use super::classifier::{Answers, Classifier};
 use super::key::Key;
 use crate::worker_counters::WorkerCounters;
 use crate::{HookArgs, HookBuildError, MAX_BURST};
@@ -48,11 +48,33 @@ pub const BYPASS_BELOW: u32 = 8;
 /// tries the cache again.
 pub const BYPASS_BURSTS: u32 = 4096;
 
+/// What a cache holds for a key: the classifier's answer of one rule set
+/// (`u32`: 1 + rule index, 0 = no match) or of each of its sets
+/// ([`Answers`], [`Classifier::classify_sets`]).
+pub trait Answer: Copy + Default + Send + 'static {
+    /// The classifier's answers for `keys`.
+    fn classify(c: &dyn Classifier, keys: &[Key], out: &mut [Self]);
+}
+
+impl Answer for u32 {
+    #[inline(always)]
+    fn classify(c: &dyn Classifier, keys: &[Key], out: &mut [u32]) {
+        c.classify(keys, out)
+    }
+}
+
+impl Answer for Answers {
+    #[inline(always)]
+    fn classify(c: &dyn Classifier, keys: &[Key], out: &mut [Answers]) {
+        c.classify_sets(keys, out)
+    }
+}
+
 #[derive(Clone, Copy, Default)]
-struct Slot {
+struct Slot<A> {
     key: Key,
-    /// The classifier's answer for `key` (1 + rule index, 0 = no match).
-    result: u32,
+    /// The classifier's answer for `key`.
+    result: A,
     filled: bool,
 }
 
@@ -63,9 +85,9 @@ const BYPASSED: usize = 2;
 
 /// One worker's cache: its slots and its bypass state. The worker owns it
 /// (a hook's part on that worker) and passes it as `&mut`: no lock.
-pub struct FlowCache {
+pub struct FlowCache<A = u32> {
     worker: usize,
-    slots: Box<[Slot]>,
+    slots: Box<[Slot<A>]>,
     /// `slots.len() - 1` (a power of two).
     mask: usize,
     /// Lookups and hits of the current window.
@@ -75,18 +97,18 @@ pub struct FlowCache {
     bypass_bursts: u32,
     /// The misses of one chunk, kept between bursts (each chunk writes the
     /// elements it reads).
-    missed: Box<Misses>,
+    missed: Box<Misses<A>>,
 }
 
 /// A chunk's misses: their keys, slots, places in the chunk and answers.
-struct Misses {
+struct Misses<A> {
     keys: [Key; MAX_BURST],
     slot: [usize; MAX_BURST],
     at: [u8; MAX_BURST],
-    answers: [u32; MAX_BURST],
+    answers: [A; MAX_BURST],
 }
 
-impl FlowCache {
+impl<A> FlowCache<A> {
     /// Slots (0: no cache).
     pub fn slots(&self) -> usize {
         self.slots.len()
@@ -160,7 +182,7 @@ impl CachedClassifier {
 
     /// An empty cache for worker `worker` (allocates its slots: at the
     /// worker's quiescent point, never per burst).
-    pub fn cache(&self, worker: usize) -> FlowCache {
+    pub fn cache<A: Answer>(&self, worker: usize) -> FlowCache<A> {
         FlowCache {
             worker,
             slots: vec![Slot::default(); self.slots].into_boxed_slice(),
@@ -172,7 +194,7 @@ impl CachedClassifier {
                 keys: [Key::default(); MAX_BURST],
                 slot: [0; MAX_BURST],
                 at: [0; MAX_BURST],
-                answers: [0; MAX_BURST],
+                answers: [A::default(); MAX_BURST],
             }),
         }
     }
@@ -186,16 +208,16 @@ impl CachedClassifier {
     /// [`BYPASS_BELOW`] of its last [`WINDOW`] lookups sends the next
     /// [`BYPASS_BURSTS`] calls straight to the classifier, then tries again.
     #[inline]
-    pub fn classify(&self, cache: &mut FlowCache, keys: &[Key], results: &mut [u32]) {
+    pub fn classify<A: Answer>(&self, cache: &mut FlowCache<A>, keys: &[Key], results: &mut [A]) {
         let n = keys.len().min(results.len());
         if cache.slots.is_empty() {
-            self.inner.classify(&keys[..n], &mut results[..n]);
+            A::classify(&*self.inner, &keys[..n], &mut results[..n]);
             return;
         }
         if cache.bypass_bursts > 0 {
             cache.bypass_bursts -= 1;
             self.counts.add(cache.worker, BYPASSED, n as u64);
-            self.inner.classify(&keys[..n], &mut results[..n]);
+            A::classify(&*self.inner, &keys[..n], &mut results[..n]);
             return;
         }
         let mut hits = 0;
@@ -221,7 +243,12 @@ impl CachedClassifier {
     /// Up to [`MAX_BURST`] keys: the hits from the cache, the misses from
     /// the classifier in one call, then into the cache. Returns the hits.
     #[inline]
-    fn classify_chunk(&self, cache: &mut FlowCache, keys: &[Key], results: &mut [u32]) -> usize {
+    fn classify_chunk<A: Answer>(
+        &self,
+        cache: &mut FlowCache<A>,
+        keys: &[Key],
+        results: &mut [A],
+    ) -> usize {
         let Misses {
             keys: missed,
             slot: missed_slot,
@@ -244,7 +271,7 @@ impl CachedClassifier {
         if m == 0 {
             return keys.len();
         }
-        self.inner.classify(&missed[..m], &mut answers[..m]);
+        A::classify(&*self.inner, &missed[..m], &mut answers[..m]);
         for j in 0..m {
             results[usize::from(missed_at[j])] = answers[j];
             if let Some(slot) = cache.slots.get_mut(missed_slot[j]) {

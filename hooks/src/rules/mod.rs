@@ -23,9 +23,10 @@ pub mod parse;
 pub mod rule;
 
 pub use classifier::{
-    validate_rules, Classifier, ClassifierBuilder, LinearBuilder, LinearClassifier,
+    validate_rules, Answers, Classifier, ClassifierBuilder, LinearBuilder, LinearClassifier,
+    MAX_SETS,
 };
-pub use flow_cache::{CacheStats, CachedClassifier, FlowCache};
+pub use flow_cache::{Answer, CacheStats, CachedClassifier, FlowCache};
 pub use fragment::FragmentGuard;
 pub use key::{CtBits, Key, CT_ALL, CT_ESTABLISHED, CT_NEW, CT_RELATED, FLAG_L4};
 pub use parse::{parse_match, MATCH_KEYS};

@@ -78,7 +78,28 @@ pub fn build_hook_set(
     for ((point, port), entries) in chains {
         set.set(point, port, Chain::new(entries));
     }
+    log_lookahead(&hooks::lookahead::link(&set));
     Ok(set)
+}
+
+/// Which hooks answer which ahead, on stderr.
+fn log_lookahead(linked: &hooks::lookahead::Linked) {
+    for (port, e) in &linked.failed {
+        eprintln!(
+            "fastpath: the last ingress hook of port {port} does not answer egress rules \
+             ahead: {e}; both hooks classify on their own"
+        );
+    }
+    if linked.ingress.is_empty() {
+        return;
+    }
+    for (port, slot) in &linked.egress {
+        eprintln!(
+            "fastpath: the first egress hook of port {port} takes answers looked up at \
+             ingress (lookahead slot {slot}) from the last ingress hook of port(s) {:?}",
+            linked.ingress
+        );
+    }
 }
 
 /// The hook of `spec`, built by its registered kind; an error is its line

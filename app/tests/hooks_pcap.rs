@@ -2,7 +2,8 @@
 //! real pipeline (net_pcap in, net_pcap out, DPDK's ACL matching): the mark
 //! classify sets is what filter matches on, first match wins, count rules
 //! count without deciding, IPv4 options are skipped, non-first fragments
-//! never match port rules, and every drop lands under its reason.
+//! never match port rules, every drop lands under its reason, and a classify
+//! and filter pair linked by lookahead decides as the unlinked pair does.
 
 mod common;
 use common::frames::{from_host_a, tcp, udp};
@@ -176,7 +177,13 @@ fn tiny_and_overlapping_fragments_do_not_pass_a_port_rule() {
         tcp(A, DST, 1024, 80, 0x02),
     ]);
     frames.extend((0..40).map(|_| tcp_fragment(8, true, flags)));
-    let (_, out1, s, _) = run_pcaps_logged("hooks-frag", SSH_DROP, &frames, &[], "1");
+    let (_, out1, s, stderr) = run_pcaps_logged("hooks-frag", SSH_DROP, &frames, &[], "1");
+    // Linked (docs/lookahead.md): the fragments are still the filter's to
+    // judge; only the two whole segments carry an answer from ingress.
+    let link = "the first egress hook of port 1 takes answers looked up at ingress";
+    assert!(stderr.contains(link), "{stderr}");
+    let fw = common::hook_report(&s, "fw");
+    assert_eq!(fw["stats"]["answered_ahead"], 2, "{fw}");
     let offset = |f: &Vec<u8>| u16::from_be_bytes([f[20], f[21]]) & 0x1fff;
     assert_eq!(out1.len(), 64 + 1 + 1, "frames out of port 1");
     assert_eq!(out1.iter().filter(|f| offset(f) == 2).count(), 1);
@@ -189,4 +196,107 @@ fn tiny_and_overlapping_fragments_do_not_pass_a_port_rule() {
     assert_eq!(s["totals"]["dropped"], 43, "{s}");
     assert_eq!(s["totals"]["balanced"], true);
     assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
+}
+
+/// A classify hook last at ingress and a stateless filter first at egress:
+/// linked (one lookup at ingress, the filter's answer carried,
+/// `docs/lookahead.md`).
+const LINKED: &str = concat!(
+    pcap_router_config!(),
+    r#"
+[[hook]]
+point = "ingress"
+port = "net_pcap0"
+kind = "classify"
+name = "cls"
+[[hook.rule]]
+proto = "udp"
+dport = 53
+set_mark = 7
+[[hook.rule]]
+src = "192.0.2.0/24"
+action = "drop"
+
+[[hook]]
+point = "egress"
+port = "net_pcap1"
+kind = "filter"
+name = "fw"
+policy = "drop"
+[[hook.rule]]
+proto = "tcp"
+dport = 23
+action = "drop"
+[[hook.rule]]
+proto = "udp"
+dport = "50-80"
+action = "accept"
+[[hook.rule]]
+proto = "tcp"
+action = "accept"
+"#
+);
+
+/// Another ingress hook after classify (one that could rewrite frames, as
+/// far as the link knows): the pair is no longer linked.
+const AFTER_CLASSIFY: &str = r#"
+[[hook]]
+point = "ingress"
+port = "net_pcap0"
+kind = "accept"
+name = "after"
+priority = 10
+"#;
+
+/// The same hooks linked and unlinked send the same frames and drop the
+/// same ones under the same reasons; linked, every plain packet classify
+/// let through was decided by its carried answer, and the others (IPv4
+/// options, a later fragment) by the filter's own lookup.
+#[test]
+fn a_linked_classify_and_filter_decide_as_unlinked_ones() {
+    let mut frames = Vec::new();
+    for i in 0..240u16 {
+        let src = if i % 7 == 0 { [192, 0, 2, 7] } else { A };
+        let dport = [9, 23, 53, 60, 80, 443][usize::from(i % 6)];
+        frames.push(match (i / 6) % 3 {
+            0 => tcp(src, DST, 1000 + i, dport, 0x02),
+            _ => udp(src, DST, 1000 + i, dport),
+        });
+    }
+    frames.extend((0..4).map(|_| with_options()));
+    frames.extend((0..4).map(|_| later_fragment()));
+
+    let (_, out_l, s_l, err_l) = run_pcaps_logged("hooks-linked", LINKED, &frames, &[], "1");
+    let unlinked = format!("{LINKED}{AFTER_CLASSIFY}");
+    let (_, out_u, s_u, err_u) = run_pcaps_logged("hooks-unlinked", &unlinked, &frames, &[], "1");
+    let link = "the first egress hook of port 1 takes answers looked up at ingress";
+    assert!(err_l.contains(link), "{err_l}");
+    assert!(!err_u.contains(link), "{err_u}");
+
+    assert!(out_l.len() > 100, "{} frames out", out_l.len());
+    assert_eq!(out_l, out_u, "the same frames out, in the same order");
+    assert_eq!(s_l["totals"]["drops"], s_u["totals"]["drops"]);
+    let drops = &s_l["totals"]["drops"];
+    assert!(drops["classify_rule"].as_u64() > Some(0), "{drops}");
+    assert!(drops["filter_rule"].as_u64() > Some(0), "{drops}");
+    assert!(drops["filter_policy"].as_u64() > Some(0), "{drops}");
+    let (fw_l, fw_u) = (hook_report(&s_l, "fw"), hook_report(&s_u, "fw"));
+    for c in [
+        "rule_accepted",
+        "rule_dropped",
+        "policy_dropped",
+        "unparsed",
+    ] {
+        assert_eq!(fw_l["stats"][c], fw_u["stats"][c], "{c}");
+    }
+    // Every plain frame classify did not drop (its first match wins: a
+    // DNS query from 192.0.2.7 is marked, not dropped).
+    let plain_passed = 240 - drops["classify_rule"].as_u64().unwrap();
+    assert_eq!(fw_l["stats"]["answered_ahead"], plain_passed);
+    assert!(fw_u["stats"]["answered_ahead"].is_null());
+    assert_eq!(hook_report(&s_l, "cls")["stats"]["lookahead_sets"], 1);
+    for s in [&s_l, &s_u] {
+        assert_eq!(s["totals"]["balanced"], true);
+        assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
+    }
 }

@@ -142,6 +142,13 @@ pub trait Hook: Send + Sync {
     fn stats(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
+
+    /// The hook's side of a lookahead ([`crate::lookahead`]): an ingress
+    /// hook that answers egress rules in its own lookup, or an egress hook
+    /// that takes such answers. None by default.
+    fn lookahead(&self) -> Option<&dyn crate::lookahead::Lookahead> {
+        None
+    }
 }
 
 /// One worker's part of a [`Hook`]: a packet function with the worker's

@@ -27,6 +27,7 @@ pub mod flow;
 pub mod hook;
 pub mod hook_counters;
 pub mod hook_set;
+pub mod lookahead;
 pub mod meta;
 pub mod packet;
 pub mod registry;

@@ -17,6 +17,7 @@ pub const MAX_BURST: usize = 64;
 ///
 /// - the mark and the class ([`HookPacket::set_mark`],
 ///   [`HookPacket::set_class`]), which later hooks and the rules read;
+/// - the answers carried for egress hooks ([`HookPacket::carry_answer`]);
 /// - the frame's bytes ([`HookPacket::data_mut`]), not its length: a frame
 ///   written is checked again by the pipeline (the IPv4 header, as the ip
 ///   stage checks it, checksum computed) before it is routed or sent, and
@@ -107,6 +108,16 @@ impl<'p> HookPacket<'p> {
     #[inline(always)]
     pub fn set_class(&mut self, class: u16) {
         self.meta.class = class;
+    }
+
+    /// Carry `answer` (1 + a classifier result) in lookahead slot `slot`
+    /// for the egress hook of that slot (`hooks::lookahead`). Out of range
+    /// slots are ignored.
+    #[inline(always)]
+    pub fn carry_answer(&mut self, slot: usize, answer: u32) {
+        if let Some(a) = self.meta.lookahead.get_mut(slot) {
+            *a = answer;
+        }
     }
 
     /// The L3 (IPv4) bytes: from `meta().l3_offset` to the end of the

@@ -21,10 +21,16 @@
 //! `flow_cache = N` (a power of two, default 4096; 0 = off) sizes the
 //! per-worker exact-match cache of answers in front of the classifier
 //! ([`crate::rules::flow_cache`]).
+//!
+//! Last in its chain, it answers the rules of the egress filters that offer
+//! them in the same lookup and carries their answers to them
+//! ([`crate::lookahead`]).
 
 use crate::flow::FlowSummary;
+use crate::lookahead::Lookahead;
 use crate::rules::{
-    flow_cache, parse_match, CachedClassifier, ClassifierBuilder, FlowCache, FragmentGuard, Key,
+    flow_cache, parse_match, Answers, CachedClassifier, ClassifierBuilder, FlowCache,
+    FragmentGuard, Key, MatchRule,
 };
 use crate::wire::ethernet::ethertype;
 use crate::worker_counters::{CounterStore, WorkerCounters};
@@ -32,7 +38,7 @@ use crate::{
     BuildContext, DropReason, Hook, HookArgs, HookBuildError, HookBurst, HookContext, HookKind,
     HookPoint, HookWorker, Verdict, WorkerStore, MAX_BURST,
 };
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 const MATCHED: usize = 0;
 const UNPARSED: usize = 1;
@@ -80,6 +86,14 @@ impl ClassifyKind {
 /// One classify instance: what its workers share.
 pub struct Classify {
     classifier: CachedClassifier,
+    /// Set by [`Lookahead::look_ahead`]: the classifier of these rules and
+    /// the egress rule sets, used instead of `classifier`.
+    ahead: OnceLock<Ahead>,
+    /// What building `ahead` needs.
+    rules: Vec<MatchRule>,
+    builder: Arc<dyn ClassifierBuilder>,
+    workers: usize,
+    cache_slots: usize,
     actions: Vec<ClassifyAction>,
     /// The fragments the rules cannot judge, dropped before them.
     fragments: FragmentGuard,
@@ -93,6 +107,8 @@ pub struct Classify {
 struct ClassifyPart {
     shared: Arc<Classify>,
     cache: FlowCache,
+    /// The cache in front of the lookahead classifier, when there is one.
+    ahead_cache: Option<FlowCache<Answers>>,
     worker: usize,
     /// One burst's keys, their burst indices and answers, kept between
     /// bursts (each burst writes the elements it reads).
@@ -103,7 +119,18 @@ struct ClassifyPart {
 struct Keyed {
     keys: [Key; MAX_BURST],
     idx: [u8; MAX_BURST],
+    /// Bit k: key k was made straight from a plain header (only those
+    /// carry lookahead answers: the egress filter reads the others itself).
+    plain: u64,
     results: [u32; MAX_BURST],
+    answers: [Answers; MAX_BURST],
+}
+
+/// The lookahead classifier: this hook's rules in set 0, the egress rule
+/// set of lookahead slot i in set 1 + i.
+struct Ahead {
+    classifier: CachedClassifier,
+    slots: usize,
 }
 
 /// The hook handed to the chain: the shared instance.
@@ -114,13 +141,20 @@ impl Hook for ClassifyHook {
         Box::new(ClassifyPart {
             shared: self.0.clone(),
             cache: self.0.classifier.cache(worker),
+            ahead_cache: self.0.ahead.get().map(|a| a.classifier.cache(worker)),
             worker,
             scratch: Box::new(Keyed {
                 keys: [Key::default(); MAX_BURST],
                 idx: [0; MAX_BURST],
+                plain: 0,
                 results: [0; MAX_BURST],
+                answers: [Answers::default(); MAX_BURST],
             }),
         })
+    }
+
+    fn lookahead(&self) -> Option<&dyn Lookahead> {
+        Some(&*self.0)
     }
 
     fn stats(&self) -> Vec<(&'static str, u64)> {
@@ -130,47 +164,56 @@ impl Hook for ClassifyHook {
             ("matched", c.counts.sum(MATCHED)),
             ("unparsed", c.counts.sum(UNPARSED)),
         ];
-        v.extend(c.classifier.stat_lines());
+        match c.ahead.get() {
+            Some(a) => {
+                v.push(("lookahead_sets", a.slots as u64));
+                v.extend(a.classifier.stat_lines());
+            }
+            None => v.extend(c.classifier.stat_lines()),
+        }
         v
+    }
+}
+
+impl Lookahead for Classify {
+    fn look_ahead(&self, sets: &[&[MatchRule]]) -> Result<bool, String> {
+        let mut all = vec![&self.rules[..]];
+        all.extend_from_slice(sets);
+        let inner = self.builder.build_sets(&all).map_err(|e| {
+            format!(
+                "building the {} lookahead classifier: {e}",
+                self.builder.name()
+            )
+        })?;
+        let ahead = Ahead {
+            classifier: CachedClassifier::new(inner, self.workers, self.cache_slots),
+            slots: sets.len(),
+        };
+        Ok(self.ahead.set(ahead).is_ok())
     }
 }
 
 impl HookWorker for ClassifyPart {
     fn process(&mut self, _cx: &HookContext, _: &mut WorkerStore, burst: &mut HookBurst<'_, '_>) {
         let c = &*self.shared;
-        let Keyed { keys, idx, results } = &mut *self.scratch;
-        let mut n = 0;
-        let mut unparsed = 0;
-        for i in burst.accepted() {
-            let Some(p) = burst.packet(i) else { continue };
-            if p.meta().protocol != ethertype::IPV4 {
-                continue;
-            }
-            let key = match Key::of_plain(p.l3(), p.meta(), 0) {
-                Some(k) => k,
-                None => match FlowSummary::parse(p.l3()) {
-                    Some(s) => {
-                        if let Some(r) = c.fragments.check(&s) {
-                            burst.set_verdict(i, Verdict::Drop(r));
-                            continue;
-                        }
-                        Key::new(&s, p.meta(), 0)
-                    }
-                    None => {
-                        unparsed += 1;
-                        continue;
-                    }
-                },
-            };
-            if let (Some(k), Some(at)) = (keys.get_mut(n), idx.get_mut(n)) {
-                *k = key;
-                *at = i as u8;
-                n += 1;
-            }
-        }
+        let (n, unparsed) = key_burst(c, burst, &mut self.scratch);
+        let Keyed {
+            keys,
+            idx,
+            plain,
+            results,
+            answers,
+        } = &mut *self.scratch;
         if n > 0 {
-            c.classifier
-                .classify(&mut self.cache, &keys[..n], &mut results[..n]);
+            match (c.ahead.get(), self.ahead_cache.as_mut()) {
+                (Some(a), Some(cache)) => {
+                    a.classifier.classify(cache, &keys[..n], &mut answers[..n]);
+                    carry(burst, &idx[..n], *plain, &answers[..n], a.slots, results);
+                }
+                _ => c
+                    .classifier
+                    .classify(&mut self.cache, &keys[..n], &mut results[..n]),
+            }
         }
         let mut matched = 0;
         for k in 0..n {
@@ -181,25 +224,93 @@ impl HookWorker for ClassifyPart {
                 continue;
             };
             matched += 1;
-            let i = usize::from(idx[k]);
-            match *action {
-                ClassifyAction::Drop => {
-                    burst.set_verdict(i, Verdict::Drop(DropReason::ClassifyRule));
-                }
-                ClassifyAction::Set { mark, class } => {
-                    if let Some(p) = burst.packet_mut(i) {
-                        if let Some(m) = mark {
-                            p.set_mark(m);
-                        }
-                        if let Some(c) = class {
-                            p.set_class(c);
-                        }
-                    }
-                }
-            }
+            apply(burst, usize::from(idx[k]), *action);
         }
         c.counts.add(self.worker, MATCHED, matched);
         c.counts.add(self.worker, UNPARSED, unparsed);
+    }
+}
+
+/// Key every accepted IPv4 packet of `burst` into `keyed` (a fragment the
+/// rules cannot judge is dropped here). Returns the keys made and the
+/// packets that could not be read.
+#[inline(always)]
+fn key_burst(c: &Classify, burst: &mut HookBurst<'_, '_>, keyed: &mut Keyed) -> (usize, u64) {
+    let mut n = 0;
+    let mut unparsed = 0;
+    keyed.plain = 0;
+    for i in burst.accepted() {
+        let Some(p) = burst.packet(i) else { continue };
+        if p.meta().protocol != ethertype::IPV4 {
+            continue;
+        }
+        let (key, plain) = match Key::of_plain(p.l3(), p.meta(), 0) {
+            Some(k) => (k, true),
+            None => match FlowSummary::parse(p.l3()) {
+                Some(s) => {
+                    if let Some(r) = c.fragments.check(&s) {
+                        burst.set_verdict(i, Verdict::Drop(r));
+                        continue;
+                    }
+                    (Key::new(&s, p.meta(), 0), false)
+                }
+                None => {
+                    unparsed += 1;
+                    continue;
+                }
+            },
+        };
+        if let (Some(k), Some(at)) = (keyed.keys.get_mut(n), keyed.idx.get_mut(n)) {
+            *k = key;
+            *at = i as u8;
+            keyed.plain |= u64::from(plain) << n;
+            n += 1;
+        }
+    }
+    (n, unparsed)
+}
+
+/// This hook's own results out of the lookahead answers, and each plain
+/// packet's answers for the egress rule sets carried in its metadata.
+#[inline(always)]
+fn carry(
+    burst: &mut HookBurst<'_, '_>,
+    idx: &[u8],
+    plain: u64,
+    answers: &[Answers],
+    slots: usize,
+    results: &mut [u32],
+) {
+    for (k, (a, r)) in answers.iter().zip(results.iter_mut()).enumerate() {
+        *r = a[0];
+        if plain & 1 << k == 0 {
+            continue;
+        }
+        if let Some(p) = idx.get(k).and_then(|&i| burst.packet_mut(usize::from(i))) {
+            for (slot, answer) in a[1..].iter().take(slots).enumerate() {
+                p.carry_answer(slot, answer + 1);
+            }
+        }
+    }
+}
+
+/// What a matching rule does to packet `i`.
+#[inline(always)]
+fn apply(burst: &mut HookBurst<'_, '_>, i: usize, action: ClassifyAction) {
+    match action {
+        ClassifyAction::Drop => {
+            burst.set_verdict(i, Verdict::Drop(DropReason::ClassifyRule));
+        }
+        ClassifyAction::Set { mark, class } => {
+            if let Some(p) = burst.packet_mut(i) {
+                if let Some(m) = mark {
+                    p.set_mark(m);
+                }
+                if let Some(c) = class {
+                    p.set_class(c);
+                }
+            }
+        }
     }
 }
 
@@ -284,8 +395,13 @@ impl HookKind for ClassifyKind {
         })?;
         Ok(Arc::new(ClassifyHook(Arc::new(Classify {
             classifier: CachedClassifier::new(classifier, cx.workers, slots),
-            actions,
+            ahead: OnceLock::new(),
             fragments: FragmentGuard::for_rules(&rules),
+            rules,
+            builder: self.builder.clone(),
+            workers: cx.workers,
+            cache_slots: slots,
+            actions,
             counts: self.counters.for_instance(cx),
         }))))
     }

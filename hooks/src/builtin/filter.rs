@@ -42,6 +42,7 @@
 
 use crate::conntrack::{ConnTable, CtCommit, CtConfig, CtHint, CtState, CtStats};
 use crate::flow::FlowSummary;
+use crate::lookahead::{answerable_ahead, Lookahead};
 use crate::rules::{
     flow_cache, parse_match, CachedClassifier, ClassifierBuilder, FlowCache, FragmentGuard, Key,
     MatchRule,
@@ -52,7 +53,7 @@ use crate::{
     BuildContext, DropReason, Hook, HookArgs, HookBuildError, HookBurst, HookContext, HookKind,
     HookPoint, HookWorker, StoreKey, Verdict, WorkerStore, MAX_BURST,
 };
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Match fields a filter rule may use.
 pub const MATCH_KEYS: [&str; 12] = [
@@ -86,7 +87,9 @@ const CT_EST: usize = 8;
 const CT_REL: usize = 9;
 const CT_UNTRACKED: usize = 10;
 const CT_INVALID: usize = 11;
-const COUNTERS: usize = 12;
+/// Packets decided by an answer carried from ingress (`crate::lookahead`).
+const ANSWERED_AHEAD: usize = 12;
+const COUNTERS: usize = 13;
 const COUNTER_NAMES: [&str; COUNTERS] = [
     "rule_accepted",
     "rule_dropped",
@@ -100,6 +103,7 @@ const COUNTER_NAMES: [&str; COUNTERS] = [
     "ct_related",
     "ct_untracked",
     "ct_invalid_dropped",
+    "answered_ahead",
 ];
 
 /// What each worker publishes of its connection table, after every burst
@@ -177,6 +181,9 @@ struct Filter {
     policy: Action,
     conntrack: Option<Arc<Conntrack>>,
     counts: Arc<WorkerCounters<COUNTERS>>,
+    /// The lookahead slot whose carried answers this filter takes, once
+    /// linked (`crate::lookahead`).
+    slot: OnceLock<usize>,
 }
 
 /// A filter's rules, terminal (accept, drop: in the classifier) and
@@ -232,6 +239,20 @@ impl Judged {
     }
 }
 
+impl Lookahead for Filter {
+    /// The terminal rules, when nothing but them decides a plain packet:
+    /// stateless, no count rules, no rule on mark, class or output port.
+    fn egress_rules(&self) -> Option<&[MatchRule]> {
+        let r = &self.rules;
+        let alone = self.conntrack.is_none() && r.count_rules.is_empty();
+        (alone && answerable_ahead(&r.terminal)).then_some(&r.terminal[..])
+    }
+
+    fn carried_in(&self, slot: usize) {
+        let _ = self.slot.set(slot);
+    }
+}
+
 impl Filter {
     fn policy_verdict(&self) -> Option<Verdict> {
         match self.policy {
@@ -246,8 +267,15 @@ impl Filter {
     /// connection state).
     fn gather(&self, burst: &mut HookBurst<'_, '_>, j: &mut Judged) {
         let stateless = self.conntrack.is_none();
+        let slot = self.slot.get().copied();
         for i in burst.accepted() {
             let Some(p) = burst.packet(i) else { continue };
+            if let Some(&a) = slot.and_then(|s| p.meta().lookahead.get(s)) {
+                if a != 0 {
+                    self.decide_ahead(burst, i, a - 1, &mut j.tally);
+                    continue;
+                }
+            }
             if stateless {
                 if let Some(k) = Key::of_plain(p.l3(), p.meta(), 0) {
                     j.keys[j.n] = k;
@@ -351,19 +379,43 @@ impl Filter {
                 }
             }
         }
-        let counter = match (action, by_rule) {
-            (Action::Accept, true) => RULE_ACCEPT,
-            (Action::Accept, false) => POLICY_ACCEPT,
-            (Action::Drop, true) => {
-                burst.set_verdict(i, Verdict::Drop(DropReason::FilterRule));
-                RULE_DROP
-            }
-            (Action::Drop, false) => {
-                burst.set_verdict(i, Verdict::Drop(DropReason::FilterPolicy));
-                POLICY_DROP
-            }
-        };
-        j.tally[counter] += 1;
+        j.tally[apply(burst, i, action, by_rule)] += 1;
+    }
+
+    /// Decide packet `i` from `result`, its classifier result carried from
+    /// ingress (stateless, no count rules: nothing else reads it).
+    #[inline(always)]
+    fn decide_ahead(
+        &self,
+        burst: &mut HookBurst<'_, '_>,
+        i: usize,
+        result: u32,
+        tally: &mut [u64; COUNTERS],
+    ) {
+        let rule = result
+            .checked_sub(1)
+            .and_then(|r| self.rules.actions.get(r as usize));
+        let (action, by_rule) = rule.map_or((self.policy, false), |a| (*a, true));
+        tally[apply(burst, i, action, by_rule)] += 1;
+        tally[ANSWERED_AHEAD] += 1;
+    }
+}
+
+/// Give packet `i` its verdict for `action`, by a rule or the policy;
+/// returns the counter it counts under.
+#[inline(always)]
+fn apply(burst: &mut HookBurst<'_, '_>, i: usize, action: Action, by_rule: bool) -> usize {
+    match (action, by_rule) {
+        (Action::Accept, true) => RULE_ACCEPT,
+        (Action::Accept, false) => POLICY_ACCEPT,
+        (Action::Drop, true) => {
+            burst.set_verdict(i, Verdict::Drop(DropReason::FilterRule));
+            RULE_DROP
+        }
+        (Action::Drop, false) => {
+            burst.set_verdict(i, Verdict::Drop(DropReason::FilterPolicy));
+            POLICY_DROP
+        }
     }
 }
 
@@ -452,12 +504,19 @@ impl Hook for FilterHook {
         })
     }
 
+    fn lookahead(&self) -> Option<&dyn Lookahead> {
+        Some(&*self.0)
+    }
+
     fn stats(&self) -> Vec<(&'static str, u64)> {
         let f = &self.0;
         let mut v: Vec<(&'static str, u64)> = COUNTER_NAMES
             .iter()
             .enumerate()
-            .filter(|(i, _)| f.conntrack.is_some() || *i < CT_FULL_POLICY)
+            .filter(|(i, _)| match *i {
+                ANSWERED_AHEAD => f.slot.get().is_some(),
+                i => f.conntrack.is_some() || i < CT_FULL_POLICY,
+            })
             .map(|(i, name)| (*name, f.counts.sum(i)))
             .collect();
         if let Some(ct) = &f.conntrack {
@@ -634,6 +693,7 @@ impl HookKind for FilterKind {
             policy,
             conntrack,
             counts: self.counters.for_instance(cx),
+            slot: OnceLock::new(),
         }))))
     }
 }

@@ -11,4 +11,4 @@ pub use classify::ClassifyKind;
 pub use filter::FilterKind;
 
 #[cfg(test)]
-mod test_util;
+pub(crate) mod test_util;

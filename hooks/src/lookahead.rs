@@ -1,0 +1,338 @@
+//! Lookahead: an ingress hook that classifies anyway answers an egress
+//! hook's rules in the same lookup, and the packet carries the answer
+//! (`PacketMeta::lookahead`) to the egress hook, which then neither keys
+//! nor classifies it again. With DPDK's ACL both rule sets sit in one
+//! context as two categories: one walk of the tries answers both.
+//!
+//! # When the carried answer is the egress hook's own
+//!
+//! An egress hook offers its rules ([`Lookahead::egress_rules`]) only when
+//! its decision on a plain packet is the first of those rules that the
+//! packet's key matches, and no rule reads what an ingress hook or the
+//! route may change before it runs: the mark, the class, the output port,
+//! the connection state. The key's other fields (addresses, protocol,
+//! ports, TCP flags, DSCP, input port, VLAN) are the frame's and the input
+//! port's, which the router does not change (only the TTL and checksum).
+//! So the answer is the same at ingress as at egress, provided no hook in
+//! between rewrites the frame: the ingress hook must be the last of its
+//! chain and the egress hook the first of its own. [`link`] checks both.
+//!
+//! A packet that comes by another way (another input port, a hook that did
+//! not look ahead, a key that was not plain) carries 0, "no answer", and
+//! the egress hook classifies it as before.
+
+use crate::rules::{MatchRule, MAX_SETS};
+use crate::{HookPoint, HookSet, LOOKAHEAD_SLOTS};
+
+/// What a hook kind offers to lookahead (see the module). A hook opts in
+/// through [`Hook::lookahead`](crate::Hook::lookahead).
+pub trait Lookahead: Send + Sync {
+    /// Egress side: the rules whose first match decides a plain packet
+    /// here, when none reads the mark, class, output port or connection
+    /// state; `None` otherwise.
+    fn egress_rules(&self) -> Option<&[MatchRule]> {
+        None
+    }
+
+    /// Egress side: take the answers carried in lookahead slot `slot`.
+    /// Called at most once, while the set is built (before any worker runs
+    /// it).
+    fn carried_in(&self, slot: usize) {
+        let _ = slot;
+    }
+
+    /// Ingress side: answer `sets` (slot i: `sets[i]`) in this hook's own
+    /// lookup and carry the answers. `Ok(false)`: this hook cannot. Called
+    /// at most once, while the set is built.
+    fn look_ahead(&self, sets: &[&[MatchRule]]) -> Result<bool, String> {
+        let _ = sets;
+        Ok(false)
+    }
+}
+
+/// What [`link`] did: (egress port, slot) of the hooks that take carried
+/// answers, the ingress ports whose last hook carries them, and the
+/// ingress ports whose hook failed to (with why: they run as before).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Linked {
+    pub egress: Vec<(u16, usize)>,
+    pub ingress: Vec<u16>,
+    pub failed: Vec<(u16, String)>,
+}
+
+/// Link the hooks of `set`: the first hook of each egress chain that offers
+/// its rules gets a slot (by port order, [`LOOKAHEAD_SLOTS`] at most), and
+/// the last hook of each ingress chain is asked to answer them. Nothing is
+/// linked when no ingress hook takes them. Run once per set, before any
+/// worker runs it.
+pub fn link(set: &HookSet) -> Linked {
+    let end_of = |point: HookPoint, port: u16| {
+        set.chain(point, port)
+            .and_then(|c| match point {
+                HookPoint::Egress => c.entries().first(),
+                HookPoint::Ingress => c.entries().last(),
+            })
+            .map(|e| &e.hook)
+    };
+    let ports = (0..set.ports()).map(|p| p as u16);
+    let mut egress: Vec<(u16, &dyn Lookahead, &[MatchRule])> = Vec::new();
+    for port in ports.clone() {
+        let offer = end_of(HookPoint::Egress, port).and_then(|h| h.lookahead());
+        if let Some((l, rules)) = offer.and_then(|l| Some((l, l.egress_rules()?))) {
+            if egress.len() < LOOKAHEAD_SLOTS.min(MAX_SETS - 1) {
+                egress.push((port, l, rules));
+            }
+        }
+    }
+    let mut linked = Linked::default();
+    if egress.is_empty() {
+        return linked;
+    }
+    let sets: Vec<&[MatchRule]> = egress.iter().map(|e| e.2).collect();
+    for port in ports {
+        let Some(l) = end_of(HookPoint::Ingress, port).and_then(|h| h.lookahead()) else {
+            continue;
+        };
+        match l.look_ahead(&sets) {
+            Ok(true) => linked.ingress.push(port),
+            Ok(false) => {}
+            Err(e) => linked.failed.push((port, e)),
+        }
+    }
+    if !linked.ingress.is_empty() {
+        for (slot, (port, l, _)) in egress.iter().enumerate() {
+            l.carried_in(slot);
+            linked.egress.push((*port, slot));
+        }
+    }
+    linked
+}
+
+/// Whether `rules` may be answered ahead: none reads what changes between
+/// the ingress and the egress hook.
+pub fn answerable_ahead(rules: &[MatchRule]) -> bool {
+    rules
+        .iter()
+        .all(|r| r.out_port.is_none() && r.mark.is_none() && r.class.is_none() && r.ct_states == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builtin::classify::ClassifyKind;
+    use crate::builtin::filter::FilterKind;
+    use crate::builtin::test_util::{build, run, stat, Pkt};
+    use crate::rules::LinearBuilder;
+    use crate::testkit::{tcp, udp};
+    use crate::{Chain, ChainEntry, Hook, HookCounters, Verdict};
+    use fastrand::Rng;
+    use std::sync::Arc;
+
+    /// Addresses and ports the rules and packets draw from, so that many
+    /// packets match some rule.
+    const NETS: [[u8; 3]; 4] = [[10, 0, 1], [10, 0, 2], [10, 1, 0], [192, 0, 2]];
+    const PORTS: [u16; 5] = [22, 53, 80, 443, 5000];
+
+    fn addr(rng: &mut Rng) -> [u8; 4] {
+        let n = NETS[rng.usize(..NETS.len())];
+        [n[0], n[1], n[2], rng.u8(1..8)]
+    }
+
+    /// A random rule's match keys, as TOML.
+    fn rule_match(rng: &mut Rng) -> String {
+        let mut t = String::new();
+        if rng.bool() {
+            let [a, b, c, _] = addr(rng);
+            t += &format!("src = \"{a}.{b}.{c}.0/{}\"\n", [24, 28, 32][rng.usize(..3)]);
+        }
+        if rng.bool() {
+            let [a, b, c, d] = addr(rng);
+            t += &format!("dst = \"{a}.{b}.{c}.{d}\"\n");
+        }
+        match rng.u8(..3) {
+            0 => t += "proto = \"udp\"\n",
+            1 => {
+                t += &format!(
+                    "proto = \"tcp\"\ndport = {}\n",
+                    PORTS[rng.usize(..PORTS.len())]
+                )
+            }
+            _ => {}
+        }
+        if t.is_empty() {
+            t += &format!("in_port = {}\n", rng.u8(..2));
+        }
+        t
+    }
+
+    fn classify_rules(rng: &mut Rng, n: usize) -> String {
+        (0..n)
+            .map(|i| {
+                let action = match rng.u8(..4) {
+                    0 => "action = \"drop\"".to_string(),
+                    1 => format!("set_mark = {i}"),
+                    _ => format!("set_class = {}", i % 7),
+                };
+                format!("[[rule]]\n{}{action}\n", rule_match(rng))
+            })
+            .collect()
+    }
+
+    fn filter_rules(rng: &mut Rng, n: usize) -> String {
+        let mut t = format!("policy = \"{}\"\n", ["accept", "drop"][rng.usize(..2)]);
+        for _ in 0..n {
+            let action = ["accept", "drop"][rng.usize(..2)];
+            t += &format!("[[rule]]\n{}action = \"{action}\"\n", rule_match(rng));
+        }
+        t
+    }
+
+    fn packet(rng: &mut Rng) -> Pkt {
+        let (src, dst) = (addr(rng), addr(rng));
+        let (sport, dport) = (rng.u16(1024..), PORTS[rng.usize(..PORTS.len())]);
+        let frame = match rng.u8(..8) {
+            0 => udp(src, dst, sport, dport).ip_options(&[1, 1, 1, 0]),
+            1 => udp(src, dst, sport, dport).fragment(false, 64),
+            2..=4 => tcp(src, dst, sport, dport, 0x10),
+            _ => udp(src, dst, sport, dport),
+        };
+        Pkt::new(frame.build()).with(|m| m.in_port = rng.u16(..2))
+    }
+
+    fn entry(hook: Arc<dyn Hook>, kind: &str) -> ChainEntry {
+        ChainEntry {
+            name: "t".into(),
+            kind: kind.into(),
+            priority: 0,
+            hook,
+            counters: Arc::new(HookCounters::new(1)),
+        }
+    }
+
+    /// Classify at ingress of port 0 (also of port 1: packets come in on
+    /// either), filter at egress of port 1.
+    fn pair(classify: &str, filter: &str) -> (Arc<dyn Hook>, Arc<dyn Hook>, HookSet) {
+        let c = build(
+            &ClassifyKind::new(Arc::new(LinearBuilder)),
+            HookPoint::Ingress,
+            classify,
+        );
+        let f = build(
+            &FilterKind::new(Arc::new(LinearBuilder)),
+            HookPoint::Egress,
+            filter,
+        );
+        let mut set = HookSet::empty(2);
+        set.set(
+            HookPoint::Ingress,
+            0,
+            Chain::new(vec![entry(c.clone(), "classify")]),
+        );
+        set.set(
+            HookPoint::Egress,
+            1,
+            Chain::new(vec![entry(f.clone(), "filter")]),
+        );
+        (c, f, set)
+    }
+
+    /// Both hooks over one burst, as the pipeline runs them: what the
+    /// filter sees is what classify let through. Returns the verdicts and
+    /// how many packets reached the filter with an answer carried.
+    fn both(c: &dyn Hook, f: &dyn Hook, pkts: &mut [Pkt]) -> (Vec<Verdict>, usize) {
+        let mut verdicts = run(c, HookPoint::Ingress, pkts, 0);
+        let passed: Vec<usize> = (0..pkts.len())
+            .filter(|&i| verdicts[i] == Verdict::Accept)
+            .collect();
+        let mut routed: Vec<Pkt> = passed.iter().map(|&i| pkts[i].clone()).collect();
+        let carried = routed.iter().filter(|p| p.meta.lookahead[0] != 0).count();
+        for (&i, v) in passed.iter().zip(run(f, HookPoint::Egress, &mut routed, 0)) {
+            verdicts[i] = v;
+        }
+        (verdicts, carried)
+    }
+
+    /// The classify and filter counters that do not depend on lookahead.
+    fn counts(c: &dyn Hook, f: &dyn Hook) -> Vec<u64> {
+        let mut v = vec![stat(c, "matched"), stat(c, "unparsed")];
+        for name in [
+            "rule_accepted",
+            "rule_dropped",
+            "policy_accepted",
+            "policy_dropped",
+            "unparsed",
+        ] {
+            v.push(stat(f, name));
+        }
+        v
+    }
+
+    #[test]
+    fn answers_carried_from_ingress_decide_as_the_filter_would() {
+        // The test worker keeps its parts by hook address: every hook stays
+        // alive to the end, so that no new one takes an old one's address.
+        let mut alive = Vec::new();
+        for seed in 0..40 {
+            let mut rng = Rng::with_seed(seed);
+            let (ct, ft) = (classify_rules(&mut rng, 30), filter_rules(&mut rng, 20));
+            let (c, f, set) = pair(&ct, &ft);
+            let (c0, f0, _) = pair(&ct, &ft);
+            alive.push([c.clone(), f.clone(), c0.clone(), f0.clone()]);
+            let linked = link(&set);
+            assert_eq!(linked.egress, vec![(1, 0)], "seed {seed}");
+            assert_eq!(linked.ingress, vec![0], "seed {seed}");
+            let mut carried = 0;
+            for _ in 0..8 {
+                let pkts: Vec<Pkt> = (0..32).map(|_| packet(&mut rng)).collect();
+                let (mut a, mut b) = (pkts.clone(), pkts);
+                let (got, n) = both(&*c, &*f, &mut a);
+                let (want, none) = both(&*c0, &*f0, &mut b);
+                assert_eq!(got, want, "seed {seed}");
+                assert_eq!(none, 0, "seed {seed}: carried without a link");
+                for (x, y) in a.iter().zip(&b) {
+                    assert_eq!((x.meta.mark, x.meta.class), (y.meta.mark, y.meta.class));
+                }
+                carried += n;
+            }
+            assert_eq!(counts(&*c, &*f), counts(&*c0, &*f0), "seed {seed}");
+            // Plain packets the classify let through were answered ahead;
+            // those with IP options or fragments were not.
+            assert!(carried > 0, "seed {seed}: nothing carried");
+            assert_eq!(stat(&*f, "answered_ahead"), carried as u64, "seed {seed}");
+            assert!(stat(&*f, "unparsed") + stat(&*c, "unparsed") < 8 * 32);
+        }
+    }
+
+    #[test]
+    fn filters_that_read_what_changes_on_the_way_are_not_answered_ahead() {
+        for extra in ["mark = 1", "class = 2", "out_port = 1"] {
+            let filter = format!(
+                "policy = \"accept\"\n[[rule]]\nproto = \"udp\"\n{extra}\naction = \"drop\"\n"
+            );
+            let (_, f, set) = pair("[[rule]]\nproto = \"udp\"\nset_mark = 1\n", &filter);
+            assert_eq!(link(&set), Linked::default(), "{extra}");
+            assert!(f.stats().iter().all(|(n, _)| *n != "answered_ahead"));
+        }
+        let counting = "policy = \"accept\"\n[[rule]]\nproto = \"udp\"\naction = \"count\"\n";
+        let (_, _, set) = pair("[[rule]]\nproto = \"udp\"\nset_mark = 1\n", counting);
+        assert_eq!(link(&set), Linked::default(), "count rules");
+    }
+
+    #[test]
+    fn only_the_last_ingress_and_first_egress_hooks_are_linked() {
+        let c = "[[rule]]\nproto = \"udp\"\nset_mark = 1\n";
+        let f = "policy = \"accept\"\n[[rule]]\nproto = \"udp\"\naction = \"drop\"\n";
+        let (ch, fh, _) = pair(c, f);
+        let (ch2, fh2, _) = pair(c, f);
+        let mut set = HookSet::empty(2);
+        // classify, then another classify: only the second may carry.
+        let ingress = vec![entry(ch.clone(), "classify"), entry(ch2, "classify")];
+        set.set(HookPoint::Ingress, 0, Chain::new(ingress));
+        let egress = vec![entry(fh.clone(), "filter"), entry(fh2, "filter")];
+        set.set(HookPoint::Egress, 1, Chain::new(egress));
+        let linked = link(&set);
+        assert_eq!((linked.ingress, linked.egress), (vec![0], vec![(1, 0)]));
+        assert!(ch.stats().iter().all(|(n, _)| *n != "lookahead_sets"));
+        assert_eq!(stat(&*fh, "answered_ahead"), 0);
+    }
+}

@@ -9,8 +9,11 @@
 //! An egress hook offers its rules ([`Lookahead::egress_rules`]) only when
 //! its decision on a plain packet is the first of those rules that the
 //! packet's key matches, and no rule reads what an ingress hook or the
-//! route may change before it runs: the mark, the class, the output port,
-//! the connection state. The key's other fields (addresses, protocol,
+//! route may change before it runs: the mark, the class, the output port.
+//! A stateful filter's rules on the connection state alone are left out
+//! of what it offers (a key at ingress has no state, so they could not
+//! match there); it answers them itself from the state it finds, and
+//! keeps the earlier of that and the carried answer. The key's other fields (addresses, protocol,
 //! ports, TCP flags, DSCP, input port, VLAN) are the frame's and the input
 //! port's, which the router does not change (only the TTL and checksum).
 //! So the answer is the same at ingress as at egress, provided no hook in
@@ -109,11 +112,23 @@ pub fn link(set: &HookSet) -> Linked {
 }
 
 /// Whether `rules` may be answered ahead: none reads what changes between
-/// the ingress and the egress hook.
+/// the ingress and the egress hook, except the connection state in rules
+/// on nothing else ([`state_only`]), which the egress hook answers itself.
 pub fn answerable_ahead(rules: &[MatchRule]) -> bool {
-    rules
-        .iter()
-        .all(|r| r.out_port.is_none() && r.mark.is_none() && r.class.is_none() && r.ct_states == 0)
+    rules.iter().all(|r| {
+        let on_the_way = r.out_port.is_some() || r.mark.is_some() || r.class.is_some();
+        !on_the_way && (r.ct_states == 0 || state_only(r))
+    })
+}
+
+/// Whether `r` has a condition on the connection state and on nothing else.
+pub fn state_only(r: &MatchRule) -> bool {
+    r.ct_states != 0
+        && *r
+            == MatchRule {
+                ct_states: r.ct_states,
+                ..MatchRule::any()
+            }
 }
 
 #[cfg(test)]
@@ -303,11 +318,92 @@ mod tests {
         }
     }
 
+    /// A stateful filter's rules: state-only rules among random ones.
+    fn stateful_rules(rng: &mut Rng, n: usize) -> String {
+        let mut t = format!(
+            "policy = \"{}\"\nstateful = true\n",
+            ["accept", "drop"][rng.usize(..2)]
+        );
+        let at = rng.usize(..4);
+        for i in 0..n {
+            if i == at {
+                t += "[[rule]]\nstate = [\"established\", \"related\"]\naction = \"accept\"\n";
+            }
+            if i == at + 3 {
+                let action = ["accept", "drop"][rng.usize(..2)];
+                t += &format!("[[rule]]\nstate = \"new\"\naction = \"{action}\"\n");
+            }
+            let action = ["accept", "drop"][rng.usize(..2)];
+            t += &format!("[[rule]]\n{}action = \"{action}\"\n", rule_match(rng));
+        }
+        t
+    }
+
+    /// The reply of a packet: addresses and ports swapped.
+    fn reply(p: &Pkt) -> Pkt {
+        let mut q = p.clone();
+        let ip = &mut q.data[14..];
+        let ihl = usize::from(ip[0] & 0x0f) * 4;
+        for i in 0..4 {
+            ip.swap(12 + i, 16 + i);
+        }
+        if ip.len() >= ihl + 4 {
+            ip.swap(ihl, ihl + 2);
+            ip.swap(ihl + 1, ihl + 3);
+        }
+        q
+    }
+
+    #[test]
+    fn a_stateful_filter_takes_carried_answers_and_its_state_rules() {
+        let mut alive = Vec::new();
+        let (mut established, mut answered) = (0, 0);
+        for seed in 100..130 {
+            let mut rng = Rng::with_seed(seed);
+            let (ct, ft) = (classify_rules(&mut rng, 20), stateful_rules(&mut rng, 20));
+            let (c, f, set) = pair(&ct, &ft);
+            let (c0, f0, _) = pair(&ct, &ft);
+            alive.push([c.clone(), f.clone(), c0.clone(), f0.clone()]);
+            let linked = link(&set);
+            assert_eq!(linked.egress, vec![(1, 0)], "seed {seed}");
+            let mut seen: Vec<Pkt> = Vec::new();
+            for _ in 0..8 {
+                // New packets, and replies to earlier ones (established).
+                let pkts: Vec<Pkt> = (0..32)
+                    .map(|_| match seen.len() {
+                        n if n > 0 && rng.bool() => reply(&seen[rng.usize(..n)]),
+                        _ => packet(&mut rng),
+                    })
+                    .collect();
+                seen.extend(pkts.iter().cloned());
+                let (mut a, mut b) = (pkts.clone(), pkts);
+                let (got, _) = both(&*c, &*f, &mut a);
+                let (want, _) = both(&*c0, &*f0, &mut b);
+                assert_eq!(got, want, "seed {seed}");
+            }
+            assert_eq!(counts(&*c, &*f), counts(&*c0, &*f0), "seed {seed}");
+            for n in ["ct_new", "ct_established", "ct_entries"] {
+                assert_eq!(stat(&*f, n), stat(&*f0, n), "seed {seed}: {n}");
+            }
+            established += stat(&*f, "ct_established");
+            answered += stat(&*f, "answered_ahead");
+        }
+        // The traffic reached both kinds of rules: replies of tracked flows
+        // and answers carried from ingress.
+        assert!(established > 100, "{established} established");
+        assert!(answered > 1000, "{answered} answered ahead");
+    }
+
     #[test]
     fn filters_that_read_what_changes_on_the_way_are_not_answered_ahead() {
-        for extra in ["mark = 1", "class = 2", "out_port = 1"] {
+        for extra in ["mark = 1", "class = 2", "out_port = 1", "state = \"new\""] {
+            let stateful = if extra.starts_with("state") {
+                "stateful = true\n"
+            } else {
+                ""
+            };
             let filter = format!(
-                "policy = \"accept\"\n[[rule]]\nproto = \"udp\"\n{extra}\naction = \"drop\"\n"
+                "policy = \"accept\"\n{stateful}[[rule]]\nproto = \"udp\"\n{extra}\naction = \"drop\"\n"
             );
             let (_, f, set) = pair("[[rule]]\nproto = \"udp\"\nset_mark = 1\n", &filter);
             assert_eq!(link(&set), Linked::default(), "{extra}");

@@ -42,7 +42,7 @@
 
 use crate::conntrack::{ConnTable, CtCommit, CtConfig, CtHint, CtState, CtStats};
 use crate::flow::FlowSummary;
-use crate::lookahead::{answerable_ahead, Lookahead};
+use crate::lookahead::{answerable_ahead, state_only, Lookahead};
 use crate::rules::{
     flow_cache, parse_match, CachedClassifier, ClassifierBuilder, FlowCache, FragmentGuard, Key,
     MatchRule,
@@ -197,6 +197,73 @@ struct Rules {
     terminal_index: Vec<usize>,
     /// Count rules: config index and match.
     count_rules: Vec<(usize, MatchRule)>,
+    /// The terminal rules without a state condition, which lookahead
+    /// answers at ingress (where a key has no state), and the answer each
+    /// stands for (1 + its terminal index).
+    ahead: Vec<MatchRule>,
+    ahead_answer: Vec<u32>,
+    /// Per state (new, established, related): 1 + the index of the first
+    /// terminal rule on that state and nothing else; 0 if none.
+    state_first: [u32; 3],
+}
+
+impl Rules {
+    /// What lookahead needs (`ahead`, `ahead_answer`, `state_first`), once
+    /// the rules are parsed.
+    fn prepare_ahead(&mut self) {
+        for (i, r) in self.terminal.iter().enumerate() {
+            if r.ct_states == 0 {
+                self.ahead.push(r.clone());
+                self.ahead_answer.push(i as u32 + 1);
+            }
+        }
+        for (s, bits) in [KEY_CT_NEW, CT_ESTABLISHED, CT_RELATED]
+            .into_iter()
+            .enumerate()
+        {
+            let takes = |r: &MatchRule| r.ct_states & bits != 0 && state_only(r);
+            self.state_first[s] = self
+                .terminal
+                .iter()
+                .position(takes)
+                .map_or(0, |i| i as u32 + 1);
+        }
+    }
+
+    /// The answer (1 + terminal index, 0 none) of an answer of the `ahead`
+    /// rules.
+    #[inline(always)]
+    fn of_ahead(&self, answer: u32) -> u32 {
+        if self.ahead.len() == self.terminal.len() {
+            // No state rules: the same rules, the same answers.
+            return answer;
+        }
+        answer
+            .checked_sub(1)
+            .and_then(|i| self.ahead_answer.get(i as usize))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// 1 + the index of the first terminal rule that matches on nothing but
+    /// the connection state and takes `bits` (one `CT_*` bit); 0 if none.
+    #[inline(always)]
+    fn state_first(&self, bits: u8) -> u32 {
+        match bits {
+            KEY_CT_NEW => self.state_first[0],
+            CT_ESTABLISHED => self.state_first[1],
+            CT_RELATED => self.state_first[2],
+            _ => 0,
+        }
+    }
+}
+
+/// The earlier of two classifier answers (0: no match).
+fn first_of(a: u32, b: u32) -> u32 {
+    match (a, b) {
+        (0, x) | (x, 0) => x,
+        (a, b) => a.min(b),
+    }
 }
 
 /// The hook handed to the chain: the shared instance.
@@ -222,6 +289,10 @@ struct Judged {
     /// Each packet's state, and where its entry is for its commit.
     looked: [(CtState, CtHint); MAX_BURST],
     results: [u32; MAX_BURST],
+    /// Stateful: the keys made (`keys[..keyed]`) and the packet of each,
+    /// the others being answered at ingress.
+    keyed: usize,
+    keyed_at: [u8; MAX_BURST],
     tally: [u64; COUNTERS],
 }
 
@@ -234,18 +305,22 @@ impl Judged {
             keys: [Key::default(); MAX_BURST],
             looked: [(CtState::Untracked, CtHint::NONE); MAX_BURST],
             results: [0; MAX_BURST],
+            keyed: 0,
+            keyed_at: [0; MAX_BURST],
             tally: [0; COUNTERS],
         }
     }
 }
 
 impl Lookahead for Filter {
-    /// The terminal rules, when nothing but them decides a plain packet:
-    /// stateless, no count rules, no rule on mark, class or output port.
+    /// The terminal rules, when nothing but them and the connection state
+    /// decides a plain packet: no count rules, no rule on mark, class or
+    /// output port, and rules on states have no other condition (at
+    /// ingress they never match: the key there has no state; here
+    /// `Rules::state_first` answers for them).
     fn egress_rules(&self) -> Option<&[MatchRule]> {
         let r = &self.rules;
-        let alone = self.conntrack.is_none() && r.count_rules.is_empty();
-        (alone && answerable_ahead(&r.terminal)).then_some(&r.terminal[..])
+        (r.count_rules.is_empty() && answerable_ahead(&r.terminal)).then_some(&r.ahead[..])
     }
 
     fn carried_in(&self, slot: usize) {
@@ -270,13 +345,14 @@ impl Filter {
         let slot = self.slot.get().copied();
         for i in burst.accepted() {
             let Some(p) = burst.packet(i) else { continue };
-            if let Some(&a) = slot.and_then(|s| p.meta().lookahead.get(s)) {
-                if a != 0 {
-                    self.decide_ahead(burst, i, a - 1, &mut j.tally);
-                    continue;
-                }
-            }
             if stateless {
+                if let Some(&a) = slot.and_then(|s| p.meta().lookahead.get(s)) {
+                    if a != 0 {
+                        let answer = self.rules.of_ahead(a - 1);
+                        self.decide_ahead(burst, i, answer, &mut j.tally);
+                        continue;
+                    }
+                }
                 if let Some(k) = Key::of_plain(p.l3(), p.meta(), 0) {
                     j.keys[j.n] = k;
                     j.idx[j.n] = i as u8;
@@ -321,12 +397,44 @@ impl Filter {
                 .map_or(&[][..], |p| p.l3())
         };
         table.lookup_burst(&j.sums[..n], l3, now, &mut j.looked[..n]);
+        let slot = self.slot.get().copied();
+        j.keyed = 0;
         for k in 0..n {
             let (bits, counter) = ct_key(j.looked[k].0);
             j.tally[counter] += 1;
-            if let Some(p) = burst.packet(usize::from(j.idx[k])) {
-                j.keys[k] = Key::new(&j.sums[k], p.meta(), bits);
+            let Some(p) = burst.packet(usize::from(j.idx[k])) else {
+                continue;
+            };
+            match slot.and_then(|s| p.meta().lookahead.get(s)) {
+                Some(&a) if a != 0 => {
+                    // The stateless rules answered at ingress; the
+                    // state-only rules answer for the state found here.
+                    let stateless = self.rules.of_ahead(a - 1);
+                    j.results[k] = first_of(stateless, self.rules.state_first(bits));
+                    j.tally[ANSWERED_AHEAD] += 1;
+                }
+                _ => {
+                    let m = j.keyed;
+                    j.keys[m] = Key::new(&j.sums[k], p.meta(), bits);
+                    j.keyed_at[m] = k as u8;
+                    j.keyed += 1;
+                }
             }
+        }
+    }
+
+    /// Stateful: classify the keys `look_up` made and put each answer at
+    /// its packet.
+    fn classify_tracked(&self, cache: &mut FlowCache, j: &mut Judged) {
+        let m = j.keyed;
+        if m == 0 {
+            return;
+        }
+        let mut answers = [0u32; MAX_BURST];
+        self.classifier
+            .classify(cache, &j.keys[..m], &mut answers[..m]);
+        for (&k, a) in j.keyed_at[..m].iter().zip(answers) {
+            j.results[usize::from(k)] = a;
         }
     }
 
@@ -368,7 +476,7 @@ impl Filter {
             Some(a) => (*a, true),
             None => (self.policy, false),
         };
-        if action == Action::Accept && j.keys[k].ct() == KEY_CT_NEW {
+        if action == Action::Accept && j.looked[k].0 == CtState::New {
             if let Some(t) = table {
                 let l3 = burst.packet(i).map_or(&[][..], |p| p.l3());
                 if t.commit_hinted(&j.sums[k], l3, now, j.looked[k].1) == CtCommit::Full {
@@ -454,18 +562,21 @@ impl HookWorker for FilterPart {
         };
         if let Some(t) = table.as_deref_mut() {
             f.look_up(burst, t, cx.now_ns, j);
-        } else if f.conntrack.is_some() {
-            // No table on this worker (none of the pipeline's): untracked.
-            j.looked[..n].fill((CtState::Untracked, CtHint::NONE));
-            for k in 0..n {
-                if let Some(p) = burst.packet(usize::from(j.idx[k])) {
-                    j.keys[k] = Key::new(&j.sums[k], p.meta(), 0);
+            f.classify_tracked(&mut self.cache, j);
+        } else {
+            if f.conntrack.is_some() {
+                // No table on this worker (none of the pipeline's): untracked.
+                j.looked[..n].fill((CtState::Untracked, CtHint::NONE));
+                for k in 0..n {
+                    if let Some(p) = burst.packet(usize::from(j.idx[k])) {
+                        j.keys[k] = Key::new(&j.sums[k], p.meta(), 0);
+                    }
                 }
             }
-        }
-        if n > 0 {
-            f.classifier
-                .classify(&mut self.cache, &j.keys[..n], &mut j.results[..n]);
+            if n > 0 {
+                f.classifier
+                    .classify(&mut self.cache, &j.keys[..n], &mut j.results[..n]);
+            }
         }
         for k in 0..n {
             f.decide(burst, table.as_deref_mut(), cx.now_ns, j, k);
@@ -625,6 +736,7 @@ fn parse_rules(
             None => rules.count_rules.push((i, rule)),
         }
     }
+    rules.prepare_ahead();
     Ok(rules)
 }
 

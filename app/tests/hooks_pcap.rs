@@ -10,9 +10,11 @@ use common::frames::{from_host_a, tcp, udp};
 use common::*;
 use hooks::testkit;
 
-const CONFIG: &str = concat!(
-    pcap_router_config!(),
-    r#"
+/// The classify hook of `CONFIG` and `LINKED`: DNS marked and classed,
+/// 192.0.2.0/24 dropped.
+macro_rules! classify_hook {
+    () => {
+        r#"
 [[hook]]
 point = "ingress"
 port = "net_pcap0"
@@ -26,7 +28,14 @@ set_class = 3
 [[hook.rule]]
 src = "192.0.2.0/24"
 action = "drop"
+"#
+    };
+}
 
+const CONFIG: &str = concat!(
+    pcap_router_config!(),
+    classify_hook!(),
+    r#"
 [[hook]]
 point = "egress"
 port = "net_pcap1"
@@ -203,20 +212,8 @@ fn tiny_and_overlapping_fragments_do_not_pass_a_port_rule() {
 /// `docs/lookahead.md`).
 const LINKED: &str = concat!(
     pcap_router_config!(),
+    classify_hook!(),
     r#"
-[[hook]]
-point = "ingress"
-port = "net_pcap0"
-kind = "classify"
-name = "cls"
-[[hook.rule]]
-proto = "udp"
-dport = 53
-set_mark = 7
-[[hook.rule]]
-src = "192.0.2.0/24"
-action = "drop"
-
 [[hook]]
 point = "egress"
 port = "net_pcap1"

@@ -18,16 +18,29 @@ pub trait Classifier: Send + Sync {
     /// [`Classifier::classify`] gives it for that set alone. Sets beyond
     /// those built answer 0. A classifier of one set answers it in `[0]`.
     fn classify_sets(&self, keys: &[Key], results: &mut [Answers]) {
-        let n = keys.len().min(results.len());
-        let mut one = [0u32; crate::MAX_BURST];
-        for (keys, results) in keys[..n]
-            .chunks(crate::MAX_BURST)
-            .zip(results[..n].chunks_mut(crate::MAX_BURST))
-        {
-            self.classify(keys, &mut one[..keys.len()]);
+        set_by_set(keys, results, 1, |_, k, r| self.classify(k, r));
+    }
+}
+
+/// [`Classifier::classify_sets`] by asking for each of `sets` sets in turn
+/// (`classify(set, keys, results)`); the others answer 0.
+fn set_by_set(
+    keys: &[Key],
+    results: &mut [Answers],
+    sets: usize,
+    classify: impl Fn(usize, &[Key], &mut [u32]),
+) {
+    let n = keys.len().min(results.len());
+    let mut one = [0u32; crate::MAX_BURST];
+    for (keys, results) in keys[..n]
+        .chunks(crate::MAX_BURST)
+        .zip(results[..n].chunks_mut(crate::MAX_BURST))
+    {
+        results.fill([0; MAX_SETS]);
+        for c in 0..sets.min(MAX_SETS) {
+            classify(c, keys, &mut one[..keys.len()]);
             for (r, a) in results.iter_mut().zip(one) {
-                *r = [0; MAX_SETS];
-                r[0] = a;
+                r[c] = a;
             }
         }
     }
@@ -76,20 +89,9 @@ impl Classifier for EachSet {
     }
 
     fn classify_sets(&self, keys: &[Key], results: &mut [Answers]) {
-        let n = keys.len().min(results.len());
-        let mut one = [0u32; crate::MAX_BURST];
-        for (keys, results) in keys[..n]
-            .chunks(crate::MAX_BURST)
-            .zip(results[..n].chunks_mut(crate::MAX_BURST))
-        {
-            results.iter_mut().for_each(|r| *r = [0; MAX_SETS]);
-            for (c, set) in self.0.iter().enumerate().take(MAX_SETS) {
-                set.classify(keys, &mut one[..keys.len()]);
-                for (r, a) in results.iter_mut().zip(one) {
-                    r[c] = a;
-                }
-            }
-        }
+        set_by_set(keys, results, self.0.len(), |c, k, r| {
+            self.0[c].classify(k, r)
+        });
     }
 }
 

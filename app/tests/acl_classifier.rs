@@ -248,6 +248,16 @@ fn rule_sets_as_categories_answer_each_set_alone() {
         }
         assert_eq!(classify_all(&a, &keys, 32), want[0], "{name}: classify");
     }
+    // A classifier of one set answers it in [0], the others 0.
+    let one = acl().build_acl(&sets[0]).expect("one set");
+    let mut got = vec![[u32::MAX; MAX_SETS]; keys.len()];
+    for (k, r) in keys.chunks(64).zip(got.chunks_mut(64)) {
+        one.classify_sets(k, r);
+    }
+    assert!(got
+        .iter()
+        .zip(&want[0])
+        .all(|(g, &w)| g[0] == w && g[1..].iter().all(|&x| x == 0)));
     let too_many: Vec<&[MatchRule]> = vec![&sets[0]; MAX_SETS + 1];
     assert!(acl().build_acl_sets(&too_many).is_err());
 }

@@ -106,9 +106,9 @@ pub struct Classify {
 /// worker's own flow cache.
 struct ClassifyPart {
     shared: Arc<Classify>,
-    cache: FlowCache,
-    /// The cache in front of the lookahead classifier, when there is one.
-    ahead_cache: Option<FlowCache<Answers>>,
+    /// The worker's flow cache: in front of the hook's own classifier, or
+    /// of the lookahead one when the hook was linked (`Classify::ahead`).
+    cache: PartCache,
     worker: usize,
     /// One burst's keys, their burst indices and answers, kept between
     /// bursts (each burst writes the elements it reads).
@@ -126,6 +126,12 @@ struct Keyed {
     answers: [Answers; MAX_BURST],
 }
 
+/// A part's flow cache (see `ClassifyPart::cache`).
+enum PartCache {
+    Own(FlowCache),
+    Ahead(FlowCache<Answers>),
+}
+
 /// The lookahead classifier: this hook's rules in set 0, the egress rule
 /// set of lookahead slot i in set 1 + i.
 struct Ahead {
@@ -140,8 +146,10 @@ impl Hook for ClassifyHook {
     fn worker(&self, worker: usize, _: &mut WorkerStore) -> Box<dyn HookWorker> {
         Box::new(ClassifyPart {
             shared: self.0.clone(),
-            cache: self.0.classifier.cache(worker),
-            ahead_cache: self.0.ahead.get().map(|a| a.classifier.cache(worker)),
+            cache: match self.0.ahead.get() {
+                Some(a) => PartCache::Ahead(a.classifier.cache(worker)),
+                None => PartCache::Own(self.0.classifier.cache(worker)),
+            },
             worker,
             scratch: Box::new(Keyed {
                 keys: [Key::default(); MAX_BURST],
@@ -205,14 +213,17 @@ impl HookWorker for ClassifyPart {
             answers,
         } = &mut *self.scratch;
         if n > 0 {
-            match (c.ahead.get(), self.ahead_cache.as_mut()) {
-                (Some(a), Some(cache)) => {
+            match (&mut self.cache, c.ahead.get()) {
+                (PartCache::Ahead(cache), Some(a)) => {
                     a.classifier.classify(cache, &keys[..n], &mut answers[..n]);
                     carry(burst, &idx[..n], *plain, &answers[..n], a.slots, results);
                 }
-                _ => c
-                    .classifier
-                    .classify(&mut self.cache, &keys[..n], &mut results[..n]),
+                (PartCache::Own(cache), _) => {
+                    c.classifier.classify(cache, &keys[..n], &mut results[..n])
+                }
+                // Not reached: a part gets this cache only once `ahead` is set,
+                // and it stays set. No rule matches rather than a panic.
+                (PartCache::Ahead(_), None) => results[..n].fill(0),
             }
         }
         let mut matched = 0;

@@ -36,7 +36,7 @@ use crate::wire::ethernet::ethertype;
 use crate::worker_counters::{CounterStore, WorkerCounters};
 use crate::{
     BuildContext, DropReason, Hook, HookArgs, HookBuildError, HookBurst, HookContext, HookKind,
-    HookPoint, HookWorker, Verdict, WorkerStore, MAX_BURST,
+    HookPacket, HookPoint, HookWorker, Verdict, WorkerStore, MAX_BURST,
 };
 use std::sync::{Arc, OnceLock};
 
@@ -212,31 +212,24 @@ impl HookWorker for ClassifyPart {
             results,
             answers,
         } = &mut *self.scratch;
-        if n > 0 {
-            match (&mut self.cache, c.ahead.get()) {
-                (PartCache::Ahead(cache), Some(a)) => {
-                    a.classifier.classify(cache, &keys[..n], &mut answers[..n]);
-                    carry(burst, &idx[..n], *plain, &answers[..n], a.slots, results);
-                }
-                (PartCache::Own(cache), _) => {
-                    c.classifier.classify(cache, &keys[..n], &mut results[..n])
-                }
-                // Not reached: a part gets this cache only once `ahead` is set,
-                // and it stays set. No rule matches rather than a panic.
-                (PartCache::Ahead(_), None) => results[..n].fill(0),
+        let matched = match (&mut self.cache, c.ahead.get()) {
+            _ if n == 0 => 0,
+            (PartCache::Ahead(cache), Some(a)) => {
+                a.classifier.classify(cache, &keys[..n], &mut answers[..n]);
+                act_ahead(c, burst, &idx[..n], *plain, &answers[..n], a.slots)
             }
-        }
-        let mut matched = 0;
-        for k in 0..n {
-            let Some(action) = results[k]
-                .checked_sub(1)
-                .and_then(|r| c.actions.get(r as usize))
-            else {
-                continue;
-            };
-            matched += 1;
-            apply(burst, usize::from(idx[k]), *action);
-        }
+            (PartCache::Own(cache), _) => {
+                c.classifier.classify(cache, &keys[..n], &mut results[..n]);
+                let mut matched = 0;
+                for (&i, &r) in idx[..n].iter().zip(&results[..n]) {
+                    matched += act(c, burst, usize::from(i), r, &[]);
+                }
+                matched
+            }
+            // Not reached: a part gets this cache only once `ahead` is set,
+            // and it stays set. No rule matches rather than a panic.
+            (PartCache::Ahead(_), None) => 0,
+        };
         c.counts.add(self.worker, MATCHED, matched);
         c.counts.add(self.worker, UNPARSED, unparsed);
     }
@@ -244,7 +237,8 @@ impl HookWorker for ClassifyPart {
 
 /// Key every accepted IPv4 packet of `burst` into `keyed` (a fragment the
 /// rules cannot judge is dropped here). Returns the keys made and the
-/// packets that could not be read.
+/// packets that could not be read. A plain packet's key is written in
+/// place; any other packet's in `key_parsed`, out of line.
 #[inline(always)]
 fn key_burst(c: &Classify, burst: &mut HookBurst<'_, '_>, keyed: &mut Keyed) -> (usize, u64) {
     let mut n = 0;
@@ -252,77 +246,99 @@ fn key_burst(c: &Classify, burst: &mut HookBurst<'_, '_>, keyed: &mut Keyed) -> 
     keyed.plain = 0;
     for i in burst.accepted() {
         let Some(p) = burst.packet(i) else { continue };
+        let (Some(key), Some(at)) = (keyed.keys.get_mut(n), keyed.idx.get_mut(n)) else {
+            break;
+        };
         if p.meta().protocol != ethertype::IPV4 {
             continue;
         }
-        let (key, plain) = match Key::of_plain(p.l3(), p.meta(), 0) {
-            Some(k) => (k, true),
-            None => match FlowSummary::parse(p.l3()) {
-                Some(s) => {
-                    if let Some(r) = c.fragments.check(&s) {
-                        burst.set_verdict(i, Verdict::Drop(r));
-                        continue;
-                    }
-                    (Key::new(&s, p.meta(), 0), false)
+        if let Some(k) = Key::of_plain(p.l3(), p.meta(), 0) {
+            *key = k;
+            keyed.plain |= 1 << n;
+        } else {
+            match key_parsed(c, p, key) {
+                Ok(()) => {}
+                Err(Some(r)) => {
+                    burst.set_verdict(i, Verdict::Drop(r));
+                    continue;
                 }
-                None => {
+                Err(None) => {
                     unparsed += 1;
                     continue;
                 }
-            },
-        };
-        if let (Some(k), Some(at)) = (keyed.keys.get_mut(n), keyed.idx.get_mut(n)) {
-            *k = key;
-            *at = i as u8;
-            keyed.plain |= u64::from(plain) << n;
-            n += 1;
+            }
         }
+        *at = i as u8;
+        n += 1;
     }
     (n, unparsed)
 }
 
-/// This hook's own results out of the lookahead answers, and each plain
-/// packet's answers for the egress rule sets carried in its metadata.
+/// The key of a packet that is not plain (options, fragments, other
+/// protocols), through its flow summary, into `key`. `Err(Some(reason))`:
+/// a fragment the rules cannot judge, to drop; `Err(None)`: unreadable.
+#[cold]
+#[inline(never)]
+fn key_parsed(c: &Classify, p: &HookPacket<'_>, key: &mut Key) -> Result<(), Option<DropReason>> {
+    let s = FlowSummary::parse(p.l3()).ok_or(None)?;
+    if let Some(r) = c.fragments.check(&s) {
+        return Err(Some(r));
+    }
+    *key = Key::new(&s, p.meta(), 0);
+    Ok(())
+}
+
+/// Each packet's own answer (set 0) acted on, and each plain packet's
+/// answers for the egress rule sets (sets 1..=slots) carried in its
+/// metadata, in one pass. Returns the packets that matched a rule.
 #[inline(always)]
-fn carry(
+fn act_ahead(
+    c: &Classify,
     burst: &mut HookBurst<'_, '_>,
     idx: &[u8],
     plain: u64,
     answers: &[Answers],
     slots: usize,
-    results: &mut [u32],
-) {
-    for (k, (a, r)) in answers.iter().zip(results.iter_mut()).enumerate() {
-        *r = a[0];
-        if plain & 1 << k == 0 {
-            continue;
-        }
-        if let Some(p) = idx.get(k).and_then(|&i| burst.packet_mut(usize::from(i))) {
-            for (slot, answer) in a[1..].iter().take(slots).enumerate() {
-                p.carry_answer(slot, answer + 1);
-            }
-        }
+) -> u64 {
+    let mut matched = 0;
+    for (k, (&i, a)) in idx.iter().zip(answers).enumerate() {
+        let carried = match plain & 1 << k {
+            0 => &[][..],
+            _ => a.get(1..1 + slots).unwrap_or_default(),
+        };
+        matched += act(c, burst, usize::from(i), a[0], carried);
     }
+    matched
 }
 
-/// What a matching rule does to packet `i`.
+/// What the rule of `result` (1 + rule index, 0 = none) does to packet
+/// `i`, and the answers it carries to egress (1 + each). Returns 1 when a
+/// rule matched.
 #[inline(always)]
-fn apply(burst: &mut HookBurst<'_, '_>, i: usize, action: ClassifyAction) {
-    match action {
-        ClassifyAction::Drop => {
-            burst.set_verdict(i, Verdict::Drop(DropReason::ClassifyRule));
-        }
-        ClassifyAction::Set { mark, class } => {
-            if let Some(p) = burst.packet_mut(i) {
-                if let Some(m) = mark {
-                    p.set_mark(m);
-                }
-                if let Some(c) = class {
-                    p.set_class(c);
-                }
-            }
-        }
+fn act(c: &Classify, burst: &mut HookBurst<'_, '_>, i: usize, result: u32, carried: &[u32]) -> u64 {
+    let action = result
+        .checked_sub(1)
+        .and_then(|r| c.actions.get(r as usize));
+    if let Some(ClassifyAction::Drop) = action {
+        burst.set_verdict(i, Verdict::Drop(DropReason::ClassifyRule));
+        return 1;
     }
+    let Some(p) = burst.packet_mut(i) else {
+        return 0;
+    };
+    for (slot, answer) in carried.iter().enumerate() {
+        p.carry_answer(slot, answer + 1);
+    }
+    let Some(&ClassifyAction::Set { mark, class }) = action else {
+        return 0;
+    };
+    if let Some(m) = mark {
+        p.set_mark(m);
+    }
+    if let Some(c) = class {
+        p.set_class(c);
+    }
+    1
 }
 
 /// The action keys of classify rule `i`.

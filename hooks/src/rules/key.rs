@@ -71,6 +71,18 @@ pub struct Key {
 const _: () = assert!(size_of::<Key>() == 32);
 const _: () = assert!(align_of::<Key>() == 4);
 
+/// Key bytes 16..24 as one little-endian word: input port, output port,
+/// VLAN and class, each big-endian (a byte swap within each 16-bit lane).
+#[inline(always)]
+fn meta_word(meta: &PacketMeta) -> u64 {
+    const LOW: u64 = 0x00ff_00ff_00ff_00ff;
+    let x = u64::from(meta.in_port)
+        | u64::from(meta.out_port) << 16
+        | u64::from(meta.vlan) << 32
+        | u64::from(meta.class) << 48;
+    (x & LOW) << 8 | (x >> 8) & LOW
+}
+
 impl Key {
     /// Size of a key in bytes.
     pub const SIZE: usize = size_of::<Key>();
@@ -111,29 +123,24 @@ impl Key {
         let ip: &[u8; 24] = l3.first_chunk()?;
         // Version 4, IHL 5; no fragment offset and no More Fragments (DF
         // may be set).
-        if ip[0] != 0x45 || ip[6] & 0x3f != 0 || ip[7] != 0 {
+        if ip[0] != 0x45 || (ip[6] & 0x3f) | ip[7] != 0 {
             return None;
         }
+        // The L4 bytes inside both the datagram and the frame.
         let total_len = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-        let l4_len = total_len.clamp(IHL5, l3.len()) - IHL5;
+        let l4_end = total_len.min(l3.len());
         let proto = ip[9];
         let tcp_flags = match proto {
-            crate::flow::proto::UDP if l4_len >= 8 => 0,
-            crate::flow::proto::TCP if l4_len >= 20 => *l3.get(IHL5 + 13)?,
+            crate::flow::proto::UDP if l4_end >= IHL5 + 8 => 0,
+            crate::flow::proto::TCP if l4_end >= IHL5 + 20 => *l3.get(IHL5 + 13)?,
             _ => return None,
         };
+        // Whole words, as the key is laid out: the first word, source and
+        // destination with their ports as on the wire, then the metadata.
         let mut b = [0u8; 32];
-        b[0] = proto;
-        b[1] = tcp_flags;
-        b[2] = ip[1] >> 2;
-        b[3] = FLAG_L4 | (ct & CT_ALL);
-        // Source and destination, then source and destination ports.
-        b[4..12].copy_from_slice(&ip[12..20]);
-        b[12..16].copy_from_slice(&ip[20..24]);
-        b[16..18].copy_from_slice(&meta.in_port.to_be_bytes());
-        b[18..20].copy_from_slice(&meta.out_port.to_be_bytes());
-        b[20..22].copy_from_slice(&meta.vlan.to_be_bytes());
-        b[22..24].copy_from_slice(&meta.class.to_be_bytes());
+        b[..4].copy_from_slice(&[proto, tcp_flags, ip[1] >> 2, FLAG_L4 | (ct & CT_ALL)]);
+        b[4..16].copy_from_slice(&ip[12..24]);
+        b[16..24].copy_from_slice(&meta_word(meta).to_le_bytes());
         b[24..28].copy_from_slice(&meta.mark.to_be_bytes());
         Some(Key { b })
     }

@@ -334,6 +334,15 @@ fn prepare(o: &Options) -> Result<Vec<Prepared>, String> {
     Ok(prepared)
 }
 
+/// Write every case's config into `o.workdir` (and its pcap into the
+/// cache) without running anything: each case's label, config and pcap.
+pub fn write_configs(o: &Options) -> Result<Vec<(String, PathBuf, PathBuf)>, String> {
+    Ok(prepare(o)?
+        .into_iter()
+        .map(|p| (p.case.label(), p.config, p.pcap))
+        .collect())
+}
+
 /// One run of a case: its rate, a note and the connection-tracking entries.
 fn run_case(o: &Options, p: &Prepared) -> Result<(f64, String, Option<u64>), String> {
     let (out, err) = pcap_run::run(fastpath_cmd(o, p), Stop::Exit(o.seconds + 1))?;

@@ -215,6 +215,11 @@ enum Cmd {
         /// ~/.cache/fastpath-bench).
         #[arg(long)]
         cache_dir: Option<PathBuf>,
+        /// Only write each case's config into this folder (and its pcap into
+        /// the cache), print one line per case (label, config, pcap) and
+        /// exit: what `bench/instructions.sh` counts instructions on.
+        #[arg(long)]
+        configs: Option<PathBuf>,
     },
 }
 
@@ -496,6 +501,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
             no_huge,
             cases,
             cache_dir,
+            configs,
         } => {
             let cases = hooks_bench::Case::select(&cases)?;
             let partial = cases.len() < hooks_bench::Case::ALL.len();
@@ -510,6 +516,16 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 cache_dir: cache_dir.unwrap_or_else(pcap_cache::default_dir),
                 hugepages,
             };
+            if let Some(dir) = configs {
+                let opts = hooks_bench::Options {
+                    workdir: dir,
+                    ..opts
+                };
+                for (label, config, pcap) in hooks_bench::write_configs(&opts)? {
+                    println!("{label} {} {}", config.display(), pcap.display());
+                }
+                return Ok(());
+            }
             eprintln!(
                 "hooks benchmark: {rounds} rounds of {} cases ({}), {seconds} s each, 64-byte \
                  frames, {}; pcaps in {}",

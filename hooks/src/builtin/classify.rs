@@ -94,7 +94,8 @@ pub struct Classify {
     builder: Arc<dyn ClassifierBuilder>,
     workers: usize,
     cache_slots: usize,
-    actions: Vec<ClassifyAction>,
+    /// By answer (1 + rule index; 0: no rule matched): what it does.
+    effects: Vec<Effect>,
     /// The fragments the rules cannot judge, dropped before them.
     fragments: FragmentGuard,
     /// Per worker: packets that matched a rule, IPv4 packets that could
@@ -139,6 +140,34 @@ struct Ahead {
     slots: usize,
 }
 
+/// A rule's action as the packet path applies it: `effects[0]` of a
+/// [`Classify`] is the no-match one (nothing set, not counted).
+#[derive(Clone, Copy, Debug, Default)]
+struct Effect {
+    matched: bool,
+    drop: bool,
+    mark: Option<u32>,
+    class: Option<u16>,
+}
+
+impl Effect {
+    fn of(action: ClassifyAction) -> Effect {
+        match action {
+            ClassifyAction::Drop => Effect {
+                matched: true,
+                drop: true,
+                ..Effect::default()
+            },
+            ClassifyAction::Set { mark, class } => Effect {
+                matched: true,
+                drop: false,
+                mark,
+                class,
+            },
+        }
+    }
+}
+
 /// The hook handed to the chain: the shared instance.
 struct ClassifyHook(Arc<Classify>);
 
@@ -168,7 +197,7 @@ impl Hook for ClassifyHook {
     fn stats(&self) -> Vec<(&'static str, u64)> {
         let c = &self.0;
         let mut v = vec![
-            ("rules", c.actions.len() as u64),
+            ("rules", c.effects.len().saturating_sub(1) as u64),
             ("matched", c.counts.sum(MATCHED)),
             ("unparsed", c.counts.sum(UNPARSED)),
         ];
@@ -316,10 +345,8 @@ fn act_ahead(
 /// rule matched.
 #[inline(always)]
 fn act(c: &Classify, burst: &mut HookBurst<'_, '_>, i: usize, result: u32, carried: &[u32]) -> u64 {
-    let action = result
-        .checked_sub(1)
-        .and_then(|r| c.actions.get(r as usize));
-    if let Some(ClassifyAction::Drop) = action {
+    let e = c.effects.get(result as usize).copied().unwrap_or_default();
+    if e.drop {
         burst.set_verdict(i, Verdict::Drop(DropReason::ClassifyRule));
         return 1;
     }
@@ -329,16 +356,13 @@ fn act(c: &Classify, burst: &mut HookBurst<'_, '_>, i: usize, result: u32, carri
     for (slot, answer) in carried.iter().enumerate() {
         p.carry_answer(slot, answer + 1);
     }
-    let Some(&ClassifyAction::Set { mark, class }) = action else {
-        return 0;
-    };
-    if let Some(m) = mark {
+    if let Some(m) = e.mark {
         p.set_mark(m);
     }
-    if let Some(c) = class {
+    if let Some(c) = e.class {
         p.set_class(c);
     }
-    1
+    u64::from(e.matched)
 }
 
 /// The action keys of classify rule `i`.
@@ -410,10 +434,11 @@ impl HookKind for ClassifyKind {
         }
         let slots = flow_cache::slots_param(args)?;
         let mut rules = Vec::with_capacity(args.rules.len());
-        let mut actions = Vec::with_capacity(args.rules.len());
+        let mut effects = Vec::with_capacity(args.rules.len() + 1);
+        effects.push(Effect::default());
         for (i, t) in args.rules.iter().enumerate() {
             rules.push(parse_match(t, i, cx, &MATCH_KEYS, &ACTION_KEYS)?);
-            actions.push(parse_action(t, i)?);
+            effects.push(Effect::of(parse_action(t, i)?));
         }
         let classifier = self.builder.build(&rules).map_err(|e| HookBuildError {
             rule: None,
@@ -428,7 +453,7 @@ impl HookKind for ClassifyKind {
             builder: self.builder.clone(),
             workers: cx.workers,
             cache_slots: slots,
-            actions,
+            effects,
             counts: self.counters.for_instance(cx),
         }))))
     }

@@ -87,6 +87,10 @@ impl Key {
     /// Size of a key in bytes.
     pub const SIZE: usize = size_of::<Key>();
 
+    /// A key no packet has (bytes 28..32 are never set): what an empty
+    /// slot of a cache holds.
+    pub(crate) const UNUSED: Key = Key { b: [0xff; 32] };
+
     /// The key of a packet: its flow fields, its metadata (ports, VLAN,
     /// class, mark) and its connection-tracking state (`ct`: one of the
     /// `CT_*` bits, 0 when untracked; other bits are ignored).

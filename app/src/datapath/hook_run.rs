@@ -39,14 +39,16 @@ pub fn run_chain(
         now_ns: now_ns(ns_per_tick),
         ..cx
     };
-    let mut idx = ArrayVec::<u8, BURST_SIZE>::new();
+    // The packets `select` picks, and their places in the burst.
+    let mut at = [0u8; BURST_SIZE];
     let mut pkts = ArrayVec::<HookPacket<'_>, BURST_SIZE>::new();
-    for (i, (m, meta)) in mbufs.iter_mut().zip(s.metas.iter_mut()).enumerate() {
-        if select(&s.next[i], meta) {
-            idx.push(i as u8);
+    for (i, ((m, meta), next)) in mbufs.iter_mut().zip(&mut s.metas).zip(&s.next).enumerate() {
+        if select(next, meta) {
+            at[pkts.len() % BURST_SIZE] = i as u8;
             pkts.push(HookPacket::new(m.data_mut(), meta));
         }
     }
+    let idx = &at[..pkts.len()];
     if pkts.is_empty() {
         return;
     }
@@ -74,7 +76,7 @@ pub fn run_chain(
     let written = pkts.iter().any(|p| p.written());
     drop(pkts);
     if written {
-        check_written(cx.point, mbufs, s, &idx);
+        check_written(cx.point, mbufs, s, idx);
     }
 }
 

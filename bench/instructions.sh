@@ -27,7 +27,6 @@ command -v valgrind >/dev/null || { echo "error: valgrind is not installed (apt-
 for b in "$FP" "$BENCH" ${BASE:+"$BASE"}; do
     [ -x "$b" ] || { echo "error: $b is not an executable (cargo build --release first)" >&2; exit 1; }
 done
-# Absolute paths: callgrind names the binary of each function only then.
 FP=$(realpath "$FP")
 [ -z "$BASE" ] || BASE=$(realpath "$BASE")
 dir=$(mktemp -d /tmp/fp-instructions.XXXXXX)
@@ -54,7 +53,9 @@ count() { # BIN CONFIG PCAP OUT FRAMES
         --vdev "net_pcap0,rx_pcap=$3" --vdev net_null0,no-rx=1 -- --config "$2" \
         --duration $dur >"$4.log" 2>&1
     local ir rx
-    ir=$(callgrind_annotate --inclusive=yes --threshold=100 "$4" 2>/dev/null |
+    # Run outside the source tree: under it, callgrind_annotate shortens the
+    # paths and leaves out the binary of each function.
+    ir=$(cd "$dir" && callgrind_annotate --inclusive=yes --threshold=100 "$4" 2>/dev/null |
         grep 'datapath/mod.rs:fastpath::datapath::Pipeline::process \[' |
         awk '{gsub(",", "", $1); print $1}' | sort -n | tail -1)
     rx=$(awk '$2 == "net_pcap0" && $1 == "0" {print $3; exit}' "$4.log")

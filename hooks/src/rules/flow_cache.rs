@@ -574,6 +574,28 @@ mod tests {
         assert_eq!(asked.load(Relaxed), 32);
     }
 
+    /// Empty slots hold `Key::UNUSED`, which no key a packet can have
+    /// equals: the all-zero key and the key of all ones (as far as a key
+    /// can be) miss an empty cache and are asked about, in every slot.
+    #[test]
+    fn an_empty_slot_answers_no_key() {
+        let (c, _, asked) = cached(16);
+        let mut cache = c.cache(0);
+        let zero = Key::default();
+        let ones = Key::from_bytes([0xff; 32]);
+        assert_ne!(ones, Key::UNUSED);
+        let mut keys: Vec<Key> = vec![zero, ones];
+        // Keys spread over the slots, with bytes 0..28 all ones but one.
+        keys.extend((0..28).map(|i| {
+            let mut b = [0xff; 32];
+            b[i] = 0;
+            Key::from_bytes(b)
+        }));
+        let mut got = vec![0u32; keys.len()];
+        c.classify(&mut cache, &keys, &mut got);
+        assert_eq!(asked.load(Relaxed), keys.len() as u64, "every key misses");
+    }
+
     #[test]
     fn no_cache_for_zero_slots_and_one_for_any_worker() {
         let (c, _, asked) = cached(0);

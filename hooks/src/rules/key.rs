@@ -71,18 +71,6 @@ pub struct Key {
 const _: () = assert!(size_of::<Key>() == 32);
 const _: () = assert!(align_of::<Key>() == 4);
 
-/// Key bytes 16..24 as one little-endian word: input port, output port,
-/// VLAN and class, each big-endian (a byte swap within each 16-bit lane).
-#[inline(always)]
-fn meta_word(meta: &PacketMeta) -> u64 {
-    const LOW: u64 = 0x00ff_00ff_00ff_00ff;
-    let x = u64::from(meta.in_port)
-        | u64::from(meta.out_port) << 16
-        | u64::from(meta.vlan) << 32
-        | u64::from(meta.class) << 48;
-    (x & LOW) << 8 | (x >> 8) & LOW
-}
-
 impl Key {
     /// Size of a key in bytes.
     pub const SIZE: usize = size_of::<Key>();
@@ -139,12 +127,15 @@ impl Key {
             crate::flow::proto::TCP if l4_end >= IHL5 + 20 => *l3.get(IHL5 + 13)?,
             _ => return None,
         };
-        // Whole words, as the key is laid out: the first word, source and
-        // destination with their ports as on the wire, then the metadata.
+        // As the key is laid out: the first word, source and destination
+        // with their ports as on the wire, then the metadata.
         let mut b = [0u8; 32];
         b[..4].copy_from_slice(&[proto, tcp_flags, ip[1] >> 2, FLAG_L4 | (ct & CT_ALL)]);
         b[4..16].copy_from_slice(&ip[12..24]);
-        b[16..24].copy_from_slice(&meta_word(meta).to_le_bytes());
+        b[16..18].copy_from_slice(&meta.in_port.to_be_bytes());
+        b[18..20].copy_from_slice(&meta.out_port.to_be_bytes());
+        b[20..22].copy_from_slice(&meta.vlan.to_be_bytes());
+        b[22..24].copy_from_slice(&meta.class.to_be_bytes());
         b[24..28].copy_from_slice(&meta.mark.to_be_bytes());
         Some(Key { b })
     }

@@ -44,6 +44,7 @@ pub fn run_chain(
     let mut pkts = ArrayVec::<HookPacket<'_>, BURST_SIZE>::new();
     for (i, ((m, meta), next)) in mbufs.iter_mut().zip(&mut s.metas).zip(&s.next).enumerate() {
         if select(next, meta) {
+            // `pkts` holds at most BURST_SIZE: the modulo only spares a bounds check.
             at[pkts.len() % BURST_SIZE] = i as u8;
             pkts.push(HookPacket::new(m.data_mut(), meta));
         }

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# The router beside DPDK's own reference router, examples/l3fwd (LPM, SSE, four packets
+# at a time), and testpmd io, on the same virtual devices: 64-byte frames of 64 flows
+# (the router benchmark's base row) replayed from memory by net_pcap0 (infinite_rx),
+# routed out of net_null0.
+# One worker core each; the three alternate, ROUNDS rounds; the rate of each run is
+# port 1's opackets over SECS seconds, read from DPDK's telemetry socket (the same reader
+# for all three), after the first packets plus 1.5 s.
+#
+#   bench/l3fwd-peer.sh                    # 5 rounds
+#   ROUNDS=3 SECS=6 bench/l3fwd-peer.sh
+#   FP=/path/to/other/fastpath bench/l3fwd-peer.sh
+#
+# l3fwd is built once from Debian's dpdk source package (needs a deb-src line for
+# bookworm: the script says so) into $CACHE/l3fwd, with one change: its receive offloads
+# are masked with what the device offers (net_pcap offers none; unmasked, l3fwd refuses
+# to start). It runs with --parse-ptype (a software packet type, as net_pcap gives none)
+# and one route, 198.19.0.0/16 -> port 1, the traffic's destinations.
+#
+# What l3fwd does per packet, for comparison (DPDK 22.11, DO_RFC_1812_CHECKS): packet
+# type from a parse callback; destination from LPM (four per SSE step); version/IHL and
+# total length checked; TTL - 1 and checksum + 1 (no checksum verified, TTL not checked
+# for expiry); Ethernet addresses from a fixed per-port table. fastpath also verifies the
+# checksum, checks the destination MAC and source, expires TTL 1, and writes the header
+# of a next hop from its neighbour table.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FP=$(realpath "${FP:-target/release/fastpath}")
+BENCH=$(realpath "${BENCH:-target/release/fastpath-bench}")
+ROUNDS=${ROUNDS:-5}
+SECS=${SECS:-4}
+CACHE=${CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fastpath-bench}
+MEM=${MEM:---no-huge -m 1024}
+for b in "$FP" "$BENCH"; do
+    [ -x "$b" ] || { echo "error: $b is not an executable (cargo build --release first)" >&2; exit 1; }
+done
+command -v dpdk-testpmd >/dev/null || { echo "error: dpdk-testpmd not found (apt-get install dpdk)" >&2; exit 1; }
+
+# DPDK's l3fwd, built from the source of the installed DPDK.
+l3fwd=$CACHE/l3fwd/l3fwd
+if [ ! -x "$l3fwd" ]; then
+    ver=$(pkg-config --modversion libdpdk)
+    src=$CACHE/l3fwd-src
+    mkdir -p "$src" "$CACHE/l3fwd"
+    if [ ! -d "$src/dpdk-$ver" ]; then
+        (cd "$src" && apt-get source -q "dpdk=$(dpkg-query -W -f='${Version}' libdpdk-dev)" >/dev/null 2>&1) || {
+            echo "error: apt-get source dpdk failed: add 'deb-src' to the Types: line of" >&2
+            echo "  /etc/apt/sources.list.d/debian.sources, then apt-get update" >&2
+            exit 1
+        }
+    fi
+    ex=$src/dpdk-$ver/examples/l3fwd
+    [ -f "$ex/main.c" ] || { echo "error: no $ex/main.c in Debian's dpdk $ver source" >&2; exit 1; }
+    grep -q 'rx_offload_capa;$' "$ex/main.c" || {
+        sed -i 's/^\(\t\tlocal_port_conf.rx_adv_conf.rss_conf.rss_hf &=\)$/\t\tlocal_port_conf.rxmode.offloads \&= dev_info.rx_offload_capa;\n\1/' "$ex/main.c"
+        sed -i 's/rxq_conf.offloads = port_conf.rxmode.offloads;/rxq_conf.offloads = port_conf.rxmode.offloads \& dev_info.rx_offload_capa;/' "$ex/main.c"
+    }
+    grep -q 'rxmode.offloads &= dev_info.rx_offload_capa' "$ex/main.c" ||
+        { echo "error: could not mask l3fwd's receive offloads in $ex/main.c" >&2; exit 1; }
+    make -s -C "$ex" shared >/dev/null
+    cp "$ex/build/l3fwd-shared" "$l3fwd"
+fi
+
+dir=$(mktemp -d /tmp/fp-l3fwd-peer.XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+"$BENCH" pcap --out "$dir/t.pcap" --size 64 --count 1024 --flows 64 --router-config "$dir/router.toml" >/dev/null
+printf 'R198.19.0.0/16 1\n' >"$dir/v4.cfg"
+printf 'R2001:db8::/32 1\n' >"$dir/v6.cfg"
+
+# Port 1's transmit rate (Mpps) of the process with file prefix $1, over SECS seconds.
+rate() {
+    python3 - "$1" "$SECS" <<'EOF'
+import json, socket, sys, time
+prefix, secs = sys.argv[1], float(sys.argv[2])
+path = f"/var/run/dpdk/{prefix}/dpdk_telemetry.v2"
+deadline = time.monotonic() + 30
+while True:
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.connect(path)
+        break
+    except OSError:
+        if time.monotonic() > deadline:
+            sys.exit(f"no telemetry socket at {path}")
+        time.sleep(0.1)
+json.loads(s.recv(4096))
+def sent():
+    s.send(b"/ethdev/stats,1")
+    stats = json.loads(s.recv(65536)).get("/ethdev/stats") or {}
+    return stats.get("opackets", 0), time.monotonic()
+while sent()[0] == 0:
+    if time.monotonic() > deadline:
+        sys.exit("port 1 sent nothing")
+    time.sleep(0.05)
+time.sleep(1.5)
+a, t0 = sent()
+time.sleep(secs)
+b, t1 = sent()
+print(f"{(b - a) / (t1 - t0) / 1e6:.2f}")
+EOF
+}
+
+# Run one tool (file prefix $2, command after) and print its rate.
+run() {
+    local pre=$1
+    shift
+    "$@" >"$dir/$pre.log" 2>&1 &
+    local pid=$! r rc=0
+    r=$(rate "$pre") || { kill -INT $pid 2>/dev/null; wait $pid; cat "$dir/$pre.log" >&2; exit 1; }
+    kill -INT $pid
+    wait $pid || rc=$?
+    [ "$rc" -eq 0 ] || { cat "$dir/$pre.log" >&2; echo "error: $1 exited with $rc" >&2; exit 1; }
+    echo "$r"
+}
+
+vdev=(--vdev "net_pcap0,rx_pcap=$dir/t.pcap,infinite_rx=1" --vdev "net_null0,no-rx=1")
+read -ra mem <<<"$MEM"
+eal=(--no-pci "${mem[@]}" --log-level lib.eal:error)
+echo "| round | testpmd io Mpps | l3fwd Mpps | fastpath Mpps | l3fwd / io | fastpath / io | fastpath / l3fwd |"
+echo "|---:|---:|---:|---:|---:|---:|---:|"
+rows=$dir/rows
+for r in $(seq 1 "$ROUNDS"); do
+    io=$(run "peer-io-$$" dpdk-testpmd -l 0-1 "${eal[@]}" --file-prefix "peer-io-$$" "${vdev[@]}" -- \
+        --forward-mode=io --nb-cores=1 --total-num-mbufs 16383 -a --stats-period 1)
+    l3=$(run "peer-l3-$$" "$l3fwd" -l 1 "${eal[@]}" --file-prefix "peer-l3-$$" "${vdev[@]}" -- \
+        -p 0x3 --config "(0,0,1)" --parse-ptype --rule_ipv4 "$dir/v4.cfg" --rule_ipv6 "$dir/v6.cfg")
+    fp=$(run "peer-fp-$$" "$FP" -l 0-1 "${eal[@]}" --file-prefix "peer-fp-$$" "${vdev[@]}" -- \
+        --config "$dir/router.toml" --mbufs 16383 --stats-period 0)
+    awk -v r="$r" -v io="$io" -v l3="$l3" -v fp="$fp" \
+        'BEGIN { printf "| %d | %.2f | %.2f | %.2f | %.3f | %.3f | %.3f |\n", r, io, l3, fp, l3/io, fp/io, fp/l3 }' |
+        tee -a "$rows"
+done
+# The median of each column over the rounds.
+median() { awk -F'|' -v c="$1" '{ print $c + 0 }' "$rows" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+printf '| median | %.2f | %.2f | %.2f | **%.3f** | **%.3f** | **%.3f** |\n' \
+    "$(median 3)" "$(median 4)" "$(median 5)" "$(median 6)" "$(median 7)" "$(median 8)"

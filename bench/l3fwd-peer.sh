@@ -35,6 +35,9 @@ for b in "$FP" "$BENCH"; do
     [ -x "$b" ] || { echo "error: $b is not an executable (cargo build --release first)" >&2; exit 1; }
 done
 command -v dpdk-testpmd >/dev/null || { echo "error: dpdk-testpmd not found (apt-get install dpdk)" >&2; exit 1; }
+for t in dpkg-source make cc; do
+    command -v $t >/dev/null || { echo "error: $t not found (apt-get install dpkg-dev make gcc)" >&2; exit 1; }
+done
 
 # DPDK's l3fwd, built from the source of the installed DPDK.
 l3fwd=$CACHE/l3fwd/l3fwd

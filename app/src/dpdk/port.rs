@@ -271,11 +271,6 @@ impl Port {
         &self.name
     }
 
-    /// True when RX is spread over queues by RSS.
-    pub fn rss(&self) -> bool {
-        matches!(self.spread, RxSpread::Rss { .. })
-    }
-
     /// How the RX queues share the flows (known after `configure`).
     pub fn rx_spread(&self) -> RxSpread {
         self.spread

@@ -10,6 +10,12 @@
 #   bench/l3fwd-peer.sh                    # 5 rounds
 #   ROUNDS=3 SECS=6 bench/l3fwd-peer.sh
 #   FP=/path/to/other/fastpath bench/l3fwd-peer.sh
+#   PCAP=$CACHE/udp-imix-64flows-1152-<hash>.pcap bench/l3fwd-peer.sh   # another pcap of
+#       the benchmark's flows (UDP to 198.19.0.1), e.g. the IMIX one `compare --router` wrote
+#   PCAP=$CACHE/udp-64B-100000flows-100000-<hash>.pcap MBUFS=262143 MEM="--no-huge -m 2048" \
+#       bench/l3fwd-peer.sh   # 100,000 flows: net_pcap holds every frame in an mbuf; l3fwd
+#       sizes its pool by its RX ring, so it gets --rx-queue-size 65535 (at most 2 x 65,535
+#       mbufs for its two ports)
 #
 # l3fwd is built once from Debian's dpdk source package (needs a deb-src line for
 # bookworm: the script says so) into $CACHE/l3fwd, with one change: its receive offloads
@@ -31,6 +37,9 @@ ROUNDS=${ROUNDS:-5}
 SECS=${SECS:-4}
 CACHE=${CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fastpath-bench}
 MEM=${MEM:---no-huge -m 1024}
+MBUFS=${MBUFS:-16383}
+l3_ring=()
+[ "$MBUFS" -le 16383 ] || l3_ring=(--rx-queue-size 65535)
 for b in "$FP" "$BENCH"; do
     [ -x "$b" ] || { echo "error: $b is not an executable (cargo build --release first)" >&2; exit 1; }
 done
@@ -67,6 +76,10 @@ fi
 dir=$(mktemp -d /tmp/fp-l3fwd-peer.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 "$BENCH" pcap --out "$dir/t.pcap" --size 64 --count 1024 --flows 64 --router-config "$dir/router.toml" >/dev/null
+if [ -n "${PCAP:-}" ]; then
+    [ -r "$PCAP" ] || { echo "error: PCAP=$PCAP is not a readable file" >&2; exit 1; }
+    cp "$PCAP" "$dir/t.pcap"
+fi
 printf 'R198.19.0.0/16 1\n' >"$dir/v4.cfg"
 printf 'R2001:db8::/32 1\n' >"$dir/v6.cfg"
 
@@ -124,11 +137,11 @@ echo "|---:|---:|---:|---:|---:|---:|---:|"
 rows=$dir/rows
 for r in $(seq 1 "$ROUNDS"); do
     io=$(run "peer-io-$$" dpdk-testpmd -l 0-1 "${eal[@]}" --file-prefix "peer-io-$$" "${vdev[@]}" -- \
-        --forward-mode=io --nb-cores=1 --total-num-mbufs 16383 -a --stats-period 1)
+        --forward-mode=io --nb-cores=1 --total-num-mbufs "$MBUFS" -a --stats-period 1)
     l3=$(run "peer-l3-$$" "$l3fwd" -l 1 "${eal[@]}" --file-prefix "peer-l3-$$" "${vdev[@]}" -- \
-        -p 0x3 --config "(0,0,1)" --parse-ptype --rule_ipv4 "$dir/v4.cfg" --rule_ipv6 "$dir/v6.cfg")
+        -p 0x3 --config "(0,0,1)" --parse-ptype --rule_ipv4 "$dir/v4.cfg" --rule_ipv6 "$dir/v6.cfg" "${l3_ring[@]}")
     fp=$(run "peer-fp-$$" "$FP" -l 0-1 "${eal[@]}" --file-prefix "peer-fp-$$" "${vdev[@]}" -- \
-        --config "$dir/router.toml" --mbufs 16383 --stats-period 0)
+        --config "$dir/router.toml" --mbufs "$MBUFS" --stats-period 0)
     awk -v r="$r" -v io="$io" -v l3="$l3" -v fp="$fp" \
         'BEGIN { printf "| %d | %.2f | %.2f | %.2f | %.3f | %.3f | %.3f |\n", r, io, l3, fp, l3/io, fp/io, fp/l3 }' |
         tee -a "$rows"

@@ -3,7 +3,8 @@
 # at a time), and testpmd io, on the same virtual devices: 64-byte frames of 64 flows
 # (the router benchmark's base row) replayed from memory by net_pcap0 (infinite_rx),
 # routed out of net_null0.
-# One worker core each; the three alternate, ROUNDS rounds; the rate of each run is
+# One worker core each, hugepages when the machine has them free (MEM sets the EAL memory
+# options, e.g. MEM="--no-huge -m 1024"); the three alternate, ROUNDS rounds; the rate of each run is
 # port 1's opackets over SECS seconds, read from DPDK's telemetry socket (the same reader
 # for all three), after the first packets plus 1.5 s.
 #
@@ -36,7 +37,17 @@ BENCH=$(realpath "${BENCH:-target/release/fastpath-bench}")
 ROUNDS=${ROUNDS:-5}
 SECS=${SECS:-4}
 CACHE=${CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fastpath-bench}
-MEM=${MEM:---no-huge -m 1024}
+# EAL memory: hugepages when at least 1,100 MiB of them are free on a mounted hugetlbfs
+# (as `fastpath-bench compare` decides), else --no-huge.
+huge_free_mb() {
+    awk '/^HugePages_Free:/ { n = $2 } /^Hugepagesize:/ { kb = $2 } END { print int(n * kb / 1024) }' /proc/meminfo
+}
+if [ -z "${MEM:-}" ]; then
+    MEM="--no-huge -m 1024"
+    if grep -q ' hugetlbfs ' /proc/mounts && [ "$(huge_free_mb)" -ge 1100 ]; then
+        MEM="-m 1024 --huge-unlink"
+    fi
+fi
 MBUFS=${MBUFS:-16383}
 l3_ring=()
 [ "$MBUFS" -le 16383 ] || l3_ring=(--rx-queue-size 65535)
@@ -132,6 +143,8 @@ run() {
 vdev=(--vdev "net_pcap0,rx_pcap=$dir/t.pcap,infinite_rx=1" --vdev "net_null0,no-rx=1")
 read -ra mem <<<"$MEM"
 eal=(--no-pci "${mem[@]}" --log-level lib.eal:error)
+echo "EAL memory: $MEM"
+echo
 echo "| round | testpmd io Mpps | l3fwd Mpps | fastpath Mpps | l3fwd / io | fastpath / io | fastpath / l3fwd |"
 echo "|---:|---:|---:|---:|---:|---:|---:|"
 rows=$dir/rows

@@ -281,8 +281,7 @@ fn key_burst(c: &Classify, burst: &mut HookBurst<'_, '_>, keyed: &mut Keyed) -> 
         if p.meta().protocol != ethertype::IPV4 {
             continue;
         }
-        if let Some(k) = Key::of_plain(p.l3(), p.meta(), 0) {
-            *key = k;
+        if key.set_plain(p.l3(), p.meta(), 0) {
             keyed.plain |= 1 << n;
         } else {
             match key_parsed(c, p, key) {

@@ -353,8 +353,7 @@ impl Filter {
                         continue;
                     }
                 }
-                if let Some(k) = Key::of_plain(p.l3(), p.meta(), 0) {
-                    j.keys[j.n] = k;
+                if j.keys[j.n].set_plain(p.l3(), p.meta(), 0) {
                     j.idx[j.n] = i as u8;
                     j.n += 1;
                     continue;

@@ -111,12 +111,23 @@ impl Key {
     /// key's byte order. `None` for every other packet: the caller parses it.
     #[inline(always)]
     pub fn of_plain(l3: &[u8], meta: &PacketMeta, ct: CtBits) -> Option<Key> {
+        let mut key = Key::default();
+        key.set_plain(l3, meta, ct).then_some(key)
+    }
+
+    /// [`Key::of_plain`] written in place, into a key the caller keeps (a
+    /// burst's array): true if the packet is plain; false leaves `self` as
+    /// it was.
+    #[inline(always)]
+    pub fn set_plain(&mut self, l3: &[u8], meta: &PacketMeta, ct: CtBits) -> bool {
         const IHL5: usize = 20;
-        let ip: &[u8; 24] = l3.first_chunk()?;
+        let Some(ip) = l3.first_chunk::<24>() else {
+            return false;
+        };
         // Version 4, IHL 5; no fragment offset and no More Fragments (DF
         // may be set).
         if ip[0] != 0x45 || (ip[6] & 0x3f) | ip[7] != 0 {
-            return None;
+            return false;
         }
         // The L4 bytes inside both the datagram and the frame.
         let total_len = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
@@ -124,12 +135,15 @@ impl Key {
         let proto = ip[9];
         let tcp_flags = match proto {
             crate::flow::proto::UDP if l4_end >= IHL5 + 8 => 0,
-            crate::flow::proto::TCP if l4_end >= IHL5 + 20 => *l3.get(IHL5 + 13)?,
-            _ => return None,
+            crate::flow::proto::TCP if l4_end >= IHL5 + 20 => match l3.get(IHL5 + 13) {
+                Some(&flags) => flags,
+                None => return false,
+            },
+            _ => return false,
         };
         // As the key is laid out: the first word, source and destination
         // with their ports as on the wire, then the metadata.
-        let mut b = [0u8; 32];
+        let b = &mut self.b;
         b[..4].copy_from_slice(&[proto, tcp_flags, ip[1] >> 2, FLAG_L4 | (ct & CT_ALL)]);
         b[4..16].copy_from_slice(&ip[12..24]);
         b[16..18].copy_from_slice(&meta.in_port.to_be_bytes());
@@ -137,7 +151,8 @@ impl Key {
         b[20..22].copy_from_slice(&meta.vlan.to_be_bytes());
         b[22..24].copy_from_slice(&meta.class.to_be_bytes());
         b[24..28].copy_from_slice(&meta.mark.to_be_bytes());
-        Some(Key { b })
+        b[28..].fill(0);
+        true
     }
 
     /// A key from its 32 bytes as laid out above (bytes 28..32 are
@@ -386,7 +401,14 @@ mod tests {
             m.mark = rng.u32(..);
             m.class = rng.u16(..);
             let ct = rng.u8(..);
+            // In place, over a slot a burst before left dirty: a plain
+            // packet's key whole (tail cleared), anything else untouched.
+            let dirty = Key { b: [0xa5; 32] };
+            let mut slot = dirty;
+            let set = slot.set_plain(&l3, &m, ct);
+            assert_eq!(set, Key::of_plain(&l3, &m, ct).is_some(), "case {case}");
             let Some(k) = Key::of_plain(&l3, &m, ct) else {
+                assert_eq!(slot, dirty, "case {case}: a key not set is left as it was");
                 let plain = FlowSummary::parse(&l3)
                     .filter(|s| s.has_ports() && s.fragment == Fragment::None && s.l4_offset == 20);
                 assert!(
@@ -396,6 +418,7 @@ mod tests {
                 continue;
             };
             answered += 1;
+            assert_eq!(slot, k, "case {case}: set in place");
             let s = FlowSummary::parse(&l3).expect("a plain header parses");
             assert_eq!(s.fragment, Fragment::None, "case {case}");
             assert_eq!(k, Key::new(&s, &m, ct), "case {case}: {l3:02x?}");

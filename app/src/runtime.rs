@@ -139,7 +139,10 @@ fn install_signal_handler(stop: Arc<AtomicBool>, reload: Option<Arc<AtomicBool>>
     let _ = ctrlc::set_handler(move || {
         if on_int.swap(true, Ordering::SeqCst) {
             eprintln!("fastpath: second signal, exiting without cleanup");
-            std::process::exit(130);
+            // _exit, not exit: exit flushes every stdio stream first, and
+            // waits for ever on one a stuck thread holds (a worker blocked
+            // writing a pcap to a full pipe), which is when this is needed.
+            signal_hook::low_level::exit(130);
         }
     });
     use signal_hook::consts::{SIGHUP, SIGTERM};

@@ -205,26 +205,31 @@ fn a_hook_drop_names_the_hook() {
     let comments = tshark_comments(&file);
     let pkts = packets(&file);
     assert_eq!(pkts.len(), 2, "{comments:?}");
-    for ((bytes, _), comment) in pkts.iter().zip(&comments) {
-        if *bytes == spoofed {
-            assert_eq!(
-                comment,
-                "reason=classify_rule stage=ingress in=0 out=- hook=cls lcore=1"
-            );
-        } else {
-            // At egress the packet was routed: padding trimmed (54 bytes),
-            // TTL 63 and its checksum updated; the Ethernet header is
-            // still the received one (neigh writes it after egress).
-            assert_eq!(bytes.len(), 54);
-            assert_eq!(bytes[22], 63, "TTL decremented");
-            assert_eq!(&bytes[..14], &telnet[..14]);
-            assert_eq!(&bytes[26..], &telnet[26..54]);
-            assert_eq!(
-                comment,
-                "reason=filter_rule stage=egress in=0 out=1 hook=telnet-guard lcore=1"
-            );
-        }
-    }
+    assert_eq!(comments.len(), 2, "{comments:?}");
+    // Each drop captured once: the spoofed frame as received, at ingress.
+    let spoofed_at: Vec<usize> = (0..pkts.len()).filter(|&i| pkts[i].0 == spoofed).collect();
+    assert_eq!(
+        spoofed_at.len(),
+        1,
+        "the spoofed frame's captures: {comments:?}"
+    );
+    assert_eq!(
+        comments[spoofed_at[0]],
+        "reason=classify_rule stage=ingress in=0 out=- hook=cls lcore=1"
+    );
+    // At egress the telnet packet was routed: padding trimmed (54 bytes), TTL
+    // 63 and its checksum updated; the Ethernet header is still the received
+    // one (neigh writes it after egress).
+    let i = 1 - spoofed_at[0];
+    let (bytes, comment) = (&pkts[i].0, &comments[i]);
+    assert_eq!(bytes.len(), 54);
+    assert_eq!(bytes[22], 63, "TTL decremented");
+    assert_eq!(&bytes[..14], &telnet[..14]);
+    assert_eq!(&bytes[26..], &telnet[26..54]);
+    assert_eq!(
+        comment,
+        "reason=filter_rule stage=egress in=0 out=1 hook=telnet-guard lcore=1"
+    );
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! The modules of `app/src/` use one another one way only (docs/code-layout.md):
 //! no module uses one that, directly or through others, uses it. Read from the
-//! source text: a module "uses" another when its code (comments aside) names
-//! `crate::other` (or `fastpath::other`). No DPDK needed.
+//! source text: a module "uses" another when its code (comments and strings
+//! aside) names `crate::other` (or `fastpath::other`), names it in a group
+//! (`use crate::{other, ..}`), or reaches it through `super::`. No DPDK needed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -35,29 +36,234 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The modules among `known` that `text` names as `crate::m` or `fastpath::m`,
-/// comments left out.
-fn used(text: &str, known: &BTreeSet<String>) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for line in text.lines() {
-        let code = line.split("//").next().unwrap_or("");
-        for lead in ["crate::", "fastpath::"] {
-            for (i, _) in code.match_indices(lead) {
-                let before = code[..i].chars().next_back();
-                if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-                    continue;
+/// `text` with comments, string literals and char literals blanked out
+/// (newlines kept), so that only code is left to read.
+fn code_only(text: &str) -> String {
+    let c: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let blank = |out: &mut String, s: &[char]| {
+        out.extend(s.iter().map(|&ch| if ch == '\n' { '\n' } else { ' ' }));
+    };
+    let ident = |ch: char| ch.is_alphanumeric() || ch == '_';
+    let mut i = 0;
+    while i < c.len() {
+        let at = |k: usize| c.get(i + k).copied().unwrap_or('\0');
+        let prev_ident = i > 0 && ident(c[i - 1]);
+        let end = if at(0) == '/' && at(1) == '/' {
+            // To the end of the line.
+            (i..c.len()).find(|&k| c[k] == '\n').unwrap_or(c.len())
+        } else if at(0) == '/' && at(1) == '*' {
+            // Block comments nest.
+            let (mut k, mut depth) = (i + 2, 1);
+            while k < c.len() && depth > 0 {
+                if c[k] == '/' && c.get(k + 1) == Some(&'*') {
+                    depth += 1;
+                    k += 1;
+                } else if c[k] == '*' && c.get(k + 1) == Some(&'/') {
+                    depth -= 1;
+                    k += 1;
                 }
-                let name: String = code[i + lead.len()..]
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                if known.contains(&name) {
-                    out.insert(name);
+                k += 1;
+            }
+            k
+        } else if !prev_ident && (at(0) == 'r' || (at(0) == 'b' && at(1) == 'r')) && {
+            let k = i + if at(0) == 'b' { 2 } else { 1 };
+            let hashes = c[k.min(c.len())..]
+                .iter()
+                .take_while(|&&h| h == '#')
+                .count();
+            c.get(k + hashes) == Some(&'"')
+        } {
+            // A raw string: r"..", r#".."#, br#".."#.
+            let k = i + if at(0) == 'b' { 2 } else { 1 };
+            let hashes = c[k..].iter().take_while(|&&h| h == '#').count();
+            let close: Vec<char> = std::iter::once('"')
+                .chain(std::iter::repeat_n('#', hashes))
+                .collect();
+            let body = k + hashes + 1;
+            (body..c.len())
+                .find(|&e| c[e..].starts_with(&close))
+                .map_or(c.len(), |e| e + close.len())
+        } else if at(0) == '"' {
+            let mut k = i + 1;
+            while k < c.len() && c[k] != '"' {
+                k += if c[k] == '\\' { 2 } else { 1 };
+            }
+            k + 1
+        } else if at(0) == '\'' && (at(1) == '\\' || (at(2) == '\'' && at(1) != '\'')) {
+            // A char literal ('x', '\n', '\u{7b}'), not a lifetime ('a).
+            let mut k = i + 1;
+            while k < c.len() && c[k] != '\'' {
+                k += if c[k] == '\\' { 2 } else { 1 };
+            }
+            k + 1
+        } else {
+            out.push(c[i]);
+            i += 1;
+            continue;
+        };
+        let end = end.min(c.len());
+        blank(&mut out, &c[i..end]);
+        i = end;
+    }
+    out
+}
+
+/// The tokens of code: identifiers, `::`, and single punctuation characters.
+fn tokens(code: &str) -> Vec<String> {
+    let c: Vec<char> = code.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < c.len() {
+        if c[i].is_alphanumeric() || c[i] == '_' {
+            let start = i;
+            while i < c.len() && (c[i].is_alphanumeric() || c[i] == '_') {
+                i += 1;
+            }
+            out.push(c[start..i].iter().collect());
+        } else if c[i] == ':' && c.get(i + 1) == Some(&':') {
+            out.push("::".to_string());
+            i += 2;
+        } else {
+            if !c[i].is_whitespace() {
+                out.push(c[i].to_string());
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The top-level modules among `known` that `text`, the source of the module
+/// at path `at` (e.g. `["config", "validate"]` for `src/config/validate.rs`),
+/// names: `crate::m` (or `fastpath::m`), each name of a group `crate::{m, n}`,
+/// and `super::` paths, resolved through the file's place and the inline
+/// modules (`mod tests { .. }`) around them. Comments and strings left out.
+fn used(text: &str, at: &[&str], known: &BTreeSet<String>) -> BTreeSet<String> {
+    let t = tokens(&code_only(text));
+    let is_ident = |s: &str| {
+        s.chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_')
+    };
+    let mut out = BTreeSet::new();
+    // Inline modules open around the position: (name, brace depth inside it).
+    let mut inline: Vec<(String, usize)> = Vec::new();
+    let mut depth = 0;
+    let mut note = |base: &[String], name: &str| {
+        let top = base.first().map_or(name, String::as_str);
+        if known.contains(top) {
+            out.insert(top.to_string());
+        }
+    };
+    for i in 0..t.len() {
+        match t[i].as_str() {
+            "{" => {
+                depth += 1;
+                if i >= 2 && t[i - 2] == "mod" && is_ident(&t[i - 1]) {
+                    inline.push((t[i - 1].clone(), depth));
+                }
+                continue;
+            }
+            "}" => {
+                if inline.last().is_some_and(|(_, d)| *d == depth) {
+                    inline.pop();
+                }
+                depth = depth.saturating_sub(1);
+                continue;
+            }
+            _ => {}
+        }
+        let lead = t[i].as_str();
+        if !matches!(lead, "crate" | "fastpath" | "super")
+            || t.get(i + 1).map(String::as_str) != Some("::")
+            || (i > 0 && t[i - 1] == "::")
+        {
+            continue;
+        }
+        // The module the path starts from.
+        let mut j = i;
+        let base: Vec<String> = if lead == "super" {
+            let here: Vec<String> = at
+                .iter()
+                .map(|s| s.to_string())
+                .chain(inline.iter().map(|(n, _)| n.clone()))
+                .collect();
+            let mut ups = 0;
+            while t.get(j).map(String::as_str) == Some("super")
+                && t.get(j + 1).map(String::as_str) == Some("::")
+            {
+                ups += 1;
+                j += 2;
+            }
+            let Some(keep) = here.len().checked_sub(ups) else {
+                continue;
+            };
+            here[..keep].to_vec()
+        } else {
+            j += 2;
+            Vec::new()
+        };
+        match t.get(j).map(String::as_str) {
+            Some("{") => {
+                // A group: the first name of each of its items.
+                let mut nest = 0;
+                let mut head = true;
+                for tok in &t[j..] {
+                    match tok.as_str() {
+                        "{" => {
+                            nest += 1;
+                            head = nest == 1;
+                            continue;
+                        }
+                        "}" => {
+                            nest -= 1;
+                            if nest == 0 {
+                                break;
+                            }
+                        }
+                        "," if nest == 1 => {
+                            head = true;
+                            continue;
+                        }
+                        name if head && nest == 1 && is_ident(name) => {
+                            if name == "self" {
+                                if let Some(m) = base.first() {
+                                    note(&[], m);
+                                }
+                            } else {
+                                note(&base, name);
+                            }
+                        }
+                        _ => {}
+                    }
+                    head = false;
+                }
+            }
+            Some(name) if is_ident(name) => note(&base, name),
+            _ => {
+                if let Some(m) = base.first() {
+                    note(&[], m);
                 }
             }
         }
     }
     out
+}
+
+/// The module path of the file `f` under `src`: `config/validate.rs` is
+/// `["config", "validate"]`, `config/mod.rs` is `["config"]`.
+fn module_path(src: &Path, f: &Path) -> Vec<String> {
+    let rel = f.strip_prefix(src).expect("a file under src");
+    let mut parts: Vec<String> = rel
+        .with_extension("")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().to_string())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts
 }
 
 /// Module -> the modules it uses.
@@ -70,7 +276,9 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
             let mut uses = BTreeSet::new();
             for f in files {
                 let text = std::fs::read_to_string(f).expect("read source");
-                uses.extend(used(&text, &known));
+                let at = module_path(&src, f);
+                let at: Vec<&str> = at.iter().map(String::as_str).collect();
+                uses.extend(used(&text, &at, &known));
             }
             uses.remove(name);
             (name.clone(), uses)
@@ -124,9 +332,51 @@ fn the_router_and_the_lifecycle_never_see_the_command_line() {
     assert!(!g["config"].contains("hook_config"), "{:?}", g["config"]);
 }
 
+fn names(v: &[&str]) -> BTreeSet<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
 #[test]
 fn the_reader_finds_uses_and_skips_comments() {
-    let known: BTreeSet<String> = ["cli", "router"].iter().map(|s| s.to_string()).collect();
+    let known = names(&["cli", "router"]);
     let text = "use crate::cli::AppArgs;\n// crate::router is named here only\nlet x = mycrate::router::y;";
-    assert_eq!(used(text, &known), BTreeSet::from(["cli".to_string()]));
+    assert_eq!(used(text, &["ops"], &known), names(&["cli"]));
+    let text = "/* crate::cli /* nested */ crate::router */ let s = \"crate::cli\";\n\
+                let r = r#\"crate::router \"# ; let c = '\"'; let l: &'static str = \"\";";
+    assert_eq!(used(text, &["ops"], &known), names(&[]));
+}
+
+#[test]
+fn the_reader_finds_groups() {
+    let known = names(&["cli", "config", "router", "runtime"]);
+    let text = "use crate::{cli, router::Router};";
+    assert_eq!(used(text, &["ops"], &known), names(&["cli", "router"]));
+    let text =
+        "use crate::{\n    config::{a, b::{c, d}},\n    runtime as rt,\n};\nuse fastpath::{self};";
+    assert_eq!(used(text, &["ops"], &known), names(&["config", "runtime"]));
+}
+
+#[test]
+fn the_reader_resolves_super() {
+    let known = names(&["cli", "ops", "router"]);
+    // From src/ops/http.rs, two levels up is the crate root.
+    let text = "use super::super::cli::AppArgs;\nuse super::metrics;";
+    assert_eq!(used(text, &["ops", "http"], &known), names(&["cli", "ops"]));
+    let text = "use super::super::{cli, router};";
+    assert_eq!(
+        used(text, &["ops", "http"], &known),
+        names(&["cli", "router"])
+    );
+    // Inside `mod tests`, one more `super` stays in ops; a '}' literal
+    // does not close the module early.
+    let text = "fn f() {}\n#[cfg(test)]\nmod tests {\n    const C: char = '}';\n    use super::super::router;\n}\n";
+    assert_eq!(used(text, &["ops", "http"], &known), names(&["ops"]));
+    // After it closes, the same path reaches the crate root again.
+    let text = "mod tests { use super::*; }\nuse super::super::router;";
+    assert_eq!(
+        used(text, &["ops", "http"], &known),
+        names(&["ops", "router"])
+    );
+    // More `super`s than the file is deep: not a module of ours.
+    assert_eq!(used("use super::super::cli;", &["ops"], &known), names(&[]));
 }

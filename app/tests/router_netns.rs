@@ -1,13 +1,15 @@
 //! fastpath as the router between two kernel hosts in network namespaces,
 //! over net_af_packet on veth pairs: ARP, ping both ways with TTL - 1, ping of
 //! our own addresses, ICMP time exceeded, no route, unresolvable next hop,
-//! neighbour aging with re-probe, a 10 MiB TCP transfer compared byte for
-//! byte, and at stop balanced counters with every mbuf back.
+//! neighbour aging with a unicast re-probe seen on the wire, a 10 MiB TCP
+//! transfer compared byte for byte, and at stop balanced counters with every
+//! mbuf back.
 
 mod common;
 #[path = "common/netns.rs"]
 mod netns;
 
+use common::watch::{Stream, Watched};
 use common::*;
 use netns::Topology;
 use std::process::{Command, Stdio};
@@ -146,8 +148,72 @@ fn routes_between_two_namespaces() {
         assert_eq!(got.len(), blob.len(), "TCP transfer length");
         assert!(got == blob, "TCP transfer content differs");
 
-        // Neighbours confirmed more than 1 s ago turn stale and are re-probed.
-        std::thread::sleep(Duration::from_millis(2500));
+        // Neighbours confirmed more than 1 s ago turn stale; one that traffic
+        // used is re-probed by ARP sent to its known MAC. Only that re-probe
+        // is unicast (a resolution broadcasts), so seeing it on host b's
+        // wire shows this neighbour went stale and was probed.
+        let b_mac = topo.exec(
+            "b",
+            &[
+                "cat",
+                &format!("/sys/class/net/{}/address", topo.host_if("b")),
+            ],
+        );
+        let b_mac = String::from_utf8_lossy(&b_mac.stdout).trim().to_string();
+        assert_eq!(b_mac.len(), 17, "host b's MAC: {b_mac:?}");
+        let mut wire = Watched::spawn({
+            let mut c = Command::new("ip");
+            c.args([
+                "netns",
+                "exec",
+                &ns_b,
+                "tshark",
+                "-l",
+                "-n",
+                "-i",
+                &topo.host_if("b"),
+            ])
+            .args([
+                "-f",
+                "arp",
+                "-T",
+                "fields",
+                "-e",
+                "eth.dst",
+                "-e",
+                "arp.opcode",
+            ])
+            .args(["-e", "arp.src.proto_ipv4", "-e", "arp.dst.proto_ipv4"]);
+            c
+        });
+        wire.wait_stderr("Capturing on", Duration::from_secs(30));
+        let probe = format!("{b_mac}\t1\t10.0.2.1\t10.0.2.2");
+        wire.wait_for(
+            "a unicast ARP request from the router to host b",
+            Duration::from_secs(20),
+            |s, l| (s == Stream::Stdout && l == probe).then_some(()),
+        );
+        wire.signal("-INT");
+        let _ = wire.finish(Duration::from_secs(10));
+        // Answered, the neighbour is reachable again and forwards.
+        let prefix = ctl::prefix("router");
+        let start = Instant::now();
+        loop {
+            let s = ctl::ctl_ok(&prefix, &["--json", "show", "neighbours"]);
+            let v: serde_json::Value = serde_json::from_str(&s.stdout).expect("JSON answer");
+            let state = v["data"]
+                .as_array()
+                .and_then(|a| a.iter().find(|n| n["address"] == "10.0.2.2"))
+                .map(|n| n["state"].clone());
+            if state == Some("reachable".into()) {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "10.0.2.2 after its probe: {state:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let (ok, out) = topo.ping("a", "10.0.2.2", &["-c", "1"]);
         assert!(ok, "after aging: {out}");
     });

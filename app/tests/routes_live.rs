@@ -5,15 +5,20 @@
 //! (back to the /16) with `fastpath ctl`: the /24's frames leave by the old
 //! next hop, then by the new one, never back, and no packet is dropped as
 //! `no_route` (every address is routed by every table). ECMP spreads 1,000
-//! flows over 4 next hops evenly and keeps each flow on one.
+//! flows over 4 next hops evenly and keeps each flow on one. An ECMP group
+//! whose every member failed keeps them all. Routes longer than /24 (each
+//! needs a tbl8 group) are added and deleted in bulk, round after round,
+//! more often than the table has tbl8 groups, ECMP member lists and
+//! next-hop slots: what a delete frees is reused after its grace period,
+//! and no packet is lost meanwhile.
 
 mod common;
-use common::ctl::{ctl_ok, fifo, prefix, Frames};
+use common::ctl::{ctl_ok, fifo, gateways, prefix, routes, Frames};
 use common::frames::udp;
 use common::watch::Watched;
 use common::*;
-use std::collections::{BTreeMap, HashMap};
-use std::time::Duration;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -50,7 +55,7 @@ mac = "02:bb:00:00:00:25"
 
 /// A router replaying `frames` forever into port 0, port 1's output on a FIFO.
 struct Live {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     child: Watched,
     out: Frames,
     json: std::path::PathBuf,
@@ -88,11 +93,21 @@ impl Live {
         child.wait_stderr("fastpath: control socket", LIMIT);
         Live {
             json: p("stats.json"),
-            _dir: dir,
+            dir,
             child,
             out,
             prefix: prefix(test),
         }
+    }
+
+    /// Replace the config's routes with `routes` and reload it.
+    fn reload(&self, routes: &str) {
+        std::fs::write(
+            self.dir.path().join("router.toml"),
+            format!("{PORTS}{routes}"),
+        )
+        .unwrap();
+        ctl_ok(&self.prefix, &["reload"]);
     }
 
     /// Stop (SIGINT), read the rest of the output; the final statistics.
@@ -319,4 +334,194 @@ fn an_ecmp_next_hop_that_fails_resolution_leaves_the_group_until_it_answers() {
         stats["control"]
     );
     assert_eq!(drops(&stats, "no_route"), 0, "{stats}");
+}
+
+/// Every drop of `stats`, by reason, summed over the reasons.
+fn all_drops(stats: &serde_json::Value) -> u64 {
+    stats["totals"]["drops"]
+        .as_object()
+        .map_or(0, |d| d.values().filter_map(|v| v.as_u64()).sum::<u64>())
+}
+
+/// Drops for `reason` so far, over every port (`show stats`).
+fn drops_now(prefix: &str, reason: &str) -> u64 {
+    let s = ctl_ok(prefix, &["--json", "show", "stats"]);
+    let v: serde_json::Value = serde_json::from_str(&s.stdout).expect("JSON answer");
+    v["data"]["ports"]
+        .as_array()
+        .expect("ports")
+        .iter()
+        .map(|p| p["drops"][reason].as_u64().unwrap_or(0))
+        .sum()
+}
+
+#[test]
+fn an_ecmp_group_whose_every_member_failed_keeps_them_all() {
+    const FLOWS: u16 = 64;
+    let frames: Vec<Vec<u8>> = (0..FLOWS)
+        .map(|i| udp([10, 0, 1, 2], [198, 51, 100, 1], 30_000 + i, 53))
+        .collect();
+    // Nobody answers ARP for either member.
+    let routes_toml =
+        "\n[[route]]\nprefix = \"198.51.100.0/24\"\nvia = [\"10.0.2.8\", \"10.0.2.9\"]\n";
+    let mut live = Live::start("ecmp_all_failed", routes_toml, &frames);
+    let hops = |live: &Live| -> Vec<(String, bool)> {
+        let r = routes(&live.prefix);
+        let route = r
+            .as_array()
+            .and_then(|a| a.iter().find(|r| r["prefix"] == "198.51.100.0/24"))
+            .unwrap_or_else(|| panic!("the ECMP route is gone: {r}"));
+        route["next_hops"]
+            .as_array()
+            .expect("next hops")
+            .iter()
+            .map(|h| {
+                (
+                    h["gateway"].as_str().unwrap_or("-").to_string(),
+                    h["up"] == true,
+                )
+            })
+            .collect()
+    };
+    // Both fail resolution.
+    let start = Instant::now();
+    loop {
+        let h = hops(&live);
+        if h.iter().all(|(_, up)| !up) {
+            break;
+        }
+        assert!(start.elapsed() < LIMIT, "both members failed: {h:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The group keeps them both: the route still names both, and its
+    // packets still go to their resolution, which asks each of them again
+    // and drops what waited as `neigh_failed`.
+    let failed_before = drops_now(&live.prefix, "neigh_failed");
+    let mut asked = HashSet::new();
+    live.out.until("ARP requests for both members", LIMIT, |f| {
+        if f[12..14] == [0x08, 0x06] && f[20..22] == [0, 1] {
+            asked.insert([f[38], f[39], f[40], f[41]]);
+        }
+        asked.contains(&[10, 0, 2, 8]) && asked.contains(&[10, 0, 2, 9])
+    });
+    let start = Instant::now();
+    while drops_now(&live.prefix, "neigh_failed") < failed_before + u64::from(FLOWS) {
+        assert!(start.elapsed() < LIMIT, "no more neigh_failed drops");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        hops(&live),
+        vec![
+            ("10.0.2.8".to_string(), false),
+            ("10.0.2.9".to_string(), false)
+        ]
+    );
+    let mut routed = 0;
+    let stats = live.stop(|f| routed += usize::from(f[12..14] == [0x08, 0x00]));
+    assert_eq!(routed, 0, "a packet left by a member nobody answered for");
+    assert_eq!(drops(&stats, "no_route"), 0, "{stats}");
+    assert!(drops(&stats, "neigh_failed") >= u64::from(FLOWS), "{stats}");
+    assert_eq!(stats["totals"]["balanced"], true, "{stats}");
+    assert_eq!(stats["mbufs"]["in_use_at_exit"], 0, "{stats}");
+}
+
+/// Long route `i`: a /25 to /32 (by `i`) at .128 of the `i`th /24 of
+/// 100.64.0.0/10; its first address.
+fn long_route(i: usize) -> (String, [u8; 4]) {
+    let a = [100, 64 + (i >> 8) as u8, (i & 0xff) as u8, 128];
+    let len = 25 + i % 8;
+    (format!("{}.{}.{}.{}/{len}", a[0], a[1], a[2], a[3]), a)
+}
+
+#[test]
+fn long_prefixes_churned_under_traffic_reuse_tbl8_groups_and_next_hop_slots() {
+    // Each round adds ROUTES routes longer than /24 in as many /24s (a tbl8
+    // group each), each by an ECMP group of its own (a next-hop slot and a
+    // member list), then deletes them all. Over the rounds that is more than
+    // the LPM's 1,024 tbl8 groups, the 1,024 member lists and the 4,096
+    // next-hop slots: without reuse after the grace period a reload fails.
+    const ROUTES: usize = 700;
+    const ROUNDS: usize = 6;
+    const PROBED: usize = 32;
+    let covering = "\n[[route]]\nprefix = \"100.64.0.0/10\"\nvia = \"10.0.2.2\"\n";
+    let mut long = String::from(covering);
+    for i in 0..ROUTES {
+        let (p, _) = long_route(i);
+        long.push_str(&format!(
+            "\n[[route]]\nprefix = \"{p}\"\nvia = [\"10.0.2.3\", \"10.0.2.4\"]\n"
+        ));
+    }
+    // Traffic into the first long routes (every length) and into the
+    // covering route only: every address is routed by every table.
+    let mut frames = Vec::new();
+    for i in 0..PROBED {
+        let (_, a) = long_route(i);
+        frames.push(udp([10, 0, 1, 2], a, 1000 + i as u16, 53));
+        frames.push(udp(
+            [10, 0, 1, 2],
+            [100, 100, i as u8, 1],
+            2000 + i as u16,
+            53,
+        ));
+    }
+    let mut live = Live::start("tbl8_churn", covering, &frames);
+    let probed: HashSet<[u8; 4]> = (0..PROBED).map(|i| long_route(i).1).collect();
+    let mut wrong = Vec::new();
+    let check = |f: &[u8], wrong: &mut Vec<String>| {
+        let (ip, mac) = (dst_ip(f), dst_mac(f));
+        let fine = if probed.contains(&ip) {
+            [A, B, C].contains(&mac)
+        } else {
+            mac == A
+        };
+        if !fine {
+            wrong.push(format!("{ip:?} by {mac:02x?}"));
+        }
+        (ip, mac)
+    };
+    // Each probed address leaves by `by`'s MACs, since the last change.
+    let wait_all = |live: &mut Live, wrong: &mut Vec<String>, by: &[[u8; 6]], what: &str| {
+        let mut seen = HashSet::new();
+        live.out.until(what, LIMIT, |f| {
+            let (ip, mac) = check(f, wrong);
+            if probed.contains(&ip) && by.contains(&mac) {
+                seen.insert(ip);
+            }
+            seen.len() == PROBED
+        });
+    };
+    for round in 1..=ROUNDS {
+        live.reload(&long);
+        wait_all(
+            &mut live,
+            &mut wrong,
+            &[B, C],
+            &format!("round {round}: the long routes"),
+        );
+        let r = routes(&live.prefix);
+        assert_eq!(
+            gateways(&r, &long_route(ROUTES - 1).0).map(|g| g.len()),
+            Some(2)
+        );
+        live.reload(covering);
+        wait_all(
+            &mut live,
+            &mut wrong,
+            &[A],
+            &format!("round {round}: the covering route"),
+        );
+        assert_eq!(gateways(&routes(&live.prefix), &long_route(0).0), None);
+    }
+    let stats = live.stop(|f| {
+        check(f, &mut wrong);
+    });
+    assert!(wrong.is_empty(), "frames by the wrong next hop: {wrong:?}");
+    assert_eq!(drops(&stats, "no_route"), 0, "{stats}");
+    assert_eq!(
+        all_drops(&stats),
+        drops(&stats, "shutdown_drain"),
+        "no drops but the shutdown's: {stats}"
+    );
+    assert_eq!(stats["totals"]["balanced"], true, "{stats}");
+    assert_eq!(stats["mbufs"]["in_use_at_exit"], 0, "{stats}");
 }

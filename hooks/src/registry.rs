@@ -231,10 +231,20 @@ mod tests {
 
     #[test]
     fn unregister_after_the_registry_is_gone_is_a_no_op() {
+        let kind = Arc::new(NopKind("x"));
         let r = Registry::new();
-        let h = r.register(Arc::new(NopKind("x"))).unwrap();
+        let h = r.register(kind.clone()).unwrap();
+        assert_eq!(Arc::strong_count(&kind), 2, "the registry holds the kind");
         drop(r);
+        // The handle does not keep the registry, or its kinds, alive.
+        assert_eq!(
+            Arc::strong_count(&kind),
+            1,
+            "the kind outlived its registry"
+        );
+        assert_eq!(h.name(), "x");
         h.unregister();
+        assert_eq!(Arc::strong_count(&kind), 1);
     }
 
     #[test]

@@ -181,7 +181,6 @@ impl HhCache {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicBool;
-    use std::time::Duration;
 
     const HDR: EthHeader = EthHeader {
         dst: [0x02, 0x11, 0x22, 0x33, 0x44, 0x55],
@@ -252,23 +251,62 @@ mod tests {
         assert_eq!(hh.header(), HDR);
     }
 
+    /// Nanoseconds the thread `tid` of this process has run on a CPU (the
+    /// first field of its `schedstat`); `None` once the thread has exited.
+    fn cpu_ns(tid: &str) -> Option<u64> {
+        let path = format!("/proc/self/task/{tid}/schedstat");
+        let text = std::fs::read_to_string(&path).ok()?;
+        let ns = text.split_whitespace().next().and_then(|f| f.parse().ok());
+        Some(ns.unwrap_or_else(|| panic!("{path}: no run time in {text:?}")))
+    }
+
     #[test]
     fn reader_waits_while_sequence_is_odd() {
+        const NEW: EthHeader = EthHeader {
+            dst: [0x02, 0x66, 0x77, 0x88, 0x99, 0xaa],
+            src: [0x02, 0x10, 0x20, 0x30, 0x40, 0x50],
+            ethertype: 0x86dd,
+        };
         let hh = HhCache::new();
         hh.write(&HDR);
-        // A writer caught mid-update.
+        // A writer caught mid-update: sequence odd, first word already the
+        // new header's, second still the old one's. A reader that returned
+        // now would see a header that nobody wrote.
+        let (old, new) = (slot_words(&HDR.slot()), slot_words(&NEW.slot()));
         hh.seq.store(3, Relaxed);
+        hh.words[0].store(new[0], Relaxed);
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let done = AtomicBool::new(false);
         std::thread::scope(|s| {
             let reader = s.spawn(|| {
+                // "<pid>/task/<tid>": who we are, for the test to watch.
+                let me = std::fs::read_link("/proc/thread-self").expect("/proc/thread-self");
+                let tid = me.file_name().unwrap().to_string_lossy().into_owned();
+                let now = cpu_ns(&tid).expect("schedstat (a kernel with CONFIG_SCHED_INFO)");
+                ready_tx.send((tid, now)).unwrap();
                 let h = hh.header();
                 done.store(true, Release);
                 h
             });
-            std::thread::sleep(Duration::from_millis(50));
+            // Ready: the reader has run for a millisecond of CPU time since
+            // it said so. All of it was spent in `header()`, spinning on the
+            // odd sequence, since nothing else is left for it to do.
+            let (tid, started) = ready_rx.recv().expect("the reader starts");
+            loop {
+                assert!(!done.load(Acquire), "read returned during an update");
+                match cpu_ns(&tid) {
+                    Some(ns) if ns >= started + 1_000_000 => break,
+                    Some(_) => std::thread::yield_now(),
+                    None => panic!("the reader exited during an update"),
+                }
+            }
             assert!(!done.load(Acquire), "read returned during an update");
+            // The writer finishes: the reader returns the whole new header.
+            hh.words[1].store(new[1], Relaxed);
             hh.seq.store(4, Release);
-            assert_eq!(reader.join().unwrap(), HDR);
+            let got = reader.join().unwrap();
+            assert_ne!(slot_words(&got.slot()), [new[0], old[1]], "a torn header");
+            assert_eq!(got, NEW);
         });
     }
 }

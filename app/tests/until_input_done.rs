@@ -117,18 +117,25 @@ fn a_duration_that_ends_first_fails_the_run_and_says_what_it_waited_for() {
         &["--until-input-done", "--duration", "0.3"],
     );
     assert_eq!(r.status.code(), Some(4), "{}", r.stderr);
+    let error = "error: --duration ended before the input was used up (--until-input-done): \
+                 waiting for ";
+    let said = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with(error))
+        .unwrap_or_else(|| panic!("no {error:?}:\n{}", r.stderr));
+    // The packets wait for the neighbour (or, on a machine too loaded to
+    // read them in 0.3 s, are still in the file).
     assert!(
-        r.stderr.contains(
-            "error: --duration ended before the input was used up (--until-input-done): \
-             waiting for 10 packets in flight"
-        ),
-        "{}",
-        r.stderr
+        said.contains("10 packets in flight")
+            || said.contains("port 0 (net_pcap0) read 0 of the 10 frames of"),
+        "{said}"
     );
-    // The statistics are still printed and written.
+    // The statistics are still printed and written; nothing failed yet.
     assert!(r.stdout.contains("[balanced]"), "{}", r.stdout);
     let s = read_json(&dir.path().join("stats.json"));
-    assert_eq!(s["totals"]["drops"]["shutdown_drain"], 10, "{s}");
+    assert_eq!(s["totals"]["drops"]["neigh_failed"], 0, "{s}");
+    assert_eq!(s["totals"]["balanced"], true, "{s}");
 }
 
 #[test]

@@ -12,7 +12,7 @@ use std::path::PathBuf;
     override_usage = "fastpath [EAL options] -- [OPTIONS]",
     after_help = "EAL options (before `--`) choose cores, memory and devices, e.g.\n  \
         fastpath -l 0-1 --no-huge -m 512 --no-pci --file-prefix fp1 \\\n    \
-        --vdev net_pcap0,rx_pcap=in.pcap --vdev net_pcap1,tx_pcap=out.pcap -- --forward 0:1 --duration 2\n\
+        --vdev net_pcap0,rx_pcap=in.pcap --vdev net_pcap1,tx_pcap=out.pcap -- --forward 0:1 --until-input-done\n\
         The first lcore (-l) is the main lcore (control and statistics); every other lcore \
         polls queues. `fastpath -- --help` or `dpdk-testpmd --help` for the full EAL list (`fastpath -h` \
         before `--` shows DPDK's own EAL usage).\n\
@@ -67,8 +67,18 @@ pub struct AppArgs {
     pub mbufs: Option<u32>,
 
     /// Stop after this many seconds (default: run until Ctrl-C / SIGTERM).
+    /// With --until-input-done, the most it may take: past it the run
+    /// fails (exit 4).
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
+
+    /// Stop once the input is used up: every port fastpath receives on reads
+    /// pcap files (--vdev net_pcapN,rx_pcap=FILE, without infinite_rx=1) or
+    /// receives nothing; fastpath counts their frames at start and stops,
+    /// as on Ctrl-C, once it has read them all and nothing is in flight
+    /// (replies sent, packets waiting for a neighbour sent or failed).
+    #[arg(long)]
+    pub until_input_done: bool,
 
     /// Print the live view every SECS seconds (0: only the final statistics):
     /// on a terminal a table (per port Mpps, Gbit/s, drops and their top
@@ -304,6 +314,15 @@ mod tests {
         );
         let a = parse(&["--metrics", "127.0.0.1:9101"]).unwrap();
         assert_eq!(a.metrics.unwrap().port(), 9101);
+    }
+
+    #[test]
+    fn until_input_done_is_a_flag_beside_duration() {
+        let a = parse(&["--until-input-done", "--duration", "60"]).unwrap();
+        assert!(a.until_input_done);
+        assert_eq!(a.duration, Some(60.0));
+        assert!(a.validate().is_ok());
+        assert!(!parse(&[]).unwrap().until_input_done);
     }
 
     #[test]

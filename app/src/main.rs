@@ -5,7 +5,7 @@
 
 use clap::Parser;
 use fastpath::cli::{split_args, AppArgs};
-use fastpath::runtime::{run, RunError};
+use fastpath::runtime::run;
 
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
@@ -35,8 +35,7 @@ fn main() {
     let result = run(&argv, &args);
     let report = match &result {
         Ok(r) => Some(r),
-        Err(RunError::Leak { report, .. }) => Some(report.as_ref()),
-        Err(_) => None,
+        Err(e) => e.report(),
     };
     if let Some(report) = report {
         print!("{}", report.to_text());

@@ -1,5 +1,6 @@
 //! Classic pcap files (microsecond timestamps, Ethernet link type): written and
-//! read for demos, tests and benchmarks that feed `net_pcap`.
+//! read for demos, tests and benchmarks that feed `net_pcap`; and the frames
+//! of any capture file `net_pcap` reads (pcap or pcapng), counted.
 
 use std::io::{self, Read, Write};
 
@@ -74,6 +75,40 @@ pub fn read<R: Read>(mut r: R) -> io::Result<Vec<Vec<u8>>> {
     Ok(frames)
 }
 
+/// How many frames `net_pcap` will read from the capture file at `path`:
+/// its packet records (pcap, either byte order or stamp precision) or its
+/// packet blocks (pcapng: enhanced, simple and the obsolete packet block).
+pub fn count_frames(path: &std::path::Path) -> io::Result<u64> {
+    use pcap_file::pcap::PcapReader;
+    use pcap_file::pcapng::{Block, PcapNgReader};
+    const PCAPNG_SECTION: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
+    let bad = |e: pcap_file::PcapError| io::Error::new(io::ErrorKind::InvalidData, e.to_string());
+    let mut file = std::fs::File::open(path)?;
+    let mut magic = [0u8; 4];
+    file.read_exact(&mut magic)?;
+    io::Seek::rewind(&mut file)?;
+    let file = io::BufReader::new(file);
+    let mut n = 0;
+    if magic == PCAPNG_SECTION {
+        let mut r = PcapNgReader::new(file).map_err(bad)?;
+        while let Some(block) = r.next_block() {
+            if matches!(
+                block.map_err(bad)?,
+                Block::EnhancedPacket(_) | Block::SimplePacket(_) | Block::Packet(_)
+            ) {
+                n += 1;
+            }
+        }
+    } else {
+        let mut r = PcapReader::new(file).map_err(bad)?;
+        while let Some(packet) = r.next_raw_packet() {
+            packet.map_err(bad)?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,5 +125,50 @@ mod tests {
     #[test]
     fn rejects_non_pcap() {
         assert!(read(&[0u8; 24][..]).is_err());
+    }
+
+    #[test]
+    fn counts_the_frames_of_pcap_and_pcapng_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let pcap = dir.path().join("in.pcap");
+        let frames = vec![vec![1u8; 60]; 5];
+        write(std::fs::File::create(&pcap).unwrap(), &frames).unwrap();
+        assert_eq!(count_frames(&pcap).unwrap(), 5);
+        let empty = dir.path().join("empty.pcap");
+        write(std::fs::File::create(&empty).unwrap(), &[] as &[Vec<u8>]).unwrap();
+        assert_eq!(count_frames(&empty).unwrap(), 0);
+
+        use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
+        use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionBlock;
+        use pcap_file::pcapng::PcapNgWriter;
+        let ng = dir.path().join("in.pcapng");
+        let mut w = PcapNgWriter::new(std::fs::File::create(&ng).unwrap()).unwrap();
+        let idb = InterfaceDescriptionBlock {
+            linktype: pcap_file::DataLink::ETHERNET,
+            snaplen: 0xffff,
+            options: vec![],
+        };
+        w.write_pcapng_block(idb).unwrap();
+        for _ in 0..3 {
+            let epb = EnhancedPacketBlock {
+                interface_id: 0,
+                timestamp: std::time::Duration::ZERO,
+                original_len: 60,
+                data: std::borrow::Cow::Borrowed(&[0u8; 60][..]),
+                options: vec![],
+            };
+            w.write_pcapng_block(epb).unwrap();
+        }
+        drop(w);
+        assert_eq!(count_frames(&ng).unwrap(), 3);
+
+        let cut = dir.path().join("cut.pcap");
+        let bytes = std::fs::read(&pcap).unwrap();
+        std::fs::write(&cut, &bytes[..bytes.len() - 10]).unwrap();
+        assert!(
+            count_frames(&cut).is_err(),
+            "a truncated record is an error"
+        );
+        assert!(count_frames(&dir.path().join("none.pcap")).is_err());
     }
 }

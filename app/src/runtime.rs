@@ -7,13 +7,15 @@
 use crate::cli::{AppArgs, Forward};
 use crate::config::RouterConfig;
 use crate::counters::LcoreCounters;
-use crate::dpdk::port::describe_ports;
+use crate::dpdk::port::{describe_ports, port_name};
 use crate::dpdk::{lcore, Eal, Mempool, Port, PortConfig, RxQueue, TxQueue};
 use crate::forward;
+use crate::lifecycle::input_end::{report_end, verdict};
 pub use crate::lifecycle::RunError;
 use crate::lifecycle::{
     create_pool, default_pool_size, drain_rx, finish, join_workers, main_lcore_loop, port_names,
-    snapshot, start_port, worker_failure, LcoreCounts, MainLoopOptions,
+    run_length, snapshot, start_port, worker_failure, InputEnd, InputSources, LcoreCounts,
+    MainLoopOptions,
 };
 use crate::ops::state::{Mode, Ops};
 use crate::report::Report;
@@ -24,7 +26,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Run the appliance until Ctrl-C, SIGTERM or `--duration`; returns the report.
+/// Run the appliance until Ctrl-C, SIGTERM, `--duration` or (with
+/// `--until-input-done`) the end of its input; returns the report.
 /// `argv` is the whole command line; `args` the app options after `--`, parsed
 /// before EAL starts so that a typo fails fast and without side effects.
 pub fn run(argv: &[String], args: &AppArgs) -> Result<Report, RunError> {
@@ -88,11 +91,17 @@ pub fn run_with_registry(
             return Err(e);
         }
     };
+    let main_loop = main_loop_options(args, argv);
     let result = match &config {
-        Some(cfg) => {
-            crate::router::setup::run(&eal, &router_options(args), cfg, registry, stop, reload)
-        }
-        None => run_with_eal(&eal, args, stop),
+        Some(cfg) => crate::router::setup::run(
+            &eal,
+            &router_options(args, main_loop),
+            cfg,
+            registry,
+            stop,
+            reload,
+        ),
+        None => run_with_eal(&eal, args, &main_loop, stop),
     };
     crate::ops::state::retire();
     if let Some(s) = server {
@@ -162,17 +171,24 @@ fn install_signal_handler(stop: Arc<AtomicBool>, reload: Option<Arc<AtomicBool>>
     }
 }
 
-/// The main lcore's run length and live view, from the command line.
-fn main_loop_options(args: &AppArgs) -> MainLoopOptions {
+/// The main lcore's run length and live view, from the command line
+/// (`argv`: the whole of it, for what each `--vdev` receives).
+fn main_loop_options(args: &AppArgs, argv: &[String]) -> MainLoopOptions {
     use std::io::IsTerminal;
+    let until_input_done = args.until_input_done.then(|| {
+        let (eal_args, _) = crate::cli::split_args(argv.to_vec());
+        let vdevs = crate::doctor::eal_args::parse(&eal_args[1..]).vdev_specs;
+        InputSources::from_vdevs(&vdevs)
+    });
     MainLoopOptions {
         duration: args.duration,
         live_view: args.live_view(std::io::stdout().is_terminal()),
+        until_input_done,
     }
 }
 
-/// The router's options, from the command line.
-pub fn router_options(args: &AppArgs) -> RouterOptions {
+/// The router's options, from the command line and the main lcore's.
+pub fn router_options(args: &AppArgs, main_loop: MainLoopOptions) -> RouterOptions {
     RouterOptions {
         rx_desc: args.rx_desc,
         tx_desc: args.tx_desc,
@@ -186,15 +202,29 @@ pub fn router_options(args: &AppArgs) -> RouterOptions {
             rate: args.capture_rate,
             queue: args.capture_queue,
         },
-        main_loop: main_loop_options(args),
+        main_loop,
     }
 }
 
 /// Forwarding mode (no `--config`): the `--forward` rules (or ports paired
-/// 0<->1, 2<->3, ...) over every worker lcore, until a stop signal or
-/// `--duration`.
-fn run_with_eal(eal: &Eal, args: &AppArgs, stop: Arc<AtomicBool>) -> Result<Report, RunError> {
+/// 0<->1, 2<->3, ...) over every worker lcore, until a stop signal,
+/// `--duration` or the end of the input.
+fn run_with_eal(
+    eal: &Eal,
+    args: &AppArgs,
+    main_loop: &MainLoopOptions,
+    stop: Arc<AtomicBool>,
+) -> Result<Report, RunError> {
     let rules = forward_rules(args)?;
+    // The ports a worker polls: the RX side of every rule.
+    let input = match &main_loop.until_input_done {
+        Some(sources) => {
+            let rx: BTreeSet<u16> = rules.iter().map(|r| r.rx).collect();
+            let polled: Vec<(u16, String)> = rx.iter().map(|&p| (p, port_name(p))).collect();
+            Some(sources.plan(&polled).map_err(RunError::Usage)?)
+        }
+        None => None,
+    };
     let workers = lcore::workers();
     if workers.is_empty() {
         return Err(RunError::Usage(
@@ -217,6 +247,8 @@ fn run_with_eal(eal: &Eal, args: &AppArgs, stop: Arc<AtomicBool>) -> Result<Repo
     let pool = create_pool(eal, pool_size)?;
     let plan = Forwarding {
         args,
+        main_loop,
+        input: input.as_ref(),
         rules: &rules,
         used: &used,
         workers: &workers,
@@ -224,7 +256,8 @@ fn run_with_eal(eal: &Eal, args: &AppArgs, stop: Arc<AtomicBool>) -> Result<Repo
     };
     // Ports are dropped (closed) before the pool, whatever path leaves here.
     let mut ports: Vec<Port> = Vec::new();
-    let (duration, lcore_counts) = match configure_and_forward(&plan, &mut ports, stop) {
+    let (duration, lcore_counts, unfinished) = match configure_and_forward(&plan, &mut ports, stop)
+    {
         Ok(v) => v,
         Err(e) => {
             drop(ports);
@@ -232,7 +265,10 @@ fn run_with_eal(eal: &Eal, args: &AppArgs, stop: Arc<AtomicBool>) -> Result<Repo
             return Err(e);
         }
     };
-    finish(eal, ports, pool, duration, &lcore_counts)
+    verdict(
+        finish(eal, ports, pool, duration, &lcore_counts),
+        unfinished,
+    )
 }
 
 /// The `--forward` rules (or the default pairs), checked against the ports
@@ -263,6 +299,9 @@ fn forward_rules(args: &AppArgs) -> Result<Vec<Forward>, RunError> {
 /// What a forwarding run reads.
 struct Forwarding<'a> {
     args: &'a AppArgs,
+    main_loop: &'a MainLoopOptions,
+    /// With `--until-input-done`: the frames each polled port will read.
+    input: Option<&'a InputEnd>,
     rules: &'a [Forward],
     /// Every port a rule names.
     used: &'a BTreeSet<u16>,
@@ -294,16 +333,19 @@ struct Launched {
     launch_err: Option<crate::dpdk::DpdkError>,
 }
 
-/// Bring the ports up, launch the workers, serve until stopped, drain.
+/// Bring the ports up, launch the workers, serve until stopped, drain;
+/// with the counters, what the input's end still waited for when
+/// `--duration` ended (see [`report_end`]).
 fn configure_and_forward(
     plan: &Forwarding,
     ports: &mut Vec<Port>,
     stop: Arc<AtomicBool>,
-) -> Result<(Duration, LcoreCounts), RunError> {
+) -> Result<(Duration, LcoreCounts, Option<String>), RunError> {
     let queues = start_ports(plan, ports)?;
     let handback = Arc::new(Mutex::new(queues.unpolled));
     let started = Instant::now();
     let mut launched = launch(plan, queues.rx, queues.tx, &stop, &handback);
+    let mut unfinished = None;
     if launched.launch_err.is_none() {
         let ops = Arc::new(Ops::new(
             Mode::Forward,
@@ -315,20 +357,19 @@ fn configure_and_forward(
         crate::ops::state::install(ops.clone());
         eprintln!(
             "fastpath: forwarding{}; Ctrl-C to stop",
-            match plan.args.duration {
-                Some(d) => format!(" for {d} s"),
-                None => String::new(),
-            }
+            run_length(plan.main_loop, plan.input)
         );
         let idle = Duration::from_millis(20);
-        main_lcore_loop(
-            &main_loop_options(plan.args),
+        let ended = main_lcore_loop(
+            plan.main_loop,
             &stop,
             started,
             &ops,
             idle,
+            plan.input,
             || false,
         );
+        unfinished = report_end(&ended, plan.input, &ops, started);
     }
     stop.store(true, Ordering::SeqCst);
     let failed = join_workers(launched.jobs);
@@ -349,7 +390,7 @@ fn configure_and_forward(
         return Err(e.into());
     }
     worker_failure(&failed, "forwarding")?;
-    Ok((duration, snapshot(&launched.counters)))
+    Ok((duration, snapshot(&launched.counters), unfinished))
 }
 
 /// Open, configure and start every port a rule names.

@@ -133,7 +133,6 @@ fn every_drop_is_captured_with_its_reason_stage_and_ports() {
         pcap_router_config!(),
         &input,
         &[],
-        "2",
         &["--capture-drops", file_arg],
     );
     assert_eq!(out1.len(), 1, "the good frame is routed");
@@ -198,7 +197,6 @@ fn a_hook_drop_names_the_hook() {
         HOOKS,
         &[telnet.clone(), spoofed.clone(), fine],
         &[],
-        "2",
         &["--capture-drops", file.to_str().unwrap()],
     );
     assert_eq!(out1.len(), 1, "{s}");
@@ -244,7 +242,6 @@ fn the_size_bound_stops_the_capture_and_says_so() {
         pcap_router_config!(),
         &input,
         &[],
-        "2",
         &[
             "--capture-drops",
             file.to_str().unwrap(),
@@ -285,7 +282,6 @@ fn a_full_queue_loses_copies_but_not_counts() {
         pcap_router_config!(),
         &input,
         &[],
-        "2",
         &[
             "--capture-drops",
             file.to_str().unwrap(),

@@ -3,7 +3,6 @@
 
 mod common;
 use common::*;
-use std::time::Duration;
 
 #[test]
 fn pcap_in_equals_pcap_out_and_counters_match() {
@@ -24,16 +23,11 @@ fn pcap_in_equals_pcap_out_and_counters_match() {
             format!("net_pcap1,tx_pcap={}", output.display()),
         ],
     ))
-    .args([
-        "--",
-        "--forward",
-        "0:1",
-        "--duration",
-        "1.5",
-        "--stats-json",
-    ])
+    .args(["--", "--forward", "0:1"])
+    .args(UNTIL_INPUT_DONE)
+    .arg("--stats-json")
     .arg(&json);
-    let r = run(cmd, Duration::from_secs(60));
+    let r = run(cmd, INPUT_WAIT);
     assert_success(&r);
 
     let out = fastpath::pcap::read(std::fs::File::open(&output).unwrap()).unwrap();

@@ -118,7 +118,7 @@ fn a_frame_a_hook_broke_is_dropped_by_its_reason_not_routed() {
     let _handle = registry
         .register(Arc::new(BreakerKind))
         .expect("not a built-in name");
-    let (_, out1, report) = run_pcaps_in_process("breaker", CONFIG, &frames, &[], "1", &registry);
+    let (_, out1, report) = run_pcaps_in_process("breaker", CONFIG, &frames, &[], &registry);
 
     // Only the intact frames leave, each with its own IPv4 header (TTL 63).
     assert_eq!(out1.len(), intact.len(), "broken frames were sent");

@@ -37,7 +37,7 @@ fn a_registered_example_hook_polices_one_prefix() {
     let handle = registry
         .register(Arc::new(policer::PolicerKind))
         .expect("policer is not a built-in name");
-    let (_, out1, report) = run_pcaps_in_process("policer", CONFIG, &frames, &[], "1", &registry);
+    let (_, out1, report) = run_pcaps_in_process("policer", CONFIG, &frames, &[], &registry);
 
     let policed_src = out1.iter().filter(|f| f[26..30] == [10, 0, 1, 2]).count();
     let other_src = out1.iter().filter(|f| f[26..30] == [192, 0, 2, 7]).count();

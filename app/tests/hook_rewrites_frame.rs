@@ -112,7 +112,7 @@ fn a_frame_an_ingress_hook_rewrote_is_routed_by_its_new_destination() {
     let _handle = registry
         .register(Arc::new(DnatKind))
         .expect("not a built-in name");
-    let (_, out1, report) = run_pcaps_in_process("dnat", CONFIG, &frames, &[], "1", &registry);
+    let (_, out1, report) = run_pcaps_in_process("dnat", CONFIG, &frames, &[], &registry);
 
     assert_eq!(out1.len(), expect.len(), "{out1:02x?}");
     for (i, (a, b)) in out1.iter().zip(&expect).enumerate() {

@@ -86,7 +86,7 @@ fn classify_marks_filter_decides_and_every_drop_has_its_reason() {
     frames.extend((0..3).map(|_| later_fragment())); // policy drop, counted
     frames.extend((0..2).map(|_| with_options())); // accepted (port 80 past options)
 
-    let (_, out1, s, stderr) = run_pcaps_logged("hooks-pcap", CONFIG, &frames, &[], "1");
+    let (_, out1, s, stderr) = run_pcaps_logged("hooks-pcap", CONFIG, &frames, &[]);
     assert!(
         stderr.contains("hook \"fw\" (filter) at egress of port 1"),
         "{stderr}"
@@ -186,7 +186,7 @@ fn tiny_and_overlapping_fragments_do_not_pass_a_port_rule() {
         tcp(A, DST, 1024, 80, 0x02),
     ]);
     frames.extend((0..40).map(|_| tcp_fragment(8, true, flags)));
-    let (_, out1, s, stderr) = run_pcaps_logged("hooks-frag", SSH_DROP, &frames, &[], "1");
+    let (_, out1, s, stderr) = run_pcaps_logged("hooks-frag", SSH_DROP, &frames, &[]);
     // Linked (docs/lookahead.md): the fragments are still the filter's to
     // judge; only the two whole segments carry an answer from ingress.
     let link = "the first egress hook of port 1 takes answers looked up at ingress";
@@ -263,9 +263,9 @@ fn a_linked_classify_and_filter_decide_as_unlinked_ones() {
     frames.extend((0..4).map(|_| with_options()));
     frames.extend((0..4).map(|_| later_fragment()));
 
-    let (_, out_l, s_l, err_l) = run_pcaps_logged("hooks-linked", LINKED, &frames, &[], "1");
+    let (_, out_l, s_l, err_l) = run_pcaps_logged("hooks-linked", LINKED, &frames, &[]);
     let unlinked = format!("{LINKED}{AFTER_CLASSIFY}");
-    let (_, out_u, s_u, err_u) = run_pcaps_logged("hooks-unlinked", &unlinked, &frames, &[], "1");
+    let (_, out_u, s_u, err_u) = run_pcaps_logged("hooks-unlinked", &unlinked, &frames, &[]);
     let link = "the first egress hook of port 1 takes answers looked up at ingress";
     assert!(err_l.contains(link), "{err_l}");
     assert!(!err_u.contains(link), "{err_u}");

@@ -4,9 +4,12 @@
 //! it; the final statistics follow either way.
 
 mod common;
-use common::watch::{rates, Watched};
+use common::watch::{rates, Stream, Watched};
 use common::*;
 use std::time::Duration;
+
+/// How long a test waits for what a running fastpath prints.
+const LIMIT: Duration = Duration::from_secs(60);
 
 fn null_run(test: &str, app: &[&str]) -> Run {
     let mut cmd = fastpath();
@@ -95,18 +98,29 @@ fn drops_show_their_top_reason() {
     cmd.args(eal_args("live-drops", &pcap_vdevs(dir.path())))
         .args(["--", "--config"])
         .arg(dir.path().join("r.toml"))
-        .args(["--stats-period", "0.05", "--duration", "2"]);
-    let r = run(cmd, Duration::from_secs(60));
+        .args(["--stats-period", "0.05"]);
+    // Read the lines as they come: port 0 dropping with its top reason, then,
+    // once the pcap is read, dropping nothing; then stop it.
+    let port0 = |l: &str| l.split(" | ").next().unwrap_or("").to_string();
+    let mut fp = Watched::spawn(cmd);
+    fp.wait_for("a line of port 0 dropping other_host", LIMIT, |s, l| {
+        (s == Stream::Stdout && port0(l).contains(" top other_host:")).then_some(())
+    });
+    fp.wait_for("a line of port 0 dropping nothing", LIMIT, |s, l| {
+        (s == Stream::Stdout && rates(l).is_some() && port0(l).contains("drops-ps 0 top -"))
+            .then_some(())
+    });
+    fp.signal("-INT");
+    let r = fp.finish(LIMIT);
     assert_success(&r);
     let lines = periodic(&r.stdout);
     let dropping: Vec<&&str> = lines
         .iter()
-        .filter(|l| l.split(" | ").next().unwrap().contains(" top other_host:"))
+        .filter(|l| port0(l).contains(" top other_host:"))
         .collect();
     assert!(!dropping.is_empty(), "{}", r.stdout);
     for l in dropping {
-        let port0 = l.split(" | ").next().unwrap();
-        assert!(!port0.contains("drops-ps 0 "), "{l}");
+        assert!(!port0(l).contains("drops-ps 0 "), "{l}");
     }
     // Once the pcap is read, nothing drops: no reason is shown.
     assert!(

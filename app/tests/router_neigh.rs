@@ -119,7 +119,6 @@ fn a_gratuitous_arp_flood_makes_no_entries_and_a_real_host_still_resolves() {
         WIDE,
         &traffic,
         &in1,
-        "2.5",
         &["--neigh-capacity", "64"],
     );
     let sent = count(&out1, &routed(&traffic[0], MAC1, HOST_MAC));
@@ -188,7 +187,7 @@ fn gateway_answers_after(
     // The reply after the floods' first 20 rounds: over 512 ARPs seen.
     in1.extend(filler(20usize.saturating_sub(in1.len() / ROUND)));
     in1.push(reply_to_port1(GW_MAC, [10, 0, 2, 2], [10, 0, 2, 1]));
-    let (_, out1, s, _) = run_pcaps_logged(test, VIA, &in0, &in1, "2.5");
+    let (_, out1, s, _) = run_pcaps_logged(test, VIA, &in0, &in1);
     (count(&out1, &routed(&traffic[0], MAC1, GW_MAC)), s)
 }
 
@@ -264,7 +263,7 @@ fn a_sweep_of_unused_addresses_leaves_room_for_the_gateway_and_other_ports() {
         [10, 1, 0, 2],
         [10, 1, 0, 1],
     ));
-    let (out0, out1, s, _) = run_pcaps_logged("rnsweep", SWEPT, &in0, &in1, "3.5");
+    let (out0, out1, s, _) = run_pcaps_logged("rnsweep", SWEPT, &in0, &in1);
     let gw = count(&out1, &routed(&to_gw[0], MAC1, [0x02, 0xbb, 0, 0, 0, 0x02]));
     assert_eq!(gw, 32, "the gateway resolves from its reserve: {s}");
     let new = count(&out0, &routed(&to_new[0], MAC0, new_mac));

@@ -147,7 +147,7 @@ fn every_kind_of_frame_ends_where_it_should() {
         echo.clone(),
         arp_req,
     ];
-    let (out0, out1, s) = run_pcaps("rtpcap", CONFIG, &input, &[], "2");
+    let (out0, out1, s) = run_pcaps("rtpcap", CONFIG, &input, &[]);
 
     // Port 1: the routed frames, in order, exactly.
     let expect1 = vec![
@@ -249,7 +249,7 @@ fn is_arp_request_for(f: &[u8], target: [u8; 4]) -> bool {
 fn unresolved_next_hop_queues_retries_with_backoff_then_fails() {
     // 100 packets to a connected address nobody answers for.
     let frames: Vec<Vec<u8>> = (0..100).map(|_| udp_to([10, 0, 2, 77], 64)).collect();
-    let (out0, out1, s) = run_pcaps("rtunres", CONFIG_NO_NEIGH, &frames, &[], "3");
+    let (out0, out1, s) = run_pcaps("rtunres", CONFIG_NO_NEIGH, &frames, &[]);
     assert!(out0.is_empty(), "{out0:02x?}");
     // The first request, and retries after 250 and 500 ms; fails 1 s later.
     assert_eq!(out1.len(), 3, "{out1:02x?}");
@@ -284,7 +284,7 @@ fn an_arp_reply_releases_the_waiting_packets() {
     reply.resize(60, 0);
     let mut in1 = vec![to_other_host(); 4 * 32];
     in1.push(reply);
-    let (_, out1, s) = run_pcaps("rtreply", CONFIG_NO_NEIGH, &frames, &in1, "2");
+    let (_, out1, s) = run_pcaps("rtreply", CONFIG_NO_NEIGH, &frames, &in1);
     let expect = routed(&frames[0], nb);
     let sent = out1.iter().filter(|f| **f == expect).count();
     let requests = out1
@@ -323,7 +323,7 @@ fn a_no_route_flood_is_answered_at_a_bounded_rate() {
     // 100 ms period of the worker's budget of 10 unreachable punts (a
     // descheduled worker on a loaded machine may straddle a few).
     let frames: Vec<Vec<u8>> = (0..1000).map(|_| udp_to([203, 0, 113, 9], 64)).collect();
-    let (out0, out1, s) = run_pcaps("rtflood", CONFIG_NO_NEIGH, &frames, &[], "1.5");
+    let (out0, out1, s) = run_pcaps("rtflood", CONFIG_NO_NEIGH, &frames, &[]);
     assert!(out1.is_empty());
     assert!(
         (10..=30).contains(&out0.len()),
@@ -348,7 +348,7 @@ fn a_ping_flood_to_the_router_is_answered_at_the_punt_rate() {
         .payload(b"xy")
         .build();
     let frames = vec![echo; 2000];
-    let (out0, _, s) = run_pcaps("rtpingflood", CONFIG_NO_NEIGH, &frames, &[], "1.5");
+    let (out0, _, s) = run_pcaps("rtpingflood", CONFIG_NO_NEIGH, &frames, &[]);
     let replies = out0.len() as u64;
     // At least one period's worth, and not all of them.
     assert!((128..2000).contains(&replies), "{replies} replies");
@@ -373,7 +373,7 @@ fn a_sweep_of_unused_addresses_does_not_fill_the_neighbour_table() {
     // none of them takes a table entry (only answers do).
     let config = CONFIG_NO_NEIGH.replace("10.0.2.1/24", "10.1.0.1/16");
     let frames: Vec<Vec<u8>> = (0..200u8).map(|i| udp_to([10, 1, 7, i + 2], 64)).collect();
-    let (_, out1, s) = run_pcaps("rtsweep", &config, &frames, &[], "3");
+    let (_, out1, s) = run_pcaps("rtsweep", &config, &frames, &[]);
     assert_eq!(out1.len(), 64 * 3 + 64, "ARP requests");
     assert_eq!(s["totals"]["drops"]["neigh_failed"], 128, "{s}");
     assert_eq!(s["totals"]["drops"]["neigh_resolve_limit"], 72, "{s}");
@@ -410,7 +410,6 @@ fn too_big_with_df_gets_frag_needed_and_without_is_dropped() {
         &config,
         &[big(true), big(false), fits.clone()],
         &[],
-        "1.5",
     );
     assert_eq!(out1, vec![routed(&fits, NEIGH_22)]);
     assert_eq!(out0.len(), 1, "{out0:02x?}");
@@ -437,7 +436,7 @@ fn an_on_link_route_outside_the_subnet_resolves_by_arp() {
     // After the packets that make us ask (see an_arp_reply_releases_the_waiting_packets).
     let mut in1 = vec![to_other_host(); 4 * 32];
     in1.push(reply);
-    let (_, out1, s) = run_pcaps("rtdevroute", &config, &frames, &in1, "2");
+    let (_, out1, s) = run_pcaps("rtdevroute", &config, &frames, &in1);
     let expect = routed(&frames[0], nb);
     assert_eq!(
         out1.iter().filter(|f| **f == expect).count(),
@@ -498,7 +497,7 @@ fn plain_bursts_take_the_fast_lane_and_leave_as_the_stages_would() {
         expect.push(routed(&f, neigh));
         input.push(f);
     }
-    let (out0, out1, s) = run_pcaps("rtlane", &config, &input, &[], "2");
+    let (out0, out1, s) = run_pcaps("rtlane", &config, &input, &[]);
 
     assert_eq!(out1.len(), expect.len(), "{out1:02x?}");
     for (i, (a, b)) in out1.iter().zip(&expect).enumerate() {
@@ -539,7 +538,7 @@ fn bursts_declined_after_the_checks_are_routed_by_the_stages_unchanged() {
         }
         input.push(f);
     }
-    let (out0, out1, s) = run_pcaps("rtdecl", &config, &input, &[], "2");
+    let (out0, out1, s) = run_pcaps("rtdecl", &config, &input, &[]);
 
     let ipv4_out1: Vec<_> = out1.iter().filter(|f| f[12..14] == [0x08, 0x00]).collect();
     assert_eq!(ipv4_out1.len(), expect1.len(), "{out1:02x?}");
@@ -612,7 +611,7 @@ action = \"drop\"
             input.push(f);
         }
     }
-    let (_, out1, s) = run_pcaps("rtegress", &config, &input, &[], "2");
+    let (_, out1, s) = run_pcaps("rtegress", &config, &input, &[]);
 
     assert_eq!(out1.len(), expect.len(), "{out1:02x?}");
     for (i, (a, b)) in out1.iter().zip(&expect).enumerate() {
@@ -701,7 +700,7 @@ action = \"drop\"
     }
 
     let config = format!("{CONFIG}{ingress}{egress}");
-    let (_, out1, s) = run_pcaps("rtingress", &config, &input, &[], "2");
+    let (_, out1, s) = run_pcaps("rtingress", &config, &input, &[]);
     let expect: Vec<&Vec<u8>> = plain.iter().filter(|p| !p.1).map(|p| &p.0).collect();
     assert_eq!(out1.len(), expect.len(), "{out1:02x?}");
     for (i, (a, b)) in out1.iter().zip(&expect).enumerate() {
@@ -716,7 +715,7 @@ action = \"drop\"
 
     // Without the egress filter every routed frame leaves, in order.
     let config = format!("{CONFIG}{ingress}");
-    let (_, out1, s) = run_pcaps("rtingress2", &config, &input, &[], "2");
+    let (_, out1, s) = run_pcaps("rtingress2", &config, &input, &[]);
     assert_eq!(out1.len(), plain.len(), "{out1:02x?}");
     for (i, (a, b)) in out1.iter().zip(&plain).enumerate() {
         assert_eq!(*a, b.0, "routed frame {i}");
@@ -756,7 +755,7 @@ fn frames_from_a_broadcast_multicast_or_zero_source_mac_are_dropped_unanswered()
     }
     // Every frame of this run is a plain forward but for its source: the
     // fast lane's burst.
-    let (out0, out1, s) = run_pcaps("rtbadsrc-lane", CONFIG, &input, &[], "1");
+    let (out0, out1, s) = run_pcaps("rtbadsrc-lane", CONFIG, &input, &[]);
     assert_eq!(out1, vec![routed(&good, NEIGH_22)], "{out1:02x?}");
     assert!(out0.is_empty(), "{out0:02x?}");
     assert_eq!(s["totals"]["drops"]["bad_source_mac"], 3, "{s}");
@@ -770,7 +769,7 @@ fn frames_from_a_broadcast_multicast_or_zero_source_mac_are_dropped_unanswered()
             .build(),
     );
     pings.push(echo_from(HOST_A, 2));
-    let (out0, out1, s) = run_pcaps("rtbadsrc-ping", CONFIG, &pings, &[], "1");
+    let (out0, out1, s) = run_pcaps("rtbadsrc-ping", CONFIG, &pings, &[]);
     assert!(out1.is_empty(), "{out1:02x?}");
     assert_eq!(out0.len(), 1, "only the ping from a station: {out0:02x?}");
     assert_eq!(&out0[0][..12], &[HOST_A, MAC0].concat()[..]);
@@ -804,7 +803,7 @@ fn double_tags_with_an_inner_priority_tag_are_vlan_not_configured() {
         double(0x8100, 0xa000, 0),
         double(0x88a8, 0, 0xa000),
     ];
-    let (_, out1, s) = run_pcaps("rtqinq", CONFIG, &input, &[], "1");
+    let (_, out1, s) = run_pcaps("rtqinq", CONFIG, &input, &[]);
     assert_eq!(out1, vec![routed(&good, NEIGH_22); 2], "{out1:02x?}");
     assert_eq!(s["totals"]["drops"]["vlan_not_configured"], 4, "{s}");
     assert_eq!(s["totals"]["dropped"], 4, "{s}");

@@ -24,6 +24,8 @@ pub struct EalArgs {
     pub allow: Vec<String>,
     /// `--vdev` device names, without their device arguments.
     pub vdevs: Vec<String>,
+    /// `--vdev` values as given: the name and its device arguments.
+    pub vdev_specs: Vec<String>,
     pub no_huge: bool,
     pub no_pci: bool,
     /// `-m`, in MiB.
@@ -179,6 +181,7 @@ impl EalArgs {
             }
             "--vdev" => {
                 self.vdevs.push(device);
+                self.vdev_specs.push(value.to_string());
                 Ok(())
             }
             "-m" => parse_num(value).map(|n| self.memory_mb = Some(n)),
@@ -371,6 +374,7 @@ mod tests {
         ]);
         assert_eq!(a.allow, ["0000:01:00.0", "02:00.1"]);
         assert_eq!(a.vdevs, ["net_null0"]);
+        assert_eq!(a.vdev_specs, ["net_null0,size=64"]);
         assert!(a.no_huge && !a.no_pci);
         assert_eq!(a.memory_mb, Some(512));
         assert_eq!(a.socket_mem_mb, Some(vec![1024, 0]));

@@ -763,7 +763,8 @@ fn symmetric_key_len(hash_key_size: u8) -> usize {
     }
 }
 
-fn port_name(id: u16) -> String {
+/// The device name of port `id` (`net_pcap0`, `0000:01:00.0`, ...).
+pub fn port_name(id: u16) -> String {
     let mut buf = [0 as std::os::raw::c_char; sys::RTE_ETH_NAME_MAX_LEN as usize];
     // SAFETY: buf has room for RTE_ETH_NAME_MAX_LEN bytes as DPDK requires.
     let ret = unsafe { sys::rte_eth_dev_get_name_by_port(id, buf.as_mut_ptr()) };

@@ -18,6 +18,16 @@ pub enum RunError {
     /// The run finished but mbufs did not come back (exit 3).
     #[error("{missing} mbufs were not returned to the pool at exit (leak)")]
     Leak { missing: u32, report: Box<Report> },
+    /// `--until-input-done`: `--duration` ended first (exit 4).
+    #[error(
+        "--duration ended before the input was used up (--until-input-done): waiting for \
+             {waiting_for}. The statistics above show where packets went; give a longer \
+             --duration if the run is just slow"
+    )]
+    InputNotUsedUp {
+        waiting_for: String,
+        report: Box<Report>,
+    },
 }
 
 impl RunError {
@@ -27,6 +37,15 @@ impl RunError {
             RunError::Usage(_) => 2,
             RunError::Eal(_) | RunError::Dpdk(_) => 1,
             RunError::Leak { .. } => 3,
+            RunError::InputNotUsedUp { .. } => 4,
+        }
+    }
+
+    /// The report of a run that went to its end and failed there.
+    pub fn report(&self) -> Option<&Report> {
+        match self {
+            RunError::Leak { report, .. } | RunError::InputNotUsedUp { report, .. } => Some(report),
+            _ => None,
         }
     }
 }

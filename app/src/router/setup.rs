@@ -20,7 +20,8 @@ use super::options::RouterOptions;
 use crate::config::{DeviceRef, RouterConfig};
 use crate::dpdk::port::describe_ports;
 use crate::dpdk::{lcore, Eal, Mempool, Port};
-use crate::lifecycle::{create_pool, default_pool_size, finish, RunError};
+use crate::lifecycle::input_end::verdict;
+use crate::lifecycle::{create_pool, default_pool_size, finish, InputEnd, RunError};
 use crate::report::Report;
 use control_loop::MainLcore;
 use drain::Outcome;
@@ -220,7 +221,7 @@ pub fn run(
                 Err(RunError::Leak { report, .. }) => outcome.add_to(report),
                 Err(_) => {}
             }
-            report
+            verdict(report, outcome.unfinished)
         }
         Err(e) => {
             drop(ports);
@@ -249,9 +250,24 @@ fn pool_size(cfg: &RouterConfig, opts: &RouterOptions, n_workers: usize) -> u32 
     })
 }
 
+/// With `--until-input-done`, the frames each port will read (every port
+/// of the config is polled); an input with no end is refused here.
+fn input_end(s: &Setup) -> Result<Option<InputEnd>, RunError> {
+    let Some(sources) = &s.opts.main_loop.until_input_done else {
+        return Ok(None);
+    };
+    let polled: Vec<(u16, String)> = s
+        .port_ids
+        .iter()
+        .map(|&p| (p, crate::dpdk::port::port_name(p)))
+        .collect();
+    sources.plan(&polled).map(Some).map_err(RunError::Usage)
+}
+
 /// The steps of a run, in order; `ports` holds every port brought up, for
 /// the caller to close whatever happens here.
 fn route(s: &Setup, ports: &mut Vec<Port>, signals: &Signals) -> Result<Outcome, RunError> {
+    let input = input_end(s)?;
     let mut up = ports::start_ports(s, ports)?;
     let (tables, writers) = tables::build(s, &up.macs)?;
     // Hooks: built (and their rules checked) before any worker starts.
@@ -261,8 +277,11 @@ fn route(s: &Setup, ports: &mut Vec<Port>, signals: &Signals) -> Result<Outcome,
     let hooks = Hooks { chains, publisher };
     let mut workers = workers::start(s, &mut up, &tables, &hooks, ports, &signals.stop)?;
     let mut main = MainLcore::new(s, writers, &up.addrs, &tables, &mut workers);
+    let mut unfinished = None;
     if workers.launch_err.is_none() {
-        control_loop::run(s, &mut main, &hooks, &workers, ports, signals);
+        unfinished = control_loop::run(s, &mut main, &hooks, &workers, ports, signals, input);
     }
-    drain::drain(s, main, hooks, workers, tables, &signals.stop)
+    let mut outcome = drain::drain(s, main, hooks, workers, tables, &signals.stop)?;
+    outcome.unfinished = unfinished;
+    Ok(outcome)
 }

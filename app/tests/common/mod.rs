@@ -200,16 +200,25 @@ pub fn spawn_af_packet(make: impl Fn() -> Command) -> Child {
     panic!("fastpath did not start in 4 attempts (PACKET_FANOUT group clashes)");
 }
 
-/// Run fastpath on pcaps: `in0` into port 0, `in1` into port 1; returns the
-/// frames each port sent, the statistics and fastpath's stderr.
+/// The app options that end a run on pcaps once its input is used up
+/// (`--until-input-done`), not after a guessed time. The `--duration` only
+/// bounds a run that never gets there: fastpath then fails (exit 4) and
+/// says what it still waited for, well before [`INPUT_WAIT`] kills it.
+pub const UNTIL_INPUT_DONE: [&str; 3] = ["--until-input-done", "--duration", "60"];
+
+/// How long a test waits for a run that ends with its input.
+pub const INPUT_WAIT: Duration = Duration::from_secs(90);
+
+/// Run fastpath on pcaps until their input is used up: `in0` into port 0,
+/// `in1` into port 1; returns the frames each port sent, the statistics
+/// and fastpath's stderr.
 pub fn run_pcaps_logged(
     test: &str,
     config: &str,
     in0: &[Vec<u8>],
     in1: &[Vec<u8>],
-    secs: &str,
 ) -> (Vec<Vec<u8>>, Vec<Vec<u8>>, serde_json::Value, String) {
-    run_pcaps_with(test, config, in0, in1, secs, &[])
+    run_pcaps_with(test, config, in0, in1, &[])
 }
 
 /// [`run_pcaps_logged`] with more app options (after `--`).
@@ -218,7 +227,6 @@ pub fn run_pcaps_with(
     config: &str,
     in0: &[Vec<u8>],
     in1: &[Vec<u8>],
-    secs: &str,
     extra: &[&str],
 ) -> (Vec<Vec<u8>>, Vec<Vec<u8>>, serde_json::Value, String) {
     let dir = tempfile::tempdir().unwrap();
@@ -230,10 +238,11 @@ pub fn run_pcaps_with(
     cmd.args(eal_args(test, &pcap_vdevs(dir.path())))
         .args(["--", "--config"])
         .arg(p("router.toml"))
-        .args(["--duration", secs, "--stats-json"])
+        .args(UNTIL_INPUT_DONE)
+        .arg("--stats-json")
         .arg(p("stats.json"))
         .args(extra);
-    let r = run(cmd, Duration::from_secs(60));
+    let r = run(cmd, INPUT_WAIT);
     assert_success(&r);
     let read = |n: &str| fastpath::pcap::read(std::fs::File::open(p(n)).unwrap()).unwrap();
     (
@@ -260,14 +269,13 @@ pub fn pcap_vdevs(dir: &Path) -> Vec<String> {
 
 /// Run fastpath in this process (EAL starts once per process: one call per
 /// test binary) with the hook kinds of `registry`, on pcaps as
-/// [`run_pcaps_logged`] does, for `secs` seconds; returns the frames each
-/// port sent and the report.
+/// [`run_pcaps_logged`] does, until their input is used up; returns the
+/// frames each port sent and the report.
 pub fn run_pcaps_in_process(
     test: &str,
     config: &str,
     in0: &[Vec<u8>],
     in1: &[Vec<u8>],
-    secs: &str,
     registry: &hooks::Registry,
 ) -> (Vec<Vec<u8>>, Vec<Vec<u8>>, fastpath::report::Report) {
     use clap::Parser;
@@ -276,12 +284,11 @@ pub fn run_pcaps_in_process(
     std::fs::write(p("router.toml"), config).unwrap();
     write_pcap(&p("in0.pcap"), in0);
     write_pcap(&p("in1.pcap"), in1);
-    let app = [
+    let mut app = vec![
         "--config".to_string(),
         p("router.toml").display().to_string(),
-        "--duration".into(),
-        secs.into(),
     ];
+    app.extend(UNTIL_INPUT_DONE.map(String::from));
     let mut argv = vec!["fastpath".to_string()];
     argv.extend(eal_args(test, &pcap_vdevs(dir.path())));
     argv.push("--".into());
@@ -300,9 +307,8 @@ pub fn run_pcaps(
     config: &str,
     in0: &[Vec<u8>],
     in1: &[Vec<u8>],
-    secs: &str,
 ) -> (Vec<Vec<u8>>, Vec<Vec<u8>>, serde_json::Value) {
-    let (out0, out1, stats, _) = run_pcaps_logged(test, config, in0, in1, secs);
+    let (out0, out1, stats, _) = run_pcaps_logged(test, config, in0, in1);
     (out0, out1, stats)
 }
 

@@ -9,7 +9,8 @@ use crate::capture::Tap;
 use crate::counters::LcoreCounters;
 use crate::ctl::server::CtlServer;
 use crate::dpdk::{lcore, Eal, Port};
-use crate::lifecycle::{main_lcore_loop, port_names};
+use crate::lifecycle::input_end::report_end;
+use crate::lifecycle::{main_lcore_loop, port_names, run_length, InputEnd};
 use crate::ops::state::{Mode, Ops};
 use crate::ops::view::ControlView;
 use crate::report::HookReport;
@@ -68,7 +69,9 @@ impl<'a> MainLcore<'a> {
     }
 }
 
-/// Serve until a stop signal or the end of the run.
+/// Serve until a stop signal or the end of the run (with `input`, the end
+/// of the input); what the input's end still waited for if `--duration`
+/// ended first.
 pub(super) fn run(
     s: &Setup,
     main: &mut MainLcore,
@@ -76,7 +79,8 @@ pub(super) fn run(
     workers: &Workers,
     ports: &[Port],
     signals: &Signals,
-) {
+    input: Option<InputEnd>,
+) -> Option<String> {
     let publisher = &hooks.publisher;
     let ops = Arc::new(Ops::new(
         Mode::Router,
@@ -90,10 +94,7 @@ pub(super) fn run(
     let mut next_view = Instant::now() + VIEW_PERIOD;
     eprintln!(
         "fastpath: routing{}; Ctrl-C to stop",
-        match s.opts.main_loop.duration {
-            Some(d) => format!(" for {d} s"),
-            None => String::new(),
-        }
+        run_length(&s.opts.main_loop, input.as_ref())
     );
     // `fastpath ctl` and SIGHUP: handled on this loop (ctl_requests).
     let mut requests = CtlRequests {
@@ -115,12 +116,13 @@ pub(super) fn run(
     let mut ctl = start_ctl(s.eal);
     let control = &mut main.control;
     // The control plane is not a poll-mode core: it naps while idle.
-    main_lcore_loop(
+    let ended = main_lcore_loop(
         &s.opts.main_loop,
         &signals.stop,
         workers.started,
         &ops,
         Duration::from_micros(500),
+        input.as_ref(),
         || {
             if signals.reload.swap(false, Ordering::SeqCst) {
                 requests.sighup(control);
@@ -143,6 +145,7 @@ pub(super) fn run(
         },
     );
     drop(ctl);
+    report_end(&ended, input.as_ref(), &ops, workers.started)
 }
 
 /// The control socket (`ctl`), in EAL's runtime folder; without it (say,

@@ -21,6 +21,9 @@ use std::time::Duration;
 pub(super) struct Outcome {
     pub duration: Duration,
     pub counts: LcoreCounts,
+    /// What the input's end still waited for when `--duration` ended
+    /// (`--until-input-done`).
+    pub unfinished: Option<String>,
     stages: BTreeMap<&'static str, f64>,
     neighbours: Vec<String>,
     events: BTreeMap<&'static str, u64>,
@@ -90,6 +93,7 @@ pub(super) fn drain(
     Ok(Outcome {
         duration,
         counts: snapshot(&counters),
+        unfinished: None,
         stages: stage_cycles(&counters),
         neighbours,
         events,

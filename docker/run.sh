@@ -6,7 +6,7 @@
 #   docker/run.sh -- -l 0-1 --vdev net_null0 --vdev net_null1 -- --stats-period 5
 #   docker/run.sh --data ./pcaps -- -l 0-1 --no-pci \
 #       --vdev net_pcap0,rx_pcap=/data/in.pcap --vdev net_pcap1,tx_pcap=/data/out.pcap \
-#       -- --forward 0:1 --duration 2
+#       -- --forward 0:1 --until-input-done
 #
 # Everything after the first `--` goes to the image's entry point unchanged
 # (`fastpath doctor` then `fastpath`), except that `--file-prefix fastpath`

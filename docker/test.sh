@@ -220,7 +220,7 @@ EOF
 docker/run.sh --image "$IMAGE" --name fastpath-dtest-fwd --data "$data" -- \
     -l 0-1 -m 256 --no-pci --file-prefix fp-dtest-fwd --log-level lib.eal:error \
     --vdev net_pcap0,rx_pcap=/data/in.pcap --vdev net_pcap1,tx_pcap=/data/out.pcap \
-    -- --forward 0:1 --duration 2 --stats-json /data/stats.json >"$WORK/fwd.log" 2>&1 ||
+    -- --forward 0:1 --until-input-done --duration 60 --stats-json /data/stats.json >"$WORK/fwd.log" 2>&1 ||
     { cat "$WORK/fwd.log" >&2; die "fastpath in the image failed (log above)"; }
 grep -q 'hugepages: ' "$WORK/fwd.log" || die "run.sh did not check hugepages"
 grep -q 'nothing blocks a start' "$WORK/fwd.log" || die "the entrypoint did not run fastpath doctor"

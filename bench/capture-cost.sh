@@ -15,7 +15,10 @@ ROUNDS=${ROUNDS:-5}
 SECS=${SECS:-6}
 # Capture files and pcaps live in memory: a run writes ~30 MB per second.
 dir=$(mktemp -d /dev/shm/fp-capture-cost.XXXXXX)
-trap 'rm -rf "$dir"' EXIT
+# fastpath removes its EAL runtime folder at a clean exit; this one is for a killed run.
+runtime=/var/run/dpdk
+[ "$(id -u)" -eq 0 ] || runtime=${XDG_RUNTIME_DIR:-/tmp}/dpdk
+trap 'rm -rf "$dir" "$runtime"/capcost-$$' EXIT
 
 "$BENCH" pcap --out "$dir/udp.pcap" --size 64 --count 4000 --flows 64 \
     --router-config "$dir/router.toml" >/dev/null

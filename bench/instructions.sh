@@ -30,7 +30,10 @@ done
 FP=$(realpath "$FP")
 [ -z "$BASE" ] || BASE=$(realpath "$BASE")
 dir=$(mktemp -d /tmp/fp-instructions.XXXXXX)
-trap 'rm -rf "$dir"' EXIT
+# fastpath removes its EAL runtime folder at a clean exit; these are for killed runs.
+runtime=/var/run/dpdk
+[ "$(id -u)" -eq 0 ] || runtime=${XDG_RUNTIME_DIR:-/tmp}/dpdk
+trap 'rm -rf "$dir" "$runtime"/ins$$-*' EXIT
 
 "$BENCH" hooks --cases "$CASES" --configs "$dir" >"$dir/cases"
 
@@ -104,7 +107,7 @@ while read -r label config pcap; do
 done <"$dir/cases"
 wait
 if [ -e "$dir/failed" ]; then
-    trap - EXIT
+    trap 'rm -rf "$runtime"/ins$$-*' EXIT
     echo "error: a run did not count every frame:" >&2
     cat "$dir/failed" >&2
     exit 1

@@ -85,7 +85,10 @@ if [ ! -x "$l3fwd" ]; then
 fi
 
 dir=$(mktemp -d /tmp/fp-l3fwd-peer.XXXXXX)
-trap 'rm -rf "$dir"' EXIT
+# EAL runtime folders of the three tools (testpmd and l3fwd leave theirs).
+runtime=/var/run/dpdk
+[ "$(id -u)" -eq 0 ] || runtime=${XDG_RUNTIME_DIR:-/tmp}/dpdk
+trap 'rm -rf "$dir" "$runtime"/peer-io-$$ "$runtime"/peer-l3-$$ "$runtime"/peer-fp-$$' EXIT
 "$BENCH" pcap --out "$dir/t.pcap" --size 64 --count 1024 --flows 64 --router-config "$dir/router.toml" >/dev/null
 if [ -n "${PCAP:-}" ]; then
     [ -r "$PCAP" ] || { echo "error: PCAP=$PCAP is not a readable file" >&2; exit 1; }

@@ -276,8 +276,11 @@ fn check_counters(answers: &[Value], report: &Value, scrape: &str, mode: &str) {
     );
     let busy = l["busy_cycles"].as_u64().unwrap();
     let idle = l["idle_cycles"].as_u64().unwrap();
-    assert!(busy > 0 && idle > busy, "a short burst, then idle: {l}");
-    assert!(l["busy_percent"].as_u64().unwrap() < 50, "{l}");
+    // Rounds that received count busy, empty ones idle: the pcap's frames,
+    // then nothing (settled before the answers were asked).
+    assert!(busy > 0 && idle > 0, "a burst, then idle: {l}");
+    let share = (100.0 * busy as f64 / (busy + idle) as f64).round() as u64;
+    assert_eq!(l["busy_percent"], share, "the share of those cycles: {l}");
     assert!(metric(scrape, "fastpath_lcore_busy_cycles_total{lcore=\"1\"}") >= busy);
     assert!(metric(scrape, "fastpath_lcore_idle_cycles_total{lcore=\"1\"}") >= idle);
     // Every reason, each with the final count.

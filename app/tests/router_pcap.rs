@@ -319,22 +319,32 @@ fn an_arp_reply_releases_the_waiting_packets() {
 
 #[test]
 fn a_no_route_flood_is_answered_at_a_bounded_rate() {
-    // 1000 packets without a route, read and routed within a few ms: one
-    // 100 ms period of the worker's budget of 10 unreachable punts (a
-    // descheduled worker on a loaded machine may straddle a few).
+    // 1000 packets without a route. The worker's budget is 10 unreachable
+    // punts per 100 ms period: the first 10 always go, and within one burst
+    // of 32 (microseconds) the budget runs out, so some are never punted,
+    // however slowly the machine reads them. Counts, not a time window: every
+    // packet is a no_route drop, the punted ones are answered (or counted
+    // rate-limited by the control plane), the rest forgone.
     let frames: Vec<Vec<u8>> = (0..1000).map(|_| udp_to([203, 0, 113, 9], 64)).collect();
     let (out0, out1, s) = run_pcaps("rtflood", CONFIG_NO_NEIGH, &frames, &[]);
     assert!(out1.is_empty());
-    assert!(
-        (10..=30).contains(&out0.len()),
-        "ICMP net unreachable sent: {}",
-        out0.len()
-    );
     assert!(out0
         .iter()
         .all(|f| f[12..14] == [0x08, 0x00] && f[34] == 3 && f[35] == 0));
     assert_eq!(s["totals"]["drops"]["no_route"], 1000, "{s}");
-    assert_eq!(s["totals"]["punted"], out0.len() as u64, "{s}");
+    let punted = s["totals"]["punted"].as_u64().unwrap();
+    assert!(
+        (10..1000).contains(&punted),
+        "the first period's 10 punted, and not the whole flood: {s}"
+    );
+    let c = &s["control"];
+    assert_eq!(c["icmp_errors"], out0.len() as u64, "{s}");
+    assert_eq!(
+        c["icmp_errors"].as_u64().unwrap() + c["icmp_rate_limited"].as_u64().unwrap(),
+        punted,
+        "each punt answered or counted rate-limited: {s}"
+    );
+    assert!(out0.len() >= 10, "the first period's punts answered: {s}");
     assert_eq!(s["totals"]["drops"]["control_ring_full"], 0, "{s}");
     assert_eq!(s["totals"]["balanced"], true);
     assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
@@ -350,15 +360,22 @@ fn a_ping_flood_to_the_router_is_answered_at_the_punt_rate() {
     let frames = vec![echo; 2000];
     let (out0, _, s) = run_pcaps("rtpingflood", CONFIG_NO_NEIGH, &frames, &[]);
     let replies = out0.len() as u64;
-    // At least one period's worth, and not all of them.
-    assert!((128..2000).contains(&replies), "{replies} replies");
+    // Counts, not a time window: the first period's 128 always go (the ring
+    // holds them), every request is answered or counted rate-limited, and
+    // the limit held back some. How many depends on how fast the worker read
+    // the pcap, so only that it did: 129 read within one 10 ms period (five
+    // bursts of 32), which a running worker does unless it is preempted for
+    // 10 ms after every fourth of its 63 bursts.
+    assert!(
+        replies >= 128,
+        "the first period's punts answered: {replies}"
+    );
     assert!(out0.iter().all(|f| f[34] == 0), "echo replies only");
     let drops = &s["totals"]["drops"];
-    assert_eq!(
-        drops["punt_rate_limited"].as_u64().unwrap(),
-        2000 - replies,
-        "{s}"
-    );
+    let limited = drops["punt_rate_limited"].as_u64().unwrap();
+    assert_eq!(limited, 2000 - replies, "{s}");
+    assert!(limited > 0, "the flood was limited: {s}");
+    assert_eq!(s["totals"]["punted"], replies, "{s}");
     assert_eq!(drops["control_ring_full"], 0, "{s}");
     assert_eq!(s["control"]["echo_replies"], replies);
     assert_eq!(s["totals"]["balanced"], true);

@@ -57,10 +57,43 @@ pub fn memif_eal(prefix: &str, lcores: &str, sock: &Path, role: &str, macs: bool
     v
 }
 
+/// The `--file-prefix` of an EAL command line, if it has one.
+pub fn file_prefix(c: &Command) -> Option<String> {
+    let mut args = c.get_args().map(|a| a.to_string_lossy().into_owned());
+    while let Some(a) = args.next() {
+        if a == "--file-prefix" {
+            return args.next();
+        }
+        if let Some(p) = a.strip_prefix("--file-prefix=") {
+            return Some(p.to_string());
+        }
+    }
+    None
+}
+
+/// Remove the EAL runtime folder (`/var/run/dpdk/<prefix>` for root) of a
+/// DPDK process of ours that has exited. fastpath and fastpath-bench remove
+/// their own at a clean exit; dpdk-testpmd, l3fwd and a killed process leave
+/// it behind. No hugepage files are left to remove: the benchmarks run with
+/// `--no-huge`, or with `--huge-unlink` (unlinked right after mapping).
+pub fn remove_runtime_dir(prefix: Option<&str>) {
+    // One plain name: never the base folder itself, nothing outside it.
+    let Some(p) = prefix.filter(|p| {
+        let mut c = Path::new(p).components();
+        matches!(c.next(), Some(std::path::Component::Normal(_))) && c.next().is_none()
+    }) else {
+        return;
+    };
+    let dir = fastpath::dpdk::telemetry_client::default_runtime_base().join(p);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// A device under test running in the background, its output in files.
 pub struct DutProcess {
     child: Child,
     log: PathBuf,
+    /// Its EAL file prefix: its runtime folder goes when it has exited.
+    prefix: Option<String>,
 }
 
 impl DutProcess {
@@ -78,7 +111,11 @@ impl DutProcess {
         c.stdin(Stdio::null()).stdout(out).stderr(err);
         let name = c.get_program().to_string_lossy().into_owned();
         let child = c.spawn().map_err(|e| format!("cannot start {name}: {e}"))?;
-        let mut r = DutProcess { child, log };
+        let mut r = DutProcess {
+            child,
+            log,
+            prefix: file_prefix(&c),
+        };
         let deadline = Instant::now() + Duration::from_secs(20);
         let is_ready = |r: &DutProcess| {
             sock.exists() && std::fs::read_to_string(&r.log).is_ok_and(|l| l.contains(ready))
@@ -137,12 +174,13 @@ impl DutProcess {
 
 impl Drop for DutProcess {
     /// A device under test never outlives its harness (a failed run, a
-    /// panicking test): kill it if it still runs.
+    /// panicking test): kill it if it still runs. Then its runtime folder goes.
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+        remove_runtime_dir(self.prefix.as_deref());
     }
 }
 
@@ -195,10 +233,45 @@ pub fn run_held_generator(
     let _ = held_rx.recv();
     stop_peer();
     drop(stdin);
-    let status = child.wait().map_err(|e| e.to_string())?;
+    let status = child.wait().map_err(|e| e.to_string());
+    remove_runtime_dir(file_prefix(&c).as_deref());
+    let status = status?;
     Ok(GeneratorOutput {
         status,
         stdout: stdout.join().unwrap_or_default(),
         stderr: stderr.join().unwrap_or_default(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_prefix_is_read_in_either_form() {
+        let mut c = Command::new("x");
+        c.args(["-l", "0", "--file-prefix", "dut-a", "--vdev", "v"]);
+        assert_eq!(file_prefix(&c).as_deref(), Some("dut-a"));
+        let mut c = Command::new("x");
+        c.args(["--file-prefix=dut-b", "--"]);
+        assert_eq!(file_prefix(&c).as_deref(), Some("dut-b"));
+        assert_eq!(file_prefix(&Command::new("x")), None);
+    }
+
+    #[test]
+    fn an_exited_process_s_runtime_folder_goes_and_nothing_outside_it() {
+        let base = fastpath::dpdk::telemetry_client::default_runtime_base();
+        let prefix = format!("fpb-unit-{}", std::process::id());
+        let dir = base.join(&prefix);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("config"), b"").unwrap();
+        remove_runtime_dir(Some(&prefix));
+        assert!(!dir.exists(), "{} still there", dir.display());
+        // Not a prefix: nothing is removed (the base itself least of all).
+        for p in ["", ".", "..", "a/b", "/"] {
+            remove_runtime_dir(Some(p));
+        }
+        remove_runtime_dir(None);
+        assert!(base.exists());
+    }
 }

@@ -75,6 +75,7 @@ pub fn run(mut c: Command, stop: Stop) -> Result<(String, String), String> {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    crate::dut_process::remove_runtime_dir(crate::dut_process::file_prefix(&c).as_deref());
     let stdout = reader.join().unwrap_or_default();
     let stderr = err_reader.join().unwrap_or_default();
     if overstayed {

@@ -1,6 +1,12 @@
 //! The generator and sink against fastpath in another process over memif,
 //! with a classify rule that drops one flow of ten: since packets go round
 //! robin over the flows, exactly every 10th packet is lost; nothing else.
+//!
+//! Counts, not speeds: the trial (10 kpps for 0.3 s, at most ~3,000
+//! packets) fits in each memif ring (4,096 slots), so neither the generator's
+//! TX nor fastpath's TX can find a ring full however the two pollers are
+//! scheduled, and the drain waits long for stragglers: the only loss left is
+//! the rule's.
 
 mod common;
 use common::*;
@@ -19,11 +25,13 @@ fn every_tenth_packet_dropped_by_fastpath_is_counted_lost() {
             "--vary",
             "src-port",
             "--rate",
-            "200kpps",
+            "10kpps",
             "--seconds",
-            "1",
+            "0.3",
             "--warmup-ms",
             "0",
+            "--drain-ms",
+            "4000",
             "--json",
             json.to_str().unwrap(),
         ],
@@ -34,15 +42,13 @@ fn every_tenth_packet_dropped_by_fastpath_is_counted_lost() {
     let r = report(&out, &json);
     let t = &r.trials[0];
     assert!(
-        t.sent >= 150_000,
-        "sent only {} at 200 kpps for 1 s",
+        t.sent > 0 && t.sent < 4096,
+        "sent {}: some, and no more than a memif ring holds",
         t.sent
     );
     // One flow of ten: sent / 10, give or take the one packet where the
-    // trial's first sequence number falls in the cycle of ten. fastpath's
-    // classify counter is exact whatever the scheduler does; the sink may
-    // see a little more loss if a starved poller overflowed a memif ring
-    // (0.1 % allowed, a few milliseconds at this rate), never less.
+    // trial's first sequence number falls in the cycle of ten. fastpath saw
+    // every packet sent, and the sink lost exactly the ones it dropped.
     let tenth = t.sent as f64 / 10.0;
     let (dropped, accepted) = classify_counts(&dut.log());
     assert!(
@@ -50,17 +56,11 @@ fn every_tenth_packet_dropped_by_fastpath_is_counted_lost() {
         "fastpath's classify rule dropped {dropped} of {} sent (expected {tenth:.1})",
         t.sent
     );
-    let seen = dropped + accepted;
-    assert!(
-        seen <= t.sent && t.sent - seen <= t.sent / 1000,
-        "fastpath saw {seen} of the {} sent",
-        t.sent
-    );
-    assert!(
-        t.lost >= dropped && t.lost - dropped <= t.sent / 1000,
-        "the sink lost {}, fastpath dropped {dropped} of {}",
-        t.lost,
-        t.sent
+    assert_eq!(dropped + accepted, t.sent, "fastpath saw every packet sent");
+    assert_eq!(
+        (t.lost, t.received),
+        (dropped, accepted),
+        "the sink lost what fastpath dropped, and received the rest"
     );
     assert_eq!((t.reordered, t.duplicates), (0, 0));
     let l = t.latency_ns.expect("latency");

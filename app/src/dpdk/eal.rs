@@ -118,10 +118,65 @@ impl Drop for Eal {
         if self.pdump {
             super::pdump::uninit();
         }
+        // SAFETY: reads the process type EAL set at init.
+        let primary = unsafe { sys::rte_eal_process_type() } == sys::RTE_PROC_PRIMARY;
+        let dir = self.runtime_dir();
         // SAFETY: every DPDK object of this process was released before the Eal
         // (the owner drops it last); EAL is not used afterwards.
         unsafe {
             sys::rte_eal_cleanup();
         }
+        if primary {
+            remove_runtime_dir(&dir);
+        }
     }
+}
+
+/// What a primary process's EAL leaves in its runtime folder after
+/// `rte_eal_cleanup`: the shared config, the memory segment and memzone
+/// arrays, the hugepage sizes, and the telemetry sockets (unlinked only by
+/// an `atexit` handler, after this). The multi-process socket and
+/// fastpath's control socket are gone by then.
+fn left_by_primary(name: &str) -> bool {
+    matches!(
+        name,
+        "config" | "hugepage_info" | "dpdk_telemetry.v2" | "telemetry"
+    ) || name.starts_with("fbarray_")
+}
+
+/// Remove the runtime folder of a primary process that has cleaned up, so
+/// that a run leaves nothing in `/var/run/dpdk`.
+///
+/// Safe because what is removed only serves processes attached to this
+/// primary: EAL keeps these files so that secondaries (dpdk-dumpcap,
+/// dpdk-proc-info) can attach, and each works only through the primary's
+/// multi-process channel, closed by now; a secondary still attached keeps
+/// its mappings and descriptors (unlinking a file does not unmap it). No
+/// other primary can own the folder meanwhile: this process still holds the
+/// lock on `config` (EAL closes it only at exit) and `config` goes last, so
+/// a primary starting under the same prefix fails on the lock until then.
+/// The telemetry sockets go early too: a client that connected between now
+/// and the exit would be answered from a torn-down EAL.
+/// Only the files listed in [`left_by_primary`] are removed, then the folder
+/// if it is empty: a secondary's socket keeps it, and so does a bind mount
+/// of it (a container's runtime folder, shared with the host).
+fn remove_runtime_dir(dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut names: Vec<std::ffi::OsString> = entries
+        .filter_map(|e| e.ok().map(|e| e.file_name()))
+        .filter(|n| n.to_str().is_some_and(left_by_primary))
+        .collect();
+    names.sort_by_key(|n| n == "config");
+    for name in names {
+        let path = dir.join(&name);
+        if let Err(e) = std::fs::remove_file(&path) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                eprintln!("fastpath: cannot remove {}: {e}", path.display());
+            }
+        }
+    }
+    // Not empty (a secondary's socket) or a mount point: it stays.
+    let _ = std::fs::remove_dir(dir);
 }

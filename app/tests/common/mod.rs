@@ -25,6 +25,7 @@ pub fn eal_args(test: &str, vdevs: &[String]) -> Vec<String> {
     .collect();
     v.push("--file-prefix".into());
     v.push(format!("fpt-{test}-{}", std::process::id()));
+    runtime_dirs::guard();
     for d in vdevs {
         v.push("--vdev".into());
         v.push(d.clone());
@@ -34,7 +35,82 @@ pub fn eal_args(test: &str, vdevs: &[String]) -> Vec<String> {
 
 /// The fastpath binary under test.
 pub fn fastpath() -> Command {
+    runtime_dirs::guard();
     Command::new(env!("CARGO_BIN_EXE_fastpath"))
+}
+
+/// EAL runtime folders (`/var/run/dpdk/fpt-<test>-<pid>`) of fastpath runs
+/// that ended. fastpath removes its own at a clean exit; one that was killed
+/// (a deadline, a second signal) or whose EAL init failed leaves it. The
+/// guard, armed by [`fastpath`] and [`eal_args`], removes them when the test
+/// ends (passed or failed: libtest joins the test's thread, whose
+/// thread-locals drop then), and, when armed, those of test processes that
+/// are gone (killed by the runner's timeout).
+pub mod runtime_dirs {
+    use std::collections::HashSet;
+    use std::os::unix::fs::MetadataExt;
+    use std::path::Path;
+
+    struct Guard;
+
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            sweep(true);
+        }
+    }
+
+    thread_local! {
+        static GUARD: Guard = const { Guard };
+    }
+
+    /// Arm the guard of this test's thread; sweep what dead test processes left.
+    pub fn guard() {
+        GUARD.with(|_| {});
+        sweep(false);
+    }
+
+    /// Remove the `fpt-*-<pid>` folders whose EAL primary has exited (no
+    /// process holds the lock on their `config`): this process's when
+    /// `ours`, and always those of test processes that no longer run.
+    fn sweep(ours: bool) {
+        let base = fastpath::dpdk::telemetry_client::default_runtime_base();
+        let Ok(entries) = std::fs::read_dir(&base) else {
+            return;
+        };
+        let me = std::process::id().to_string();
+        let locked = locked_inodes();
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name
+                .strip_prefix("fpt-")
+                .and_then(|n| n.rsplit('-').next())
+                .filter(|p| p.parse::<u32>().is_ok())
+            else {
+                continue;
+            };
+            let gone = !Path::new("/proc").join(pid).exists();
+            if !((ours && pid == me) || gone) {
+                continue;
+            }
+            let in_use =
+                std::fs::metadata(e.path().join("config")).is_ok_and(|m| locked.contains(&m.ino()));
+            if !in_use {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+
+    /// Inodes of the files some process holds a lock on (`/proc/locks`: the
+    /// fifth or sixth column is `MAJOR:MINOR:INODE`); EAL's primary holds a
+    /// write lock on its `config` while it runs.
+    fn locked_inodes() -> HashSet<u64> {
+        let text = std::fs::read_to_string("/proc/locks").unwrap_or_default();
+        text.lines()
+            .flat_map(|l| l.split_whitespace())
+            .filter(|w| w.matches(':').count() == 2)
+            .filter_map(|w| w.rsplit(':').next()?.parse().ok())
+            .collect()
+    }
 }
 
 /// Output of a finished run.

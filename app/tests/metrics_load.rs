@@ -86,6 +86,19 @@ fn value(text: &str, series: &str) -> u64 {
         .unwrap() as u64
 }
 
+/// Kills fastpath if the test fails before stopping it.
+struct KillOnPanic(u32);
+
+impl Drop for KillOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = Command::new("kill")
+                .args(["-KILL", &self.0.to_string()])
+                .status();
+        }
+    }
+}
+
 const TX: &str = "fastpath_port_tx_packets_total{port=\"1\"";
 const OPEN: &str = "fastpath_metrics_open_connections ";
 
@@ -128,6 +141,7 @@ fn a_scrape_answers_while_100_clients_hold_connections_and_forwarding_goes_on() 
     ))
     .args(["--", "--forward", "0:1", "--metrics", "127.0.0.1:0"]);
     let mut fp = Watched::spawn(cmd);
+    let _guard = KillOnPanic(fp.id());
     let line = fp.wait_stderr("fastpath: metrics at http://", Duration::from_secs(30));
     let addr = line
         .split("http://")

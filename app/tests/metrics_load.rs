@@ -149,7 +149,7 @@ fn a_scrape_answers_while_100_clients_hold_connections_and_forwarding_goes_on() 
         .and_then(|r| r.split('/').next())
         .unwrap()
         .to_string();
-    let before = value(&first_scrape(&addr), TX);
+    first_scrape(&addr);
 
     // Half say nothing, half send part of a request head and stop.
     let mut held: Vec<TcpStream> = (0..HELD)
@@ -166,14 +166,17 @@ fn a_scrape_answers_while_100_clients_hold_connections_and_forwarding_goes_on() 
         value(&during, OPEN) > HELD as u64,
         "the scrape and the {HELD} held clients are open:\n{during}"
     );
-    // Forwarding goes on: the counters rise while the clients are held.
+    // Forwarding goes on: the counters rise while the clients are held
+    // (the worker publishes per burst, but may be off its CPU a while).
     let tx = value(&during, TX);
-    assert!(tx > before, "forwarded {before}, then {tx}");
     let start = Instant::now();
     loop {
         let later = scrape(&addr, HELD);
-        assert!(value(&later, OPEN) > HELD as u64, "still held:\n{later}");
         if value(&later, TX) > tx {
+            assert!(
+                value(&later, OPEN) > HELD as u64,
+                "the held clients were cut before forwarding was seen to go on:\n{later}"
+            );
             break;
         }
         assert!(start.elapsed() < HANG, "forwarding stopped at {tx}");

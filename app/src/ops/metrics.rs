@@ -1,52 +1,75 @@
 //! `GET /metrics`: the counters in the Prometheus text exposition format
 //! (version 0.0.4, which OpenMetrics scrapers read too): one `# HELP` and
 //! `# TYPE` per family, counters ending in `_total`, label values escaped.
+//!
+//! The text is written by the `prometheus` crate's `TextEncoder` (without
+//! its protobuf feature) from families built here on each scrape: the label
+//! sets change from scrape to scrape (hooks, their own events, conntrack
+//! counters), so nothing is registered ahead. Not `prometheus-client`: it
+//! writes OpenMetrics only, where a counter family `x` has samples `x_total`
+//! and the text ends in `# EOF`; promtool's `check metrics` (2.42, Debian's)
+//! reads that as a second, untyped family `x_total` without help and fails
+//! (exit 3, "no help text"), and scrapers would get another content type.
 
+use super::http::{HttpStats, Refusal};
 use super::sample::Sample;
 use super::state::{Mode, Ops};
 use super::view::{ControlView, NEIGH_STATES};
 use hooks::DropReason;
-use std::fmt::Write as _;
+use prometheus::proto::{Counter, Gauge, LabelPair, Metric, MetricFamily, MetricType};
+use prometheus::TextEncoder;
+use std::sync::atomic::Ordering;
 
 /// The exposition format's content type.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// A label value with `\`, `"` and newlines escaped.
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-/// The exposition text being written, family by family.
-struct Text(String);
+/// The families of one scrape, in the order they are written.
+struct Text(Vec<MetricFamily>);
 
 impl Text {
-    fn family(&mut self, name: &str, kind: &str, help: &str) {
-        let _ = writeln!(self.0, "# HELP {name} {help}");
-        let _ = writeln!(self.0, "# TYPE {name} {kind}");
+    /// Start family `name`; the samples that follow are its own.
+    fn family(&mut self, name: &str, kind: MetricType, help: &str) {
+        let mut f = MetricFamily::default();
+        f.set_name(name.to_string());
+        f.set_help(help.to_string());
+        f.set_field_type(kind);
+        self.0.push(f);
     }
 
-    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl std::fmt::Display) {
-        self.0.push_str(name);
-        if !labels.is_empty() {
-            self.0.push('{');
-            for (i, (k, v)) in labels.iter().enumerate() {
-                if i > 0 {
-                    self.0.push(',');
-                }
-                let _ = write!(self.0, "{k}=\"{}\"", escape(v));
-            }
-            self.0.push('}');
+    /// A sample of the latest family.
+    fn sample(&mut self, labels: &[(&str, &str)], value: impl Into<Value>) {
+        let Some(f) = self.0.last_mut() else {
+            return;
+        };
+        let mut m = Metric::from_label(
+            labels
+                .iter()
+                .map(|(k, v)| {
+                    let mut l = LabelPair::default();
+                    l.set_name(k.to_string());
+                    l.set_value(v.to_string());
+                    l
+                })
+                .collect(),
+        );
+        let v = value.into().0;
+        if f.get_field_type() == MetricType::COUNTER {
+            let mut c = Counter::default();
+            c.set_value(v);
+            m.set_counter(c);
+        } else {
+            let mut g = Gauge::default();
+            g.set_value(v);
+            m.set_gauge(g);
         }
-        let _ = writeln!(self.0, " {value}");
+        f.mut_metric().push(m);
     }
 
     /// A family with one sample per item.
     fn each<T>(
         &mut self,
         name: &str,
-        kind: &str,
+        kind: MetricType,
         help: &str,
         items: &[T],
         sample: impl Fn(&T) -> (Vec<(&'static str, String)>, u64),
@@ -55,44 +78,100 @@ impl Text {
         for x in items {
             let (labels, v) = sample(x);
             let l: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            self.sample(name, &l, v);
+            self.sample(&l, v);
         }
+    }
+
+    /// The exposition text; a family without samples is left out (the
+    /// format has no use for it and the encoder refuses it).
+    fn encode(mut self) -> String {
+        self.0.retain(|f| !f.get_metric().is_empty());
+        let mut out = String::with_capacity(16384);
+        if let Err(e) = TextEncoder::new().encode_utf8(&self.0, &mut out) {
+            out.push_str(&format!("# fastpath: cannot encode the metrics: {e}\n"));
+        }
+        out
     }
 }
 
-/// The whole scrape for the running state `ops`.
-pub fn render(ops: &Ops) -> String {
+/// A sample's value: counters and gauges are integers, except the uptime.
+struct Value(f64);
+
+impl From<u64> for Value {
+    fn from(v: u64) -> Value {
+        Value(v as f64)
+    }
+}
+
+impl From<usize> for Value {
+    fn from(v: usize) -> Value {
+        Value(v as f64)
+    }
+}
+
+impl From<f64> for Value {
+    fn from(v: f64) -> Value {
+        Value(v)
+    }
+}
+
+/// The whole scrape for the running state `ops`, with the endpoint's own
+/// counters `http`.
+pub fn render(ops: &Ops, http: &HttpStats) -> String {
     let s = Sample::take(ops);
-    let mut t = Text(String::with_capacity(8192));
+    let mut t = Text(Vec::with_capacity(64));
     t.family(
         "fastpath_info",
-        "gauge",
+        MetricType::GAUGE,
         "fastpath's mode (router or forward); always 1",
     );
-    t.sample("fastpath_info", &[("mode", ops.mode.name())], 1);
+    t.sample(&[("mode", ops.mode.name())], 1u64);
     t.family(
         "fastpath_uptime_seconds",
-        "gauge",
+        MetricType::GAUGE,
         "Seconds since the workers started",
     );
-    t.sample(
-        "fastpath_uptime_seconds",
-        &[],
-        format!("{:.3}", ops.started.elapsed().as_secs_f64()),
-    );
+    // Milliseconds are enough; more digits only make the text longer.
+    let up = ops.started.elapsed().as_millis() as f64 / 1000.0;
+    t.sample(&[], up);
     t.family(
         "fastpath_in_flight_packets",
-        "gauge",
+        MetricType::GAUGE,
         "Packets received or created and not yet sent, dropped, consumed or stolen",
     );
-    t.sample("fastpath_in_flight_packets", &[], s.in_flight());
+    t.sample(&[], s.in_flight());
     ports(&mut t, &s);
     drops(&mut t, &s);
     lcores(&mut t, ops, &s);
     if ops.mode == Mode::Router {
         control(&mut t, &ops.view());
     }
-    t.0
+    endpoint(&mut t, http);
+    t.encode()
+}
+
+/// The metrics endpoint's own connections: what it took, what is open, and
+/// what it refused or cut, by reason (see [`super::http::Limits`]).
+fn endpoint(t: &mut Text, http: &HttpStats) {
+    t.family(
+        "fastpath_metrics_connections_total",
+        MetricType::COUNTER,
+        "Connections the metrics endpoint took (within its limit)",
+    );
+    t.sample(&[], http.accepted.load(Ordering::Relaxed));
+    t.family(
+        "fastpath_metrics_open_connections",
+        MetricType::GAUGE,
+        "Connections to the metrics endpoint open now, this scrape's included",
+    );
+    t.sample(&[], http.open.load(Ordering::Relaxed));
+    t.each(
+        "fastpath_metrics_refused_connections_total",
+        MetricType::COUNTER,
+        "Connections to the metrics endpoint refused or cut, by reason (see docs/operations.md)",
+        &Refusal::ALL,
+        |r| (vec![("reason", r.name().to_string())], http.refused(*r)),
+    );
 }
 
 fn port_labels(p: &super::sample::PortSample) -> Vec<(&'static str, String)> {
@@ -149,14 +228,16 @@ fn ports(t: &mut Text, s: &Sample) {
         ),
     ];
     for (name, help, f) in families {
-        t.each(name, "counter", help, &s.ports, |p| (port_labels(p), f(p)));
+        t.each(name, MetricType::COUNTER, help, &s.ports, |p| {
+            (port_labels(p), f(p))
+        });
     }
 }
 
 fn drops(t: &mut Text, s: &Sample) {
     t.each(
         "fastpath_dropped_packets_total",
-        "counter",
+        MetricType::COUNTER,
         "Packets dropped, by reason (see docs/operations.md)",
         &DropReason::ALL,
         |r| {
@@ -171,42 +252,42 @@ fn drops(t: &mut Text, s: &Sample) {
 fn lcores(t: &mut Text, ops: &Ops, s: &Sample) {
     t.family(
         "fastpath_tsc_hz",
-        "gauge",
+        MetricType::GAUGE,
         "TSC cycles per second (for the cycle counters)",
     );
-    t.sample("fastpath_tsc_hz", &[], ops.tsc_hz);
+    t.sample(&[], ops.tsc_hz);
     let lcore = |w: &super::sample::LcoreSample| vec![("lcore", w.lcore.to_string())];
     t.each(
         "fastpath_lcore_busy_cycles_total",
-        "counter",
+        MetricType::COUNTER,
         "TSC cycles of the worker's poll rounds that received packets",
         &s.workers,
         |w| (lcore(w), w.busy_cycles),
     );
     t.each(
         "fastpath_lcore_idle_cycles_total",
-        "counter",
+        MetricType::COUNTER,
         "TSC cycles of the worker's poll rounds that found every queue empty",
         &s.workers,
         |w| (lcore(w), w.idle_cycles),
     );
     t.each(
         "fastpath_lcore_rx_packets_total",
-        "counter",
+        MetricType::COUNTER,
         "Packets the worker received",
         &s.workers,
         |w| (lcore(w), w.count.rx),
     );
     t.each(
         "fastpath_lcore_tx_packets_total",
-        "counter",
+        MetricType::COUNTER,
         "Packets the worker sent",
         &s.workers,
         |w| (lcore(w), w.count.tx),
     );
     t.each(
         "fastpath_lcore_dropped_packets_total",
-        "counter",
+        MetricType::COUNTER,
         "Packets the worker dropped",
         &s.workers,
         |w| (lcore(w), w.count.drops.total()),
@@ -254,11 +335,13 @@ fn hook_families(t: &mut Text, v: &ControlView) {
         ),
     ];
     for (name, help, f) in verdicts {
-        t.each(name, "counter", help, &v.hooks, |h| (hook(h), f(&h.counts)));
+        t.each(name, MetricType::COUNTER, help, &v.hooks, |h| {
+            (hook(h), f(&h.counts))
+        });
     }
     t.family(
         "fastpath_hook_events_total",
-        "counter",
+        MetricType::COUNTER,
         "The hook's own counters (rules, policy, flow cache, connection verdicts), by event",
     );
     for h in &v.hooks {
@@ -270,7 +353,7 @@ fn hook_families(t: &mut Text, v: &ControlView) {
             let mut l = hook(h);
             l.push(("event", k.to_string()));
             let l: Vec<(&str, &str)> = l.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            t.sample("fastpath_hook_events_total", &l, n);
+            t.sample(&l, *n);
         }
     }
 }
@@ -283,17 +366,21 @@ fn conntrack(t: &mut Text, v: &ControlView) {
             match k.as_str() {
                 "entries" | "capacity" => {
                     let name = format!("fastpath_conntrack_{k}");
-                    t.family(&name, "gauge", &format!("Connection tracking table {k}"));
-                    t.sample(&name, &[], n);
+                    t.family(
+                        &name,
+                        MetricType::GAUGE,
+                        &format!("Connection tracking table {k}"),
+                    );
+                    t.sample(&[], *n);
                 }
                 _ => {
                     let name = format!("fastpath_conntrack_{k}_total");
                     t.family(
                         &name,
-                        "counter",
+                        MetricType::COUNTER,
                         &format!("Connection tracking events: {k}"),
                     );
-                    t.sample(&name, &[], n);
+                    t.sample(&[], *n);
                 }
             }
         }
@@ -305,21 +392,25 @@ fn neighbours_and_events(t: &mut Text, v: &ControlView) {
     let states = v.neigh_states();
     t.family(
         "fastpath_neighbours",
-        "gauge",
+        MetricType::GAUGE,
         "Neighbours in the table, by state",
     );
     for (s, n) in NEIGH_STATES.iter().zip(states) {
-        t.sample("fastpath_neighbours", &[("state", s)], n);
+        t.sample(&[("state", s)], n);
     }
     t.each(
         "fastpath_control_events_total",
-        "counter",
+        MetricType::COUNTER,
         "What the control plane did (ARP, ICMP, neighbour events)",
         &v.control,
         |(k, n)| (vec![("event", k.to_string())], *n),
     );
-    t.family("fastpath_routes", "gauge", "Routes in the forwarding table");
-    t.sample("fastpath_routes", &[], v.routes.len());
+    t.family(
+        "fastpath_routes",
+        MetricType::GAUGE,
+        "Routes in the forwarding table",
+    );
+    t.sample(&[], v.routes.len());
 }
 
 #[cfg(test)]
@@ -328,8 +419,25 @@ mod tests {
 
     #[test]
     fn label_values_are_escaped() {
-        let mut t = Text(String::new());
-        t.sample("m", &[("a", "x\"y\\z\nw")], 1);
-        assert_eq!(t.0, "m{a=\"x\\\"y\\\\z\\nw\"} 1\n");
+        let mut t = Text(Vec::new());
+        t.family("m", MetricType::COUNTER, "help");
+        t.sample(&[("a", "x\"y\\z\nw")], 1u64);
+        assert_eq!(
+            t.encode(),
+            "# HELP m help\n# TYPE m counter\nm{a=\"x\\\"y\\\\z\\nw\"} 1\n"
+        );
+    }
+
+    #[test]
+    fn families_without_samples_are_left_out_and_values_are_plain() {
+        let mut t = Text(Vec::new());
+        t.family("empty", MetricType::COUNTER, "none");
+        t.family("g", MetricType::GAUGE, "a gauge");
+        t.sample(&[], 12.345);
+        t.sample(&[("k", "v")], u64::from(u32::MAX));
+        assert_eq!(
+            t.encode(),
+            "# HELP g a gauge\n# TYPE g gauge\ng 12.345\ng{k=\"v\"} 4294967295\n"
+        );
     }
 }

@@ -5,11 +5,12 @@
 //! cut for their slow heads and counted.
 
 mod common;
+use common::promtool::promtool_accepts;
 use common::watch::Watched;
 use common::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Clients held open during the scrape.
@@ -101,30 +102,6 @@ impl Drop for KillOnPanic {
 
 const TX: &str = "fastpath_port_tx_packets_total{port=\"1\"";
 const OPEN: &str = "fastpath_metrics_open_connections ";
-
-/// `promtool check metrics` accepts `text` (exit 0, no lint problem).
-fn promtool_accepts(text: &str) {
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool (Debian package prometheus) must be installed");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
-        "promtool: {}{}\n{text}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 #[test]
 fn a_scrape_answers_while_100_clients_hold_connections_and_forwarding_goes_on() {

@@ -5,6 +5,7 @@
 
 mod common;
 use common::frames::{from_host_a, udp};
+use common::promtool::promtool_accepts;
 use common::watch::Watched;
 use common::*;
 use hooks::testkit;
@@ -135,30 +136,6 @@ fn http_get(addr: &str, path: &str) -> (String, String) {
     s.read_to_string(&mut text).unwrap();
     let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP response");
     (head.lines().next().unwrap().to_string(), body.to_string())
-}
-
-/// `promtool check metrics` accepts `text` (exit 0, no lint problem).
-fn promtool_accepts(text: &str) {
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool (Debian package prometheus) must be installed");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
-        "promtool: {}{}\n{text}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// The value of the sample `name{labels}` (labels as written, in order).

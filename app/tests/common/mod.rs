@@ -239,6 +239,7 @@ pub fn tshark_comments(file: &Path) -> Vec<String> {
 
 pub mod ctl;
 pub mod frames;
+pub mod promtool;
 pub mod watch;
 
 /// Start fastpath on net_af_packet ports, retrying a start that DPDK 22.11

@@ -121,15 +121,39 @@ impl Drop for Eal {
         // SAFETY: reads the process type EAL set at init.
         let primary = unsafe { sys::rte_eal_process_type() } == sys::RTE_PROC_PRIMARY;
         let dir = self.runtime_dir();
+        // A primary without a shared config (--in-memory, --no-shconf) owns
+        // nothing there: the folder may be another primary's of that prefix.
+        let owned = primary && holds_config_lock(&dir);
         // SAFETY: every DPDK object of this process was released before the Eal
         // (the owner drops it last); EAL is not used afterwards.
         unsafe {
             sys::rte_eal_cleanup();
         }
-        if primary {
+        if owned {
             remove_runtime_dir(&dir);
         }
     }
+}
+
+/// Whether this process holds the lock on `dir/config`, as the primary that
+/// created the folder's shared config does while it runs (`/proc/locks`:
+/// `ID: POSIX ADVISORY WRITE PID MAJOR:MINOR:INODE START END`).
+fn holds_config_lock(dir: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(config) = std::fs::metadata(dir.join("config")) else {
+        return false;
+    };
+    let me = std::process::id().to_string();
+    let Ok(locks) = std::fs::read_to_string("/proc/locks") else {
+        return false;
+    };
+    locks.lines().any(|l| {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        w.windows(2).any(|p| {
+            p[0] == me
+                && p[1].rsplit(':').next().and_then(|i| i.parse::<u64>().ok()) == Some(config.ino())
+        })
+    })
 }
 
 /// What a primary process's EAL leaves in its runtime folder after
@@ -151,10 +175,11 @@ fn left_by_primary(name: &str) -> bool {
 /// primary: EAL keeps these files so that secondaries (dpdk-dumpcap,
 /// dpdk-proc-info) can attach, and each works only through the primary's
 /// multi-process channel, closed by now; a secondary still attached keeps
-/// its mappings and descriptors (unlinking a file does not unmap it). No
-/// other primary can own the folder meanwhile: this process still holds the
-/// lock on `config` (EAL closes it only at exit) and `config` goes last, so
-/// a primary starting under the same prefix fails on the lock until then.
+/// its mappings and descriptors (unlinking a file does not unmap it). It
+/// runs only when this process holds the lock on `config`
+/// ([`holds_config_lock`]; EAL releases it only at exit), and `config` goes
+/// last, so no other primary can own the folder meanwhile: one starting
+/// under the same prefix fails on the lock until then.
 /// The telemetry sockets go early too: a client that connected between now
 /// and the exit would be answered from a torn-down EAL.
 /// Only the files listed in [`left_by_primary`] are removed, then the folder

@@ -7,7 +7,7 @@
 use crate::cli::{AppArgs, Forward};
 use crate::config::RouterConfig;
 use crate::counters::LcoreCounters;
-use crate::dpdk::port::{describe_ports, port_name};
+use crate::dpdk::port::describe_ports;
 use crate::dpdk::{lcore, Eal, Mempool, Port, PortConfig, RxQueue, TxQueue};
 use crate::forward;
 use crate::lifecycle::input_end::{report_end, verdict};
@@ -220,8 +220,7 @@ fn run_with_eal(
     let input = match &main_loop.until_input_done {
         Some(sources) => {
             let rx: BTreeSet<u16> = rules.iter().map(|r| r.rx).collect();
-            let polled: Vec<(u16, String)> = rx.iter().map(|&p| (p, port_name(p))).collect();
-            Some(sources.plan(&polled).map_err(RunError::Usage)?)
+            Some(sources.plan_ports(rx.into_iter().map(|p| (p, args.rx_queues)))?)
         }
         None => None,
     };

@@ -20,6 +20,8 @@
 //! overflow, `rx_missed` stays 0); it loses one only when the pool is empty
 //! (`rx_nombuf`) or a record cannot be read (`ierrors`), and both count.
 
+use super::error::RunError;
+use crate::dpdk::port::port_name;
 use crate::ops::sample::Sample;
 use crate::ops::state::Ops;
 use std::path::{Path, PathBuf};
@@ -28,7 +30,7 @@ use std::time::Instant;
 /// What one `--vdev` receives.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
-    /// `net_pcap` reading these files once each, in turn.
+    /// `net_pcap` reading these files once each, the i-th on its i-th RX queue.
     PcapFiles(Vec<PathBuf>),
     /// Nothing ever (`net_pcap` without an RX side, `net_null,no-rx=1`).
     Nothing,
@@ -41,6 +43,15 @@ pub enum Source {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InputSources {
     vdevs: Vec<(String, Source)>,
+}
+
+/// A port fastpath polls: its id, its device name and the RX queues
+/// fastpath sets up on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Polled {
+    pub port: u16,
+    pub name: String,
+    pub rx_queues: u16,
 }
 
 /// One input port's frames: what its files hold.
@@ -133,16 +144,33 @@ impl InputSources {
         }
     }
 
-    /// The input of each port fastpath polls (`(port id, device name)`),
-    /// its files' frames counted; an error names a port whose input has no
-    /// end and how to run it instead.
-    pub fn plan(&self, polled: &[(u16, String)]) -> Result<InputEnd, String> {
+    /// [`InputSources::plan`] for ports by id, each with the RX queues
+    /// fastpath sets up on it; a refusal is a usage error.
+    pub fn plan_ports(
+        &self,
+        ports: impl IntoIterator<Item = (u16, u16)>,
+    ) -> Result<InputEnd, RunError> {
+        let polled: Vec<Polled> = ports
+            .into_iter()
+            .map(|(port, rx_queues)| Polled {
+                port,
+                name: port_name(port),
+                rx_queues,
+            })
+            .collect();
+        self.plan(&polled).map_err(RunError::Usage)
+    }
+
+    /// The input of each port fastpath polls, its files' frames counted; an
+    /// error names a port whose input has no end, or whose files are not all
+    /// read, and how to run it instead.
+    pub fn plan(&self, polled: &[Polled]) -> Result<InputEnd, String> {
         self.plan_with(polled, crate::pcap::count_frames)
     }
 
     fn plan_with(
         &self,
-        polled: &[(u16, String)],
+        polled: &[Polled],
         count: impl Fn(&Path) -> std::io::Result<u64>,
     ) -> Result<InputEnd, String> {
         let fix = "--until-input-done needs every port fastpath receives on to read pcap files \
@@ -150,7 +178,12 @@ impl InputSources {
                    (net_pcap with only tx_pcap, net_null with no-rx=1); for this input, stop \
                    with --duration SECS or Ctrl-C instead";
         let mut inputs = Vec::new();
-        for (port, name) in polled {
+        for Polled {
+            port,
+            name,
+            rx_queues,
+        } in polled
+        {
             let src = self.vdevs.iter().find(|(n, _)| n == name).map(|(_, s)| s);
             let files = match src {
                 Some(Source::PcapFiles(f)) => f.clone(),
@@ -168,6 +201,17 @@ impl InputSources {
                     ))
                 }
             };
+            // net_pcap reads its i-th rx_pcap file on its i-th RX queue: a
+            // file past the queues fastpath sets up is never read.
+            if files.len() > usize::from(*rx_queues) {
+                let n = files.len();
+                return Err(format!(
+                    "--until-input-done: port {port} ({name}) has {n} rx_pcap files, one per RX \
+                     queue, but fastpath sets up {rx_queues} RX queue(s) on it, so the rest \
+                     would never be read; give the port {n} RX queues (rx_queues = {n} in its \
+                     [[port]], or --rx-queues {n}) or one rx_pcap file"
+                ));
+            }
             let mut frames = 0;
             for f in &files {
                 frames += count(f).map_err(|e| {
@@ -326,8 +370,16 @@ mod tests {
         InputSources::from_vdevs(&specs.iter().map(|s| s.to_string()).collect::<Vec<_>>())
     }
 
-    fn polled(ports: &[(u16, &str)]) -> Vec<(u16, String)> {
-        ports.iter().map(|(i, n)| (*i, n.to_string())).collect()
+    /// Two RX queues on every port.
+    fn polled(ports: &[(u16, &str)]) -> Vec<Polled> {
+        ports
+            .iter()
+            .map(|(i, n)| Polled {
+                port: *i,
+                name: n.to_string(),
+                rx_queues: 2,
+            })
+            .collect()
     }
 
     /// Every file holds as many frames as its name is long.
@@ -387,6 +439,17 @@ mod tests {
         // A port that is no vdev (a PCI device) has no known end either.
         let e = plan(&["net_pcap0,rx_pcap=/t/a.pcap"], &[(1, "0000:01:00.0")]).unwrap_err();
         assert!(e.contains("port 1 (0000:01:00.0) is not a --vdev"), "{e}");
+    }
+
+    #[test]
+    fn files_past_the_rx_queues_are_refused() {
+        let mut one_queue = polled(&[(0, "net_pcap0")]);
+        one_queue[0].rx_queues = 1;
+        let e = sources(&["net_pcap0,rx_pcap=/t/a.pcap,rx_pcap=/t/b.pcap"])
+            .plan_with(&one_queue, |_| Ok(1))
+            .unwrap_err();
+        assert!(e.contains("port 0 (net_pcap0) has 2 rx_pcap files"), "{e}");
+        assert!(e.contains("give the port 2 RX queues"), "{e}");
     }
 
     #[test]

@@ -256,12 +256,10 @@ fn input_end(s: &Setup) -> Result<Option<InputEnd>, RunError> {
     let Some(sources) = &s.opts.main_loop.until_input_done else {
         return Ok(None);
     };
-    let polled: Vec<(u16, String)> = s
-        .port_ids
-        .iter()
-        .map(|&p| (p, crate::dpdk::port::port_name(p)))
-        .collect();
-    sources.plan(&polled).map(Some).map_err(RunError::Usage)
+    let polled = s.port_ids.iter().zip(&s.cfg.ports);
+    sources
+        .plan_ports(polled.map(|(&id, p)| (id, p.rx_queues)))
+        .map(Some)
 }
 
 /// The steps of a run, in order; `ports` holds every port brought up, for

@@ -415,6 +415,8 @@ fn doctor_help_names_the_exit_status() {
 
 #[test]
 fn doctor_on_this_host_with_vdevs_only() {
+    let prefix = format!("fpt-doctor-{}", std::process::id());
+    runtime_dirs::track(&prefix);
     let mut cmd = fastpath();
     cmd.args([
         "doctor",
@@ -425,7 +427,7 @@ fn doctor_on_this_host_with_vdevs_only() {
         "net_null0",
         "--file-prefix",
     ])
-    .arg(format!("fpt-doctor-{}", std::process::id()));
+    .arg(&prefix);
     let r = run(cmd, Duration::from_secs(60));
     assert_exit(&r, 0);
     finding(&r, "ok", "--vdev net_null0: PMD net_null is available");

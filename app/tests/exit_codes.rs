@@ -246,6 +246,4 @@ fn a_second_ctrl_c_during_shutdown_exits_at_once_with_130() {
         "a report after the second signal:\n{}",
         r.stdout
     );
-    // It left without cleanup: its EAL runtime folder is ours to remove.
-    let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/{}", prefix(TEST)));
 }

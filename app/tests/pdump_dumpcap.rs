@@ -143,6 +143,7 @@ fn dpdk_dumpcap_captures_a_running_fastpath() {
     let frame = udp([10, 0, 1, 2], [198, 51, 100, 9], 1000, 2000);
     write_pcap(&p("in.pcap"), &vec![frame.clone(); 64]);
     let prefix = format!("fpt-dumpcap-{}", std::process::id());
+    runtime_dirs::track(&prefix);
     let mut cmd = fastpath();
     cmd.args(["-l", "0-1", "-m", "200", "--no-pci", "--huge-dir"])
         .arg(&huge.mount)

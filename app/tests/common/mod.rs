@@ -23,9 +23,10 @@ pub fn eal_args(test: &str, vdevs: &[String]) -> Vec<String> {
     .iter()
     .map(|s| s.to_string())
     .collect();
+    let prefix = format!("fpt-{test}-{}", std::process::id());
+    runtime_dirs::track(&prefix);
     v.push("--file-prefix".into());
-    v.push(format!("fpt-{test}-{}", std::process::id()));
-    runtime_dirs::guard();
+    v.push(prefix);
     for d in vdevs {
         v.push("--vdev".into());
         v.push(d.clone());
@@ -47,37 +48,46 @@ pub fn fastpath() -> Command {
 /// thread-locals drop then), and, when armed, those of test processes that
 /// are gone (killed by the runner's timeout).
 pub mod runtime_dirs {
+    use std::cell::RefCell;
     use std::collections::HashSet;
     use std::os::unix::fs::MetadataExt;
     use std::path::Path;
 
-    struct Guard;
+    /// The prefixes this test's thread handed out (tests of one process may
+    /// run as threads side by side: each removes only its own).
+    struct Guard(RefCell<HashSet<String>>);
 
     impl Drop for Guard {
         fn drop(&mut self) {
-            sweep(true);
+            sweep(&self.0.borrow());
         }
     }
 
     thread_local! {
-        static GUARD: Guard = const { Guard };
+        static GUARD: Guard = Guard(RefCell::new(HashSet::new()));
     }
 
     /// Arm the guard of this test's thread; sweep what dead test processes left.
     pub fn guard() {
         GUARD.with(|_| {});
-        sweep(false);
+        sweep(&HashSet::new());
+    }
+
+    /// The test's fastpath runs under `prefix`: remove its folder when the
+    /// test ends.
+    pub fn track(prefix: &str) {
+        GUARD.with(|g| g.0.borrow_mut().insert(prefix.to_string()));
+        sweep(&HashSet::new());
     }
 
     /// Remove the `fpt-*-<pid>` folders whose EAL primary has exited (no
-    /// process holds the lock on their `config`): this process's when
-    /// `ours`, and always those of test processes that no longer run.
-    fn sweep(ours: bool) {
+    /// process holds the lock on their `config`): those of `ours`, and always
+    /// those of test processes that no longer run.
+    fn sweep(ours: &HashSet<String>) {
         let base = fastpath::dpdk::telemetry_client::default_runtime_base();
         let Ok(entries) = std::fs::read_dir(&base) else {
             return;
         };
-        let me = std::process::id().to_string();
         let locked = locked_inodes();
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
@@ -89,7 +99,7 @@ pub mod runtime_dirs {
                 continue;
             };
             let gone = !Path::new("/proc").join(pid).exists();
-            if !((ours && pid == me) || gone) {
+            if !(ours.contains(&name) || gone) {
                 continue;
             }
             let in_use =

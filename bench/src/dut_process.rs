@@ -59,16 +59,11 @@ pub fn memif_eal(prefix: &str, lcores: &str, sock: &Path, role: &str, macs: bool
 
 /// The `--file-prefix` of an EAL command line, if it has one.
 pub fn file_prefix(c: &Command) -> Option<String> {
-    let mut args = c.get_args().map(|a| a.to_string_lossy().into_owned());
-    while let Some(a) = args.next() {
-        if a == "--file-prefix" {
-            return args.next();
-        }
-        if let Some(p) = a.strip_prefix("--file-prefix=") {
-            return Some(p.to_string());
-        }
-    }
-    None
+    let args: Vec<String> = c
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    fastpath::doctor::eal_args::parse(&args).file_prefix
 }
 
 /// Remove the EAL runtime folder (`/var/run/dpdk/<prefix>` for root) of a

@@ -119,13 +119,7 @@ fn a_scrape_answers_while_100_clients_hold_connections_and_forwarding_goes_on() 
     .args(["--", "--forward", "0:1", "--metrics", "127.0.0.1:0"]);
     let mut fp = Watched::spawn(cmd);
     let _guard = KillOnPanic(fp.id());
-    let line = fp.wait_stderr("fastpath: metrics at http://", Duration::from_secs(30));
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap()
-        .to_string();
+    let addr = fp.metrics_addr(Duration::from_secs(30));
     first_scrape(&addr);
 
     // Half say nothing, half send part of a request head and stop.

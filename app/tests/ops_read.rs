@@ -157,13 +157,7 @@ fn start(test: &str, dir: &std::path::Path, app: &[&str]) -> (Watched, String) {
         .args(["--metrics", "127.0.0.1:0", "--stats-json"])
         .arg(dir.join("stats.json"));
     let mut fp = Watched::spawn(cmd);
-    let line = fp.wait_stderr("fastpath: metrics at http://", Duration::from_secs(30));
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap()
-        .to_string();
+    let addr = fp.metrics_addr(Duration::from_secs(30));
     (fp, addr)
 }
 

@@ -132,6 +132,16 @@ impl Watched {
         })
     }
 
+    /// The `ADDR:PORT` of `--metrics`, once fastpath says where it listens.
+    pub fn metrics_addr(&mut self, limit: Duration) -> String {
+        let line = self.wait_stderr("fastpath: metrics at http://", limit);
+        line.split("http://")
+            .nth(1)
+            .and_then(|r| r.split('/').next())
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_string()
+    }
+
     /// Wait for the next `--stats-period` line on stdout; returns its rates.
     pub fn next_rates(&mut self, limit: Duration) -> Vec<PortRates> {
         self.wait_for("a --stats-period line on stdout", limit, |s, l| {

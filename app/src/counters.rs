@@ -88,6 +88,19 @@ pub struct LcoreCounters {
     pub ports: Box<[PortCounters]>,
     pub stages: StageCycles,
     pub poll: PollCycles,
+    /// Drops by the stage that dropped them and their reason.
+    pub stage_drops: Box<StageDrops>,
+}
+
+/// Packets each stage dropped, by reason (indexed as [`STAGES`], then by
+/// `DropReason as usize`).
+#[derive(Debug)]
+pub struct StageDrops(pub [[AtomicU64; DropReason::COUNT]; STAGES.len()]);
+
+impl Default for StageDrops {
+    fn default() -> Self {
+        StageDrops([const { [const { AtomicU64::new(0) }; DropReason::COUNT] }; STAGES.len()])
+    }
 }
 
 /// Add `n` to a counter that only the calling lcore writes.
@@ -104,6 +117,7 @@ impl LcoreCounters {
             ports: (0..port_count).map(|_| PortCounters::default()).collect(),
             stages: StageCycles::default(),
             poll: PollCycles::default(),
+            stage_drops: Box::default(),
         }
     }
 
@@ -165,6 +179,29 @@ impl LcoreCounters {
     #[inline(always)]
     pub fn dropped(&self, port: u16, reason: DropReason, n: u64) {
         bump(&self.ports[port as usize].drops[reason as usize], n);
+    }
+
+    /// Count packets stage `stage` (index into [`STAGES`]) dropped for `reason`.
+    #[inline(always)]
+    pub fn stage_dropped(&self, stage: usize, reason: DropReason, n: u64) {
+        if let Some(s) = self.stage_drops.0.get(stage) {
+            bump(&s[reason as usize], n);
+        }
+    }
+
+    /// Drops so far by stage and reason: `(stage name, reason, packets)`,
+    /// the non-zero ones.
+    pub fn stage_drops_snapshot(&self) -> Vec<(&'static str, DropReason, u64)> {
+        let mut out = Vec::new();
+        for (name, by_reason) in STAGES.iter().zip(self.stage_drops.0.iter()) {
+            for reason in DropReason::ALL {
+                let n = by_reason[reason as usize].load(Relaxed);
+                if n != 0 {
+                    out.push((*name, reason, n));
+                }
+            }
+        }
+        out
     }
 
     /// Add one burst's stage timings: `tsc[i]..tsc[i + 1]` is stage `i`.

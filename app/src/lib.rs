@@ -28,5 +28,4 @@ pub mod pcap;
 pub mod report;
 pub mod router;
 pub mod runtime;
-pub mod stage;
 mod sync;

@@ -48,20 +48,6 @@ impl Stage {
             Stage::Control => "control",
         }
     }
-
-    /// The stage of a pipeline drop that no hook made, by its reason: the
-    /// l2 stage's reasons, else the ip stage's (`NotUnicast` is l2's for a
-    /// frame not sent to our MAC address, ip's for a broadcast or multicast
-    /// IPv4 destination in a frame that was).
-    pub fn of_pipeline_drop(reason: DropReason, to_us: bool) -> Stage {
-        use DropReason::*;
-        match reason {
-            Runt | OtherHost | Ieee8023 | VlanTruncated | VlanNotConfigured | BadSourceMac
-            | UnsupportedProtocol => Stage::L2,
-            NotUnicast if !to_us => Stage::L2,
-            _ => Stage::Ip,
-        }
-    }
 }
 
 /// Where and why one packet was dropped.

@@ -5,21 +5,11 @@
 use crate::counters::{LcoreCounters, STAGES};
 use crate::dpdk::tsc;
 
+pub use super::contract::Stage;
+
 /// Where each stage of a burst ended, by TSC.
 pub struct Clock<const TIMED: bool> {
     stamps: [u64; STAGES.len() + 1],
-}
-
-/// A stage of the pipeline, as [`STAGES`] names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stage {
-    L2Input,
-    IngressHook,
-    IpInput,
-    EgressHook,
-    NeighOutput,
-    Local,
-    Tx,
 }
 
 impl<const TIMED: bool> Clock<TIMED> {

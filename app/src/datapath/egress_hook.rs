@@ -1,67 +1,112 @@
-//! egress_hook: the hook chain of each output port the routed packets go
-//! to (like the netfilter egress hook), after routing and before the
+//! egress_hook: the hook chain of each output port the routed packets go to
+//! (like the netfilter egress hook), after routing and before the
 //! neighbour's header is written: `meta.out_port` and `meta.next_hop` are
 //! set, the frame still has its input Ethernet header.
 
-use super::hook_run::run_chain;
-use super::{Next, Pipeline, Scratch};
-use crate::dpdk::{MbufBurst, BURST_SIZE};
-use arrayvec::ArrayVec;
-use hooks::{HookContext, HookPoint, HookSet};
+use super::contract::{each, Cx, Mask, Stage, StageSpec, Step};
+use super::hook_run::{context, run_chain};
+use hooks::{DropReason, HookPoint};
+
+pub const SPEC: StageSpec = StageSpec {
+    stage: Stage::EgressHook,
+    takes: &[Step::NeighOutput],
+    sets: &[Step::Drop, Step::Stolen],
+    // A hook may drop for any reason.
+    drops: &DropReason::ALL,
+};
 
 /// Run the egress chains: one branch per burst if there are none.
 #[inline(always)]
-pub fn run(p: &Pipeline, hooks: &HookSet, burst: &mut MbufBurst, s: &mut Scratch) {
-    if !hooks.any_egress() {
+pub fn run(cx: &mut Cx<'_>) {
+    if !cx.hooks.any_egress() {
         return;
     }
-    run_ports(p, hooks, burst, s);
+    run_ports(cx);
 }
 
 /// The chain of every output port a routed packet goes to and that has
 /// hooks, once each. A burst usually leaves by one port: one chain lookup.
 #[inline(never)]
-fn run_ports(p: &Pipeline, hooks: &HookSet, burst: &mut MbufBurst, s: &mut Scratch) {
-    if s.out_port != u16::MAX {
+fn run_ports(cx: &mut Cx<'_>) {
+    let hooks = cx.hooks;
+    let routed = cx.s.steps.neigh_output;
+    if cx.s.out_port != u16::MAX {
         // ip_input saw every routed packet leave by this one port.
-        let port = s.out_port;
+        let port = cx.s.out_port;
         if let Some(chain) = hooks.chain(HookPoint::Egress, port) {
-            let cx = context(p, port);
-            let routed = |next: &Next, _: &hooks::PacketMeta| matches!(next, Next::Neigh);
-            run_chain(chain, cx, p.ns_per_tick, burst.as_mut_slice(), s, routed);
+            let hcx = context(cx, HookPoint::Egress, port);
+            run_chain(cx, chain, hcx, routed);
         }
         return;
     }
-    let mbufs = burst.as_mut_slice();
-    let mut done = ArrayVec::<u16, BURST_SIZE>::new();
-    let mut last = None;
-    for i in 0..mbufs.len() {
-        if !matches!(s.next[i], Next::Neigh) {
-            continue;
+    // Each port's packets, a port at a time.
+    let mut left: Mask = routed;
+    while left != 0 {
+        let first = left.trailing_zeros() as usize;
+        let port = cx.s.metas[first % cx.s.metas.len()].out_port;
+        let mut at_port: Mask = 0;
+        for i in each(left) {
+            at_port |= Mask::from(cx.s.metas[i].out_port == port) << i;
         }
-        let port = s.metas[i].out_port;
-        if last == Some(port) || done.contains(&port) {
-            continue;
-        }
-        last = Some(port);
-        done.push(port);
+        left &= !at_port;
         if let Some(chain) = hooks.chain(HookPoint::Egress, port) {
-            let cx = context(p, port);
-            let at_port = |next: &Next, meta: &hooks::PacketMeta| {
-                matches!(next, Next::Neigh) && meta.out_port == port
-            };
-            run_chain(chain, cx, p.ns_per_tick, mbufs, s, at_port);
+            let hcx = context(cx, HookPoint::Egress, port);
+            run_chain(cx, chain, hcx, at_port & cx.s.steps.neigh_output);
         }
     }
 }
 
-/// The context of the egress chain of `port`.
-#[inline(always)]
-fn context(p: &Pipeline, port: u16) -> HookContext {
-    HookContext {
-        worker: p.worker,
-        point: HookPoint::Egress,
-        port,
-        now_ns: 0,
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datapath::contract::Steps;
+    use crate::datapath::l2_input::plain::plain_meta;
+    use crate::datapath::testing::{Bench, DROP_BYTE, PEER_MAC, PORT_MACS, STEAL_BYTE};
+    use hooks::testkit;
+
+    #[test]
+    fn each_output_port_s_chain_sees_its_routed_packets() {
+        let frame = |last: u8| {
+            testkit::udp([10, 0, 1, 7], [198, 51, 100, 9], 1, 2)
+                .macs(PORT_MACS[0], PEER_MAC)
+                .pad(false)
+                .payload(&[1, 2, last])
+                .build()
+        };
+        let mut b = Bench::new();
+        b.frames(&[
+            frame(DROP_BYTE),
+            frame(DROP_BYTE),
+            frame(STEAL_BYTE),
+            frame(0),
+        ]);
+        // Packets 0 and 2 leave by port 1 (hooked), 1 by port 0; 3 punted.
+        let mut metas = [plain_meta(0); 4];
+        for (m, port) in metas.iter_mut().zip([1, 0, 1, 1]) {
+            m.out_port = port;
+        }
+        b.state(
+            Steps {
+                neigh_output: 0b0111,
+                local: 0b1000,
+                ..Steps::default()
+            },
+            &metas,
+        );
+        b.scratch.out_port = u16::MAX;
+        b.hook(HookPoint::Egress, 1);
+        let steps = b.run(&SPEC, run);
+        assert_eq!(
+            steps,
+            Steps {
+                neigh_output: 0b0010,
+                local: 0b1000,
+                drop: 0b0001,
+                stolen: 0b0100,
+                ..Steps::default()
+            }
+        );
+        assert_eq!(b.scratch.stolen_by[2], (HookPoint::Egress, 0));
+        assert_eq!(b.dropped(&SPEC, DropReason::HookDrop), 1);
     }
 }

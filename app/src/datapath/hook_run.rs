@@ -1,12 +1,14 @@
-//! What the two hook stages share: gather the packets that reach the point
-//! into a [`HookBurst`], run the chain once, turn the hooks' verdicts into
-//! next steps; the hooks' clock; handing a stolen packet over. Out of line:
-//! with no hooks configured the pipeline pays one branch per burst per
-//! point (`HookSet::any_ingress` / `any_egress`), never this code.
+//! What the two hook stages share: gather the packets of a mask into a
+//! [`HookBurst`], run the chain once, turn the hooks' verdicts into drops
+//! (counted here, under the hook stage, with the hook's name) and thefts;
+//! the hooks' clock; handing a stolen packet over. Out of line: with no
+//! hooks configured the pipeline pays one branch per burst per point
+//! (`HookSet::any_ingress` / `any_egress`), never this code.
 
-use super::{Next, Scratch};
+use super::contract::{each, Cx, Mask};
+use super::ip_input::header::{ipv4_input, CsumFlag};
+use crate::capture::DropSite;
 use crate::dpdk::{tsc, Mbuf, BURST_SIZE};
-use crate::stage::ip::{ipv4_input, CsumFlag};
 use arrayvec::ArrayVec;
 use hooks::WorkerHooks;
 use hooks::{Chain, HookBurst, HookContext, HookPacket, HookPoint, HookSet, PacketMeta, Verdict};
@@ -22,87 +24,111 @@ pub fn now_ns(ns_per_tick: u64) -> u64 {
     ((u128::from(tsc()) * u128::from(ns_per_tick)) >> 32) as u64
 }
 
-/// Run `chain` (at `cx.point` of `cx.port`) over the packets `select`
-/// picks. Generic over `select` so that it inlines (a function pointer
-/// would be an indirect call per packet). A frame a hook wrote is checked
-/// again (`check_written`).
+/// The context of the chain at `point` of `port` on this worker.
 #[inline(always)]
-pub fn run_chain(
-    chain: &Chain,
-    cx: HookContext,
-    ns_per_tick: u64,
-    mbufs: &mut [Mbuf],
-    s: &mut Scratch,
-    select: impl Fn(&Next, &PacketMeta) -> bool,
-) {
-    let cx = HookContext {
-        now_ns: now_ns(ns_per_tick),
-        ..cx
-    };
-    // The packets `select` picks, and their places in the burst.
-    let mut at = [0u8; BURST_SIZE];
-    let mut pkts = ArrayVec::<HookPacket<'_>, BURST_SIZE>::new();
-    for (i, ((m, meta), next)) in mbufs.iter_mut().zip(&mut s.metas).zip(&s.next).enumerate() {
-        if select(next, meta) {
-            // `pkts` holds at most BURST_SIZE: the modulo only spares a bounds check.
-            at[pkts.len() % BURST_SIZE] = i as u8;
-            pkts.push(HookPacket::new(m.data_mut(), meta));
-        }
-    }
-    let idx = &at[..pkts.len()];
-    if pkts.is_empty() {
-        return;
-    }
-    let mut verdicts = [Verdict::Accept; BURST_SIZE];
-    let mut burst = HookBurst::new(&mut pkts, &mut verdicts);
-    // The worker's own part of each hook runs, as `&mut`.
-    let log = chain.run(&cx, &mut s.hooks, &mut burst);
-    let n = burst.len();
-    let all = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
-    // Only the packets a hook dropped or stole change their next step.
-    let mut judged = all & !burst.accepted_mask();
-    while judged != 0 {
-        let k = judged.trailing_zeros() as usize;
-        judged &= judged - 1;
-        let (Some(&i), Some(&owner)) = (idx.get(k), log.owner.get(k)) else {
-            continue;
-        };
-        let i = usize::from(i);
-        match verdicts[k] {
-            Verdict::Accept => {}
-            Verdict::Drop(r) => s.next[i] = Next::HookDrop(cx.point, owner, r),
-            Verdict::Stolen => s.next[i] = Next::Stolen(cx.point, owner),
-        }
-    }
-    let written = pkts.iter().any(|p| p.written());
-    drop(pkts);
-    if written {
-        check_written(cx.point, mbufs, s, idx);
+pub fn context(cx: &Cx<'_>, point: HookPoint, port: u16) -> HookContext {
+    HookContext {
+        worker: cx.pipeline.worker,
+        point,
+        port,
+        now_ns: now_ns(cx.pipeline.ns_per_tick),
     }
 }
 
+/// Run `chain` (at `hcx.point` of `hcx.port`) over the packets of `mask`.
+/// A packet a hook dropped or stole leaves every next-step mask for
+/// `steps.drop` (counted) or `steps.stolen`. A frame a hook wrote is
+/// checked again (`check_written`); `routable` is the mask whose packets
+/// ip_input or neigh_output will still read as IPv4.
+pub fn run_chain(cx: &mut Cx<'_>, chain: &Chain, hcx: HookContext, mask: Mask) {
+    let mut at = [0u8; BURST_SIZE];
+    let mut verdicts = [Verdict::Accept; BURST_SIZE];
+    let (n, judged, owner, written) = {
+        let s = &mut *cx.s;
+        let mut pkts = ArrayVec::<HookPacket<'_>, BURST_SIZE>::new();
+        let mbufs = cx.burst.as_mut_slice();
+        for (i, (m, meta)) in mbufs.iter_mut().zip(s.metas.iter_mut()).enumerate() {
+            if mask & (1 << i) != 0 {
+                at[pkts.len() % BURST_SIZE] = i as u8;
+                pkts.push(HookPacket::new(m.data_mut(), meta));
+            }
+        }
+        let n = pkts.len();
+        let mut burst = HookBurst::new(&mut pkts, &mut verdicts);
+        // The worker's own part of each hook runs, as `&mut`.
+        let log = chain.run(&hcx, &mut s.hooks, &mut burst);
+        let judged = super::contract::all(n) & !burst.accepted_mask();
+        let written = pkts.iter().any(|p| p.written());
+        (n, judged, log.owner, written)
+    };
+    for k in each(judged) {
+        let i = usize::from(at[k]);
+        let bit = 1 << i;
+        let steps = &mut cx.s.steps;
+        steps.ip_input &= !bit;
+        steps.local &= !bit;
+        steps.neigh_output &= !bit;
+        match verdicts[k] {
+            Verdict::Accept => {}
+            Verdict::Drop(r) => hook_drop(cx, chain, &hcx, owner[k], i, r),
+            Verdict::Stolen => {
+                cx.s.stolen_by[i] = (hcx.point, owner[k]);
+                cx.s.steps.stolen |= bit;
+            }
+        }
+    }
+    if written {
+        check_written(cx, &at[..n]);
+    }
+}
+
+/// Count packet `i`'s drop by entry `entry` of `chain`, under its name.
+#[cold]
+fn hook_drop(
+    cx: &mut Cx<'_>,
+    chain: &Chain,
+    hcx: &HookContext,
+    entry: u8,
+    i: usize,
+    r: hooks::DropReason,
+) {
+    let name = chain
+        .entries()
+        .get(usize::from(entry))
+        .map_or("?", |e| e.name.as_str());
+    let at = DropSite::new(r, cx.stage.stage.capture(), cx.port).by_hook(name);
+    let at = match hcx.point {
+        HookPoint::Ingress => at,
+        HookPoint::Egress => at.to_port(hcx.port),
+    };
+    cx.drop_at(i, at);
+}
+
 /// After a chain that asked to change frames: check each packet it saw and
-/// still lets through as ip_input checks a header (version, IHL, checksum
-/// computed, total length within the frame), at the L3 offset the hooks
-/// could not move, and drop a frame a hook broke under that check's
-/// reason. At ingress ip_input would trust the NIC's checksum flag, which
-/// speaks of the bytes before the hooks; at egress nothing after the chain
-/// reads the IPv4 header again. Every packet the chain saw is checked, not
-/// only those marked written: cold, once per burst with a write.
+/// still lets through to a stage that reads its IPv4 header (ip_input after
+/// ingress, neigh_output after egress) as ip_input checks a header
+/// (version, IHL, checksum computed, total length within the frame), at the
+/// L3 offset the hooks could not move, and drop a frame a hook broke under
+/// that check's reason. At ingress ip_input would trust the NIC's checksum
+/// flag, which speaks of the bytes before the hooks; at egress nothing after
+/// the chain reads the IPv4 header again. Every packet the chain saw is
+/// checked, not only those marked written: cold, once per burst with a write.
 #[cold]
 #[inline(never)]
-fn check_written(point: HookPoint, mbufs: &[Mbuf], s: &mut Scratch, idx: &[u8]) {
-    for &i in idx {
+fn check_written(cx: &mut Cx<'_>, seen: &[u8]) {
+    let routable = cx.s.steps.ip_input | cx.s.steps.neigh_output;
+    for &i in seen {
         let i = usize::from(i);
-        let routable = match point {
-            HookPoint::Ingress => s.next[i] == Next::Ipv4,
-            HookPoint::Egress => matches!(s.next[i], Next::Neigh),
-        };
-        let Some(m) = mbufs.get(i).filter(|_| routable) else {
+        if routable & (1 << i) == 0 {
+            continue;
+        }
+        let Some(m) = cx.burst.as_slice().get(i) else {
             continue;
         };
-        if let Err(r) = ipv4_input(m.data(), &s.metas[i], CsumFlag::Unknown) {
-            s.next[i] = Next::Drop(r);
+        if let Err(r) = ipv4_input(m.data(), &cx.s.metas[i], CsumFlag::Unknown) {
+            cx.s.steps.ip_input &= !(1 << i);
+            cx.s.steps.neigh_output &= !(1 << i);
+            cx.drop(i, r);
         }
     }
 }
@@ -115,16 +141,11 @@ pub fn hand_over(
     hooks: &HookSet,
     parts: &mut WorkerHooks,
     cx: HookContext,
-    ns_per_tick: u64,
     entry: u8,
     mut m: Mbuf,
     meta: PacketMeta,
 ) {
     *m.meta_mut() = meta;
-    let cx = HookContext {
-        now_ns: now_ns(ns_per_tick),
-        ..cx
-    };
     if let Some(chain) = hooks.chain(cx.point, cx.port) {
         chain.hand_over(&cx, parts, entry, Box::new(m));
     }

@@ -1,34 +1,61 @@
-//! local: what goes to the control plane (ARP, ICMP to our addresses,
-//! and the ICMP errors it owes: TTL exceeded, no route, fragmentation
-//! needed; packets waiting for ARP) goes within the worker's punt budgets,
-//! ARP from a sender the control plane awaits ahead of the rest. Over
-//! budget, the next step is `OverBudget`: a counted drop. Runs after the
-//! hooks, which see (and may drop) a punt before it spends the budget.
+//! local: what goes to the control plane (ARP, ICMP to our addresses, the
+//! ICMP errors it owes: TTL exceeded, no route, fragmentation needed;
+//! packets waiting for ARP) goes within the worker's punt budgets, ARP from
+//! a sender the control plane awaits ahead of the rest; over budget it is a
+//! counted drop. Runs after the hooks, which see (and may drop) a punt
+//! before it spends the budget.
 
 use super::budget::{over_budget_reason, PuntBudgets};
+use super::contract::{each, Cx, Stage, StageSpec, Step};
 use super::punt::Punt;
-use super::{Next, Pipeline, Scratch};
-use crate::dpdk::{tsc, Mbuf, MbufBurst};
+use super::Pipeline;
+use crate::capture::DropSite;
+use crate::dpdk::{tsc, Mbuf};
+use hooks::wire::arp;
 use hooks::{DropReason, PacketMeta};
 
-/// Take a budget for every packet whose next step is a punt, in burst
-/// order. A burst forwarded whole has none: one compare.
+pub const SPEC: StageSpec = StageSpec {
+    stage: Stage::Local,
+    takes: &[Step::Local],
+    sets: &[Step::Local, Step::Drop],
+    // Over budget: the reason of the ICMP error that is not sent, or a
+    // rate limit.
+    drops: &[
+        DropReason::TtlExceeded,
+        DropReason::NoRoute,
+        DropReason::MtuExceeded,
+        DropReason::PuntRateLimited,
+        DropReason::PuntSourceLimited,
+    ],
+};
+
+/// Take a budget for every packet in `steps.local`, in burst order. A burst
+/// forwarded whole has none: one compare.
 #[inline(always)]
-pub fn run(p: &Pipeline, port: u16, burst: &MbufBurst, s: &mut Scratch) {
-    if s.forwarded == burst.len() {
+pub fn run(cx: &mut Cx<'_>) {
+    if cx.s.steps.local == 0 {
         return;
     }
-    budget_punts(p, port, burst, s);
+    budget_punts(cx);
 }
 
 #[inline(never)]
-fn budget_punts(p: &Pipeline, port: u16, burst: &MbufBurst, s: &mut Scratch) {
-    for (i, m) in burst.as_slice().iter().enumerate() {
-        let Next::Punt(reason) = s.next[i] else {
+fn budget_punts(cx: &mut Cx<'_>) {
+    for i in each(cx.s.steps.local) {
+        let Some(m) = cx.burst.as_slice().get(i) else {
             continue;
         };
-        if let Err(r) = may_punt(p, &mut s.budgets, reason, port, m, &s.metas[i]) {
-            s.next[i] = Next::OverBudget(reason, r);
+        let reason = cx.s.punt[i];
+        let meta = &cx.s.metas[i];
+        if let Err(r) = may_punt(cx.pipeline, &mut cx.s.budgets, reason, cx.port, m, meta) {
+            let at = DropSite::new(r, SPEC.stage.capture(), cx.port);
+            // Routed already: its output port is known.
+            let at = match reason {
+                Punt::Resolve | Punt::FragNeeded => at.to_port(meta.out_port),
+                _ => at,
+            };
+            cx.s.steps.local &= !(1 << i);
+            cx.drop_at(i, at);
         }
     }
 }
@@ -61,9 +88,62 @@ fn may_punt(
 /// does.
 #[inline]
 fn arp_sender(m: &Mbuf, meta: &PacketMeta) -> u32 {
-    const SENDER_IP: usize = 14;
-    let at = usize::from(meta.l3_offset) + SENDER_IP;
+    let at = usize::from(meta.l3_offset) + arp::field::SPA;
     m.data()
         .get(at..at + 4)
         .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datapath::contract::Steps;
+    use crate::datapath::l2_input::plain::plain_meta;
+    use crate::datapath::testing::{Bench, PEER_MAC, PORT_MACS};
+    use hooks::testkit;
+
+    #[test]
+    fn punts_within_the_budget_pass_the_rest_are_counted_drops() {
+        let frame = testkit::udp([10, 0, 1, 7], [192, 0, 2, 1], 1, 2)
+            .macs(PORT_MACS[0], PEER_MAC)
+            .build();
+        let mut b = Bench::new();
+        b.frames(&vec![frame; 32]);
+        b.state(
+            Steps {
+                local: u64::from(u32::MAX),
+                ..Steps::default()
+            },
+            &[plain_meta(0); 32],
+        );
+        b.scratch.punt = [Punt::NoRoute; 32];
+        let steps = b.run(&SPEC, run);
+        let passed = steps.local.count_ones();
+        // The no-route budget (ICMP net unreachable) is a few per second.
+        assert!(
+            (1..32).contains(&passed),
+            "{passed} of 32 within the budget"
+        );
+        assert_eq!(steps.local | steps.drop, u64::from(u32::MAX));
+        assert_eq!(steps.local & steps.drop, 0);
+        assert_eq!(
+            b.dropped(&SPEC, DropReason::NoRoute),
+            u64::from(32 - passed)
+        );
+        // A burst without punts is one compare.
+        b.state(
+            Steps {
+                tx: 1,
+                ..Steps::default()
+            },
+            &[],
+        );
+        assert_eq!(
+            b.run(&SPEC, run),
+            Steps {
+                tx: 1,
+                ..Steps::default()
+            }
+        );
+    }
 }

@@ -1,18 +1,18 @@
-//! The router's datapath: one burst through a chain of stages, each in its
-//! own file, each of one shape. A stage takes the burst (the mbufs and, in
-//! the worker's [`Scratch`], each packet's metadata and [`Next`] step),
-//! works on the packets whose next step is its own, in loops over the whole
-//! burst, and sets their next step or drop reason:
+//! The router's datapath: each received burst through a chain of stages,
+//! one file each, all of one contract (`contract.rs`): `fn run(cx: &mut Cx)`,
+//! the burst's packets sorted into one bit mask per next step, each stage
+//! working on its own mask only, each drop counted where it happens.
 //!
 //! ```text
 //! l2_input → ingress_hook → ip_input → egress_hook → neigh_output → local → tx
 //! ```
 //!
-//! See docs/datapath.md. Safe Rust over the DPDK layer.
+//! See docs/datapath.md (the stages, their next steps, the glossary). Safe
+//! Rust over the DPDK layer.
 
 pub mod budget;
 pub mod clock;
-pub mod drop_site;
+pub mod contract;
 pub mod egress_hook;
 pub mod hook_run;
 pub mod ingress_hook;
@@ -20,25 +20,41 @@ pub mod ip_input;
 pub mod l2_input;
 pub mod local;
 pub mod neigh_output;
-pub mod next;
 pub mod punt;
+pub mod scratch;
 pub mod tx;
 pub mod txbuf;
 
-pub use clock::{Clock, Stage};
-pub use next::Next;
+#[cfg(test)]
+mod fast_checks;
+#[cfg(test)]
+pub(crate) mod testing;
+
+pub use clock::Clock;
+pub use contract::{Cx, Stage, StageSpec, Step};
 pub use punt::Punt;
+pub use scratch::Scratch;
 
 use crate::capture::Tap;
 use crate::counters::LcoreCounters;
-use crate::dpdk::{MbufBurst, BURST_SIZE};
+use crate::dpdk::MbufBurst;
 use crate::fib::Fib;
 use crate::neigh::NeighTable;
-use crate::stage::ip::Ipv4Ok;
-use budget::{ArpAwaited, PuntBudgets};
-use hooks::{HookSet, PacketMeta, WorkerHooks};
+use budget::ArpAwaited;
+use hooks::HookSet;
 use std::sync::Arc;
 use txbuf::TxBuffer;
+
+/// Every stage, in pipeline order, as each declares itself.
+pub const STAGES: [&StageSpec; 7] = [
+    &l2_input::SPEC,
+    &ingress_hook::SPEC,
+    &ip_input::SPEC,
+    &egress_hook::SPEC,
+    &neigh_output::SPEC,
+    &local::SPEC,
+    &tx::SPEC,
+];
 
 /// What every worker shares, read-only: the FIB, the neighbour table and the
 /// ports' MAC addresses (indexed by port id).
@@ -63,63 +79,6 @@ pub struct Pipeline {
     pub ns_per_tick: u64,
     /// This worker's way into drop capture (`crate::capture`).
     pub capture: Arc<Tap>,
-}
-
-/// The per-packet state of a burst, owned by the worker and reused burst
-/// after burst, so that no burst pays for initialising it: every stage
-/// writes an element before it reads it.
-pub struct Scratch {
-    /// How many more packets of each kind this worker may punt.
-    pub(crate) budgets: PuntBudgets,
-    pub(crate) metas: [PacketMeta; BURST_SIZE],
-    pub(crate) next: [Next; BURST_SIZE],
-    /// Set by `ip_input` for a packet it routed (next step `Neigh`): the
-    /// next hop's neighbour index, or
-    /// [`NEIGH_BY_DST`](crate::fib::NEIGH_BY_DST) (by `meta.next_hop`).
-    pub(crate) neigh: [u32; BURST_SIZE],
-    /// `ip_input`'s checked headers, by packet.
-    pub(crate) oks: [Ipv4Ok; BURST_SIZE],
-    /// The burst index of each of those, their destinations and LPM ids.
-    pub(crate) idx: [u8; BURST_SIZE],
-    pub(crate) dsts: [u32; BURST_SIZE],
-    pub(crate) ids: [u32; BURST_SIZE],
-    /// Set by `ip_input`: the one output port of every packet it routed
-    /// (`u16::MAX` when they leave by several, or none).
-    pub(crate) out_port: u16,
-    /// Set by `neigh_output`: how many packets are forwarded. When that is
-    /// the whole burst, every one was routed, so all leave by `out_port`.
-    pub(crate) forwarded: usize,
-    /// The worker's part of each hook of its hook set (refreshed at its
-    /// quiescent point), run as `&mut`.
-    pub hooks: WorkerHooks,
-}
-
-impl Scratch {
-    /// Arrays for worker `worker` (`HookContext::worker`).
-    pub fn for_worker(worker: usize) -> Self {
-        Scratch {
-            hooks: WorkerHooks::new(worker),
-            ..Scratch::default()
-        }
-    }
-}
-
-impl Default for Scratch {
-    fn default() -> Self {
-        Scratch {
-            budgets: PuntBudgets::default(),
-            metas: [PacketMeta::default(); BURST_SIZE],
-            next: [Next::Ipv4; BURST_SIZE],
-            neigh: [0; BURST_SIZE],
-            oks: [Ipv4Ok::EMPTY; BURST_SIZE],
-            idx: [0; BURST_SIZE],
-            dsts: [0; BURST_SIZE],
-            ids: [0; BURST_SIZE],
-            forwarded: 0,
-            out_port: u16::MAX,
-            hooks: WorkerHooks::new(0),
-        }
-    }
 }
 
 /// Where a worker's packets go: its TX buffers (indexed by port id) and the
@@ -147,20 +106,37 @@ impl Pipeline {
     ) {
         let n = burst.len();
         let mut clock = Clock::<TIMED>::start();
-        let s = &mut *out.scratch;
-        l2_input::run(self, port, burst, s);
+        let mut cx = Cx {
+            pipeline: self,
+            port,
+            hooks,
+            burst,
+            s: &mut *out.scratch,
+            counters: out.counters,
+            tx: &mut *out.tx,
+            to_control: &mut *out.punt,
+            stage: &l2_input::SPEC,
+        };
+        cx.s.steps = contract::Steps::default();
+        l2_input::run(&mut cx);
         clock.lap(Stage::L2Input);
-        ingress_hook::run(self, port, hooks, burst, s);
+        cx.stage = &ingress_hook::SPEC;
+        ingress_hook::run(&mut cx);
         clock.lap(Stage::IngressHook);
-        ip_input::run(self, burst, s);
+        cx.stage = &ip_input::SPEC;
+        ip_input::run(&mut cx);
         clock.lap(Stage::IpInput);
-        egress_hook::run(self, hooks, burst, s);
+        cx.stage = &egress_hook::SPEC;
+        egress_hook::run(&mut cx);
         clock.lap(Stage::EgressHook);
-        neigh_output::run(self, burst, s);
+        cx.stage = &neigh_output::SPEC;
+        neigh_output::run(&mut cx);
         clock.lap(Stage::NeighOutput);
-        local::run(self, port, burst, s);
+        cx.stage = &local::SPEC;
+        local::run(&mut cx);
         clock.lap(Stage::Local);
-        tx::run(self, port, hooks, burst, out);
+        cx.stage = &tx::SPEC;
+        tx::run(&mut cx);
         clock.lap(Stage::Tx);
         clock.count(out.counters, n);
     }

@@ -1,58 +1,61 @@
 //! neigh_output: the cached Ethernet header of each routed packet's next
 //! hop in front of its IP header (16 bytes, two 64-bit stores). A
 //! neighbour's header is read (seqlock) once per run of packets to it, so a
-//! burst sees one consistent header per neighbour. Next step: `Forward` (out
-//! of `meta.out_port`), or `Punt(Resolve)` for a next hop without one.
+//! burst sees one consistent header per neighbour. A next hop without one
+//! sends the packet to the control plane to wait for ARP.
 
+use super::contract::{each, Cx, Mask, Stage, StageSpec, Step};
 use super::punt::Punt;
-use super::{Next, Pipeline, Scratch};
-use crate::dpdk::MbufBurst;
+use super::Pipeline;
 use crate::fib::NEIGH_BY_DST;
 use crate::neigh::store_header;
 use std::net::Ipv4Addr;
 
-/// Write the header of every packet whose next step is `Neigh`; leaves in
-/// `s.forwarded` how many are forwarded.
+pub const SPEC: StageSpec = StageSpec {
+    stage: Stage::NeighOutput,
+    takes: &[Step::NeighOutput],
+    sets: &[Step::Tx, Step::Local],
+    drops: &[],
+};
+
+/// Write the header of every packet in `steps.neigh_output`.
 #[inline(always)]
-pub fn run(p: &Pipeline, burst: &mut MbufBurst, s: &mut Scratch) {
-    let mut forwarded = 0;
+pub fn run(cx: &mut Cx<'_>) {
+    let mask = std::mem::take(&mut cx.s.steps.neigh_output);
+    let s = &mut *cx.s;
+    let mbufs = cx.burst.as_mut_slice();
+    let p = cx.pipeline;
     // (neighbour index, its header words if usable); u32::MAX: none yet.
     let mut cached: (u32, Option<[u64; 2]>) = (u32::MAX, None);
     // (next hop, its neighbour index) of the last packet found by address.
     let mut last_dst: (u32, u32) = (0, u32::MAX);
-    // One pass over the burst and its per-packet state side by side: no
-    // index, so no bounds check per packet.
-    let states = s.next.iter_mut().zip(s.neigh.iter().zip(&s.metas));
-    for (m, (next, (&neigh, meta))) in burst.as_mut_slice().iter_mut().zip(states) {
-        if *next != Next::Neigh {
-            continue;
+    let mut sent: Mask = 0;
+    for i in each(mask) {
+        let Some(m) = mbufs.get_mut(i) else { continue };
+        let mut index = s.neigh[i];
+        if index == NEIGH_BY_DST {
+            let next_hop = s.metas[i].next_hop;
+            if next_hop != last_dst.0 {
+                last_dst = (next_hop, p.by_address(next_hop));
+            }
+            index = last_dst.1;
         }
-        let index = if neigh != NEIGH_BY_DST {
-            neigh
-        } else if meta.next_hop == last_dst.0 {
-            last_dst.1
-        } else {
-            last_dst = (meta.next_hop, p.by_address(meta.next_hop));
-            last_dst.1
-        };
         if index != cached.0 {
             cached = (index, p.header_of(index));
         }
-        let slot = cached
-            .1
-            .and_then(|words| Some((m.eth_header_mut()?, words)));
-        // A store per arm, not one of a value built by both: the common
-        // arm then stores the tag alone.
-        match slot {
-            Some((slot, words)) => {
-                store_header(slot, words);
-                forwarded += 1;
-                *next = Next::Forward;
-            }
-            None => *next = Next::Punt(Punt::Resolve),
+        if let (Some(words), Some(slot)) = (cached.1, m.eth_header_mut()) {
+            store_header(slot, words);
+            sent |= 1 << i;
         }
     }
-    s.forwarded = forwarded;
+    s.steps.tx |= sent;
+    let waiting = mask & !sent;
+    if waiting != 0 {
+        for i in each(waiting) {
+            s.punt[i] = Punt::Resolve;
+        }
+        s.steps.local |= waiting;
+    }
 }
 
 impl Pipeline {
@@ -72,5 +75,63 @@ impl Pipeline {
         (index != u32::MAX)
             .then(|| self.neigh.entry(index as usize).hh_snapshot())
             .flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datapath::contract::Steps;
+    use crate::datapath::l2_input::plain::plain_meta;
+    use crate::datapath::testing::{Bench, GATEWAY_MAC, PEER_MAC, PORT_MACS};
+    use hooks::testkit;
+    use std::net::Ipv4Addr;
+
+    #[test]
+    fn a_resolved_next_hop_s_header_is_written_an_unresolved_one_waits() {
+        let frame = testkit::udp([10, 0, 1, 7], [198, 51, 100, 9], 1, 2)
+            .macs(PORT_MACS[0], PEER_MAC)
+            .build();
+        let mut b = Bench::new();
+        b.frames(&[frame.clone(), frame.clone(), frame.clone()]);
+        let gateway = b
+            .pipeline
+            .neigh
+            .lookup(Ipv4Addr::new(10, 0, 2, 2))
+            .expect("static") as u32;
+        let mut metas = [plain_meta(0); 3];
+        for m in &mut metas {
+            m.out_port = 1;
+        }
+        metas[1].next_hop = u32::from(Ipv4Addr::new(10, 0, 2, 2));
+        metas[2].next_hop = u32::from(Ipv4Addr::new(10, 0, 2, 77));
+        b.state(
+            Steps {
+                neigh_output: 0b111,
+                ..Steps::default()
+            },
+            &metas,
+        );
+        b.scratch.neigh[..3].copy_from_slice(&[gateway, NEIGH_BY_DST, NEIGH_BY_DST]);
+        let steps = b.run(&SPEC, run);
+        assert_eq!(
+            steps,
+            Steps {
+                tx: 0b011,
+                local: 0b100,
+                ..Steps::default()
+            }
+        );
+        assert_eq!(b.scratch.punt[2], Punt::Resolve);
+        for i in 0..2 {
+            assert_eq!(&b.data(i)[..6], &GATEWAY_MAC);
+            assert_eq!(&b.data(i)[6..12], &PORT_MACS[1]);
+            assert_eq!(&b.data(i)[12..], &frame[12..]);
+        }
+        assert_eq!(
+            b.data(2),
+            &frame[..],
+            "a packet that waits is left as it was"
+        );
     }
 }

@@ -4,8 +4,8 @@
 //! fragments and protocols without ports, so all fragments of a datagram
 //! and all its packets go one way).
 
+use crate::datapath::ip_input::header::Ipv4Fields;
 use crate::dpdk::Mbuf;
-use crate::stage::ip::Ipv4Ok;
 
 /// Most next hops of one route.
 pub const MAX_PATHS: usize = 16;
@@ -17,7 +17,7 @@ const SCTP: u8 = 132;
 /// The flow hash of a checked IPv4 packet (`ok` from the ip stage's checks,
 /// `l3` its header's offset).
 #[inline]
-pub fn flow_hash(m: &Mbuf, ok: &Ipv4Ok, l3: usize) -> u32 {
+pub fn flow_hash(m: &Mbuf, ok: &Ipv4Fields, l3: usize) -> u32 {
     if let Some(h) = m.rss_hash() {
         return h;
     }

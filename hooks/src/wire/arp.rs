@@ -23,15 +23,19 @@ const HTYPE_ETHERNET: u16 = 1;
 /// Protocol type of IPv4: its ethertype.
 const PTYPE_IPV4: u16 = super::ethernet::ethertype::IPV4;
 
-const HTYPE: usize = 0;
-const PTYPE: usize = 2;
-const HLEN: usize = 4;
-const PLEN: usize = 5;
-const OPER: usize = 6;
-const SHA: usize = 8;
-const SPA: usize = 14;
-const THA: usize = 18;
-const TPA: usize = 24;
+/// Byte offsets of the ARP packet's fields.
+pub mod field {
+    pub const HTYPE: usize = 0;
+    pub const PTYPE: usize = 2;
+    pub const HLEN: usize = 4;
+    pub const PLEN: usize = 5;
+    pub const OPER: usize = 6;
+    pub const SHA: usize = 8;
+    pub const SPA: usize = 14;
+    pub const THA: usize = 18;
+    pub const TPA: usize = 24;
+}
+use field::*;
 const ZERO: [u8; PACKET_LEN] = [0; PACKET_LEN];
 
 /// MAC address at `at` of the fixed-size packet.

@@ -34,9 +34,13 @@ pub fn is_broadcast(mac: &[u8; 6]) -> bool {
     *mac == BROADCAST
 }
 
-const DST: usize = 0;
-const SRC: usize = 6;
-const TYPE: usize = 12;
+/// Byte offsets of the Ethernet header's fields.
+pub mod field {
+    pub const DST: usize = 0;
+    pub const SRC: usize = 6;
+    pub const TYPE: usize = 12;
+}
+use field::*;
 const ZERO: [u8; HEADER_LEN] = [0; HEADER_LEN];
 
 /// A view of an Ethernet II frame at the start of `buffer`.

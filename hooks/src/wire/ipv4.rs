@@ -8,16 +8,40 @@ pub const MIN_HEADER_LEN: usize = 20;
 /// Length of the header with the most options (IHL 15).
 pub const MAX_HEADER_LEN: usize = 60;
 
-const VER_IHL: usize = 0;
-const TOS: usize = 1;
-const TOTAL_LEN: usize = 2;
-const IDENT: usize = 4;
-const FLAGS_FRAG: usize = 6;
-const TTL: usize = 8;
-const PROTOCOL: usize = 9;
-const CHECKSUM: usize = 10;
-const SRC: usize = 12;
-const DST: usize = 16;
+/// Byte offsets of the header's fields (smoltcp's `mod field`): what a
+/// stage reading a header in place indexes with.
+pub mod field {
+    pub const VER_IHL: usize = 0;
+    pub const TOS: usize = 1;
+    pub const TOTAL_LEN: usize = 2;
+    pub const IDENT: usize = 4;
+    pub const FLAGS_FRAG: usize = 6;
+    pub const TTL: usize = 8;
+    pub const PROTOCOL: usize = 9;
+    pub const CHECKSUM: usize = 10;
+    pub const SRC: usize = 12;
+    pub const DST: usize = 16;
+}
+use field::*;
+
+/// The Don't Fragment bit of the byte at [`field::FLAGS_FRAG`].
+pub const DONT_FRAGMENT: u8 = 0x40;
+
+/// Decrement the TTL of a header whose TTL is `ttl` (read already, and at
+/// least one) and update its checksum incrementally (RFC 1624), like the kernel's
+/// `ip_decrease_ttl`: the word (TTL, protocol) drops by 0x0100, so the
+/// checksum rises by 0x0100 with an end-around carry. The checksum is read
+/// little-endian, where that is one more (ones' complement sums do not
+/// depend on byte order): no byte swaps on x86. Returns the new TTL.
+#[inline(always)]
+pub fn decrement_ttl(h: &mut [u8; MIN_HEADER_LEN], ttl: u8) -> u8 {
+    let ttl = ttl.wrapping_sub(1);
+    h[TTL] = ttl;
+    let check = u32::from(u16::from_le_bytes([h[CHECKSUM], h[CHECKSUM + 1]])) + 1;
+    let check = (check + u32::from(check >= 0xffff)) as u16;
+    h[CHECKSUM..CHECKSUM + 2].copy_from_slice(&check.to_le_bytes());
+    ttl
+}
 const ZERO: [u8; MIN_HEADER_LEN] = [0; MIN_HEADER_LEN];
 
 /// A view of an IPv4 header at the start of `buffer`.
@@ -305,14 +329,8 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     #[inline]
     pub fn decrement_ttl(&mut self) -> Option<u8> {
         let h = self.header_mut()?;
-        let ttl = h[TTL].checked_sub(1)?;
-        h[TTL] = ttl;
-        // The word (TTL, protocol) dropped by 0x0100, so the checksum rises
-        // by 0x0100 with an end-around carry: the kernel's ip_decrease_ttl,
-        // three operations. Equal to RFC 1624 eqn. 3 and to a recomputation.
-        let check = u32::from(be16(h, CHECKSUM)) + 0x0100;
-        set_be16(h, CHECKSUM, (check + u32::from(check >= 0xffff)) as u16);
-        Some(ttl)
+        let ttl = h[TTL];
+        (ttl != 0).then(|| decrement_ttl(h, ttl))
     }
 }
 

@@ -130,7 +130,7 @@ pub fn may_send_icmp_error(original_ip: &[u8]) -> bool {
         return false;
     };
     let src = ip.src_addr();
-    if crate::stage::ip::is_martian_source(src) {
+    if crate::datapath::ip_input::header::is_martian_source(src) {
         return false;
     }
     if ip.frag_offset() != 0 {

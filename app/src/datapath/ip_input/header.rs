@@ -1,9 +1,13 @@
-//! IP stage, input half: the kernel's `ip_rcv` header checks, and the TTL
-//! decrement of the forward path (`ip_decrease_ttl`). Route lookup is not here.
-//! TTL is not judged on input: a packet for one of our own addresses may
-//! arrive with TTL 1; only forwarding needs TTL > 1.
+//! ip_input's header checks: the kernel's `ip_rcv`, in full
+//! ([`ipv4_input`]) and for the common case ([`plain_header`]: a 20-byte
+//! header at byte 14, one compare or two), which ip_input asks first. The
+//! property test in `datapath/fast_checks.rs` holds the two together. TTL is
+//! not judged here: a packet for one of our own addresses may arrive with
+//! TTL 1; only forwarding needs TTL > 1.
 
-use hooks::wire::ipv4::{Ipv4Packet, MIN_HEADER_LEN};
+use hooks::wire::checksum::verify20;
+use hooks::wire::ethernet::HEADER_LEN;
+use hooks::wire::ipv4::{field, Ipv4Packet, MIN_HEADER_LEN};
 use hooks::wire::Error as WireError;
 use hooks::{DropReason, PacketMeta};
 use std::net::Ipv4Addr;
@@ -25,7 +29,7 @@ pub enum CsumFlag {
 /// of these is indexed with a shift.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C, align(4))]
-pub struct Ipv4Ok {
+pub struct Ipv4Fields {
     /// Source address (martian check).
     pub src: Ipv4Addr,
     /// Destination address, for the route lookup.
@@ -41,9 +45,9 @@ pub struct Ipv4Ok {
     pub protocol: u8,
 }
 
-impl Ipv4Ok {
+impl Ipv4Fields {
     /// A placeholder for fixed per-burst arrays.
-    pub const EMPTY: Ipv4Ok = Ipv4Ok {
+    pub const EMPTY: Ipv4Fields = Ipv4Fields {
         src: Ipv4Addr::UNSPECIFIED,
         dst: Ipv4Addr::UNSPECIFIED,
         trimmed_len: 0,
@@ -61,13 +65,13 @@ pub fn ipv4_input(
     frame: &[u8],
     meta: &PacketMeta,
     nic_csum: CsumFlag,
-) -> Result<Ipv4Ok, DropReason> {
-    let mut ok = Ipv4Ok::EMPTY;
+) -> Result<Ipv4Fields, DropReason> {
+    let mut ok = Ipv4Fields::EMPTY;
     ipv4_input_into(frame, meta, nic_csum, &mut ok).map(|()| ok)
 }
 
 /// [`ipv4_input`] writing its result into `out` field by field: the burst
-/// loop keeps results in a fixed array, and a whole `Result<Ipv4Ok, _>`
+/// loop keeps results in a fixed array, and a whole `Result<Ipv4Fields, _>`
 /// built on the stack and then copied costs a store-forwarding stall per
 /// packet (narrow stores read back by a wide load).
 #[inline(always)]
@@ -75,7 +79,7 @@ pub fn ipv4_input_into(
     frame: &[u8],
     meta: &PacketMeta,
     nic_csum: CsumFlag,
-    out: &mut Ipv4Ok,
+    out: &mut Ipv4Fields,
 ) -> Result<(), DropReason> {
     let l3 = usize::from(meta.l3_offset);
     let bytes = frame.get(l3..).unwrap_or(&[]);
@@ -126,57 +130,47 @@ fn header_error(bytes: &[u8], e: WireError) -> DropReason {
 #[inline(always)]
 pub fn is_martian_source(a: Ipv4Addr) -> bool {
     let first = a.octets()[0];
-    first == 0 || first == 127 || first >= 224
+    // 0 wraps to 255: one compare for 0/8 and 224/3.
+    first.wrapping_sub(1) >= 223 || first == 127
 }
 
-/// [`ipv4_forward_ttl`] on a header [`ipv4_input`] already accepted: only
-/// its first 20 bytes are needed, so no re-parsing. TTL 1 or 0 is
-/// `TtlExceeded` and left as it is.
+/// Whether the IPv4 header at byte 14 of `frame` is plain (see the
+/// module's doc; `csum` is the NIC's word on the checksum); if so, what
+/// `ipv4_input` would give, in `out`. False leaves `out` for the full
+/// check to write.
 #[inline(always)]
-pub fn ipv4_forward_ttl_fixed(h: &mut [u8; MIN_HEADER_LEN]) -> Result<u8, DropReason> {
-    let ttl = h[TTL];
-    ipv4_forward_ttl_of(h, ttl)
-}
-
-/// Byte offset of the TTL in the IPv4 header.
-const TTL: usize = 8;
-
-/// [`ipv4_forward_ttl_fixed`] given the header's TTL, `ttl`, as
-/// [`ipv4_input`] read it (`Ipv4Ok::ttl`): the caller that already judged
-/// it (TTL > 1 to forward) has the compiler drop the second judgement, and
-/// the byte is not read again.
-#[inline(always)]
-pub fn ipv4_forward_ttl_of(h: &mut [u8; MIN_HEADER_LEN], ttl: u8) -> Result<u8, DropReason> {
-    const CHECK: usize = 10;
-    if ttl <= 1 {
-        return Err(DropReason::TtlExceeded);
-    }
-    h[TTL] = ttl - 1;
-    // The kernel's ip_decrease_ttl (see Ipv4Packet::decrement_ttl) as it
-    // runs on a little-endian machine: the checksum read little-endian,
-    // where the TTL's big-endian 0x0100 is 0x0001 (ones' complement sums
-    // do not depend on byte order). No byte swaps on x86.
-    let check = u32::from(u16::from_le_bytes([h[CHECK], h[CHECK + 1]])) + 1;
-    let check = (check + u32::from(check >= 0xffff)) as u16;
-    h[CHECK..CHECK + 2].copy_from_slice(&check.to_le_bytes());
-    Ok(ttl - 1)
-}
-
-/// Decrement the TTL of the IPv4 header at `l3_offset` and update its
-/// checksum incrementally (RFC 1624). Returns the new TTL; a TTL of 1 or 0
-/// is `TtlExceeded` and left as it is.
-#[inline]
-pub fn ipv4_forward_ttl(frame: &mut [u8], l3_offset: usize) -> Result<u8, DropReason> {
-    let bytes = frame.get_mut(l3_offset..).unwrap_or(&mut []);
-    let mut ip = match Ipv4Packet::new_checked(bytes) {
-        Ok(ip) => ip,
-        // No version check here: ipv4_input did it.
-        Err(e) => return Err(header_error(&[], e)),
+pub fn plain_header(frame: &[u8], csum: CsumFlag, out: &mut Ipv4Fields) -> bool {
+    // One range, one length compare.
+    let Some(ip) = frame
+        .get(HEADER_LEN..HEADER_LEN + MIN_HEADER_LEN)
+        .and_then(|b| b.first_chunk::<MIN_HEADER_LEN>())
+    else {
+        return false;
     };
-    if ip.ttl() <= 1 {
-        return Err(DropReason::TtlExceeded);
+    let total_len = u16::from_be_bytes([ip[field::TOTAL_LEN], ip[field::TOTAL_LEN + 1]]);
+    let fits = usize::from(total_len) >= MIN_HEADER_LEN
+        && HEADER_LEN + usize::from(total_len) <= frame.len();
+    let checksum_ok = match csum {
+        CsumFlag::Good => true,
+        CsumFlag::Bad => false,
+        CsumFlag::Unknown => verify20(ip),
+    };
+    if ip[field::VER_IHL] != 0x45 || !fits || !checksum_ok {
+        return false;
     }
-    ip.decrement_ttl().ok_or(DropReason::TtlExceeded)
+    out.src = addr(ip, field::SRC);
+    out.dst = addr(ip, field::DST);
+    out.trimmed_len = HEADER_LEN as u16 + total_len;
+    out.l4_offset = (HEADER_LEN + MIN_HEADER_LEN) as u16;
+    out.ttl = ip[field::TTL];
+    out.protocol = ip[field::PROTOCOL];
+    true
+}
+
+/// The IPv4 address at `at` of a header.
+#[inline(always)]
+fn addr(ip: &[u8; MIN_HEADER_LEN], at: usize) -> Ipv4Addr {
+    Ipv4Addr::new(ip[at], ip[at + 1], ip[at + 2], ip[at + 3])
 }
 
 #[cfg(test)]
@@ -217,14 +211,14 @@ mod tests {
         f[24..26].copy_from_slice(&c.to_be_bytes());
     }
 
-    fn input(f: &[u8], csum: CsumFlag) -> Result<Ipv4Ok, DropReason> {
+    fn input(f: &[u8], csum: CsumFlag) -> Result<Ipv4Fields, DropReason> {
         ipv4_input(f, &meta(), csum)
     }
 
     #[test]
     fn accepts_a_plain_packet() {
         let f = packet(5, 26, 0);
-        let ok = Ipv4Ok {
+        let ok = Ipv4Fields {
             trimmed_len: 60,
             l4_offset: 34,
             dst: DST,
@@ -383,37 +377,6 @@ mod tests {
     }
 
     #[test]
-    fn ttl_1_and_0_are_exceeded() {
-        for ttl in [0, 1] {
-            let mut f = packet(5, 26, 0);
-            f[22] = ttl;
-            refill(&mut f);
-            // Input accepts it (it may be for us); forwarding refuses it.
-            assert_eq!(input(&f, CsumFlag::Unknown).unwrap().ttl, ttl, "ttl {ttl}");
-            let before = f.clone();
-            assert_eq!(ipv4_forward_ttl(&mut f, 14), Err(DropReason::TtlExceeded));
-            assert_eq!(f, before);
-        }
-    }
-
-    #[test]
-    fn ttl_2_is_forwarded_with_ttl_1_and_a_right_checksum() {
-        for ihl in [5, 6, 15] {
-            let mut f = packet(ihl, 8, 0);
-            f[22] = 2;
-            refill(&mut f);
-            assert!(input(&f, CsumFlag::Unknown).is_ok());
-            assert_eq!(ipv4_forward_ttl(&mut f, 14), Ok(1));
-            let ip = Ipv4Packet::new_checked(&f[14..]).unwrap();
-            assert_eq!(ip.ttl(), 1);
-            assert!(ip.verify_checksum(), "ihl {ihl}");
-            // The next hop refuses to forward it.
-            assert_eq!(input(&f, CsumFlag::Unknown).unwrap().ttl, 1);
-            assert_eq!(ipv4_forward_ttl(&mut f, 14), Err(DropReason::TtlExceeded));
-        }
-    }
-
-    #[test]
     fn martian_sources() {
         for a in [
             [0, 0, 0, 0],
@@ -435,61 +398,5 @@ mod tests {
         ] {
             assert!(!is_martian_source(Ipv4Addr::from(a)), "{a:?}");
         }
-    }
-
-    #[test]
-    fn fixed_forward_ttl_equals_the_general_one() {
-        for ttl in 0..=255u8 {
-            for ihl in [5, 6] {
-                let mut a = packet(ihl, 8, 0);
-                a[22] = ttl;
-                refill(&mut a);
-                let mut b = a.clone();
-                let fixed = ipv4_forward_ttl_fixed((&mut b[14..34]).try_into().unwrap());
-                assert_eq!(ipv4_forward_ttl(&mut a, 14), fixed, "ttl {ttl}");
-                assert_eq!(a, b, "ttl {ttl} ihl {ihl}");
-            }
-        }
-    }
-
-    #[test]
-    fn the_checksum_update_read_little_endian_is_the_big_endian_one() {
-        // Every checksum value: the big-endian update of the general path
-        // (Ipv4Packet::decrement_ttl) and the little-endian one of the fixed.
-        for check in 0..=u16::MAX {
-            let mut f = packet(5, 8, 0);
-            f[22] = 64;
-            f[24..26].copy_from_slice(&check.to_be_bytes());
-            let mut g = f.clone();
-            let fixed = ipv4_forward_ttl_fixed((&mut g[14..34]).try_into().unwrap());
-            assert_eq!(ipv4_forward_ttl(&mut f, 14), fixed);
-            assert_eq!(f[24..26], g[24..26], "check {check:#06x}");
-        }
-    }
-
-    #[test]
-    fn forward_ttl_matches_recomputation_all_the_way_down() {
-        let mut f = packet(5, 26, 0);
-        f[22] = 255;
-        refill(&mut f);
-        for ttl in (2..=255).rev() {
-            assert_eq!(ipv4_forward_ttl(&mut f, 14), Ok(ttl - 1));
-            let incremental = [f[24], f[25]];
-            refill(&mut f);
-            assert_eq!([f[24], f[25]], incremental, "ttl {ttl}");
-        }
-    }
-
-    #[test]
-    fn forward_ttl_on_a_short_frame_is_truncated() {
-        let mut f = packet(5, 0, 0);
-        assert_eq!(
-            ipv4_forward_ttl(&mut f[..30], 14),
-            Err(DropReason::Ipv4Truncated)
-        );
-        assert_eq!(
-            ipv4_forward_ttl(&mut f, 100),
-            Err(DropReason::Ipv4Truncated)
-        );
     }
 }

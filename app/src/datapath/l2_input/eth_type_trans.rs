@@ -1,4 +1,4 @@
-//! L2 stage: the kernel's `eth_type_trans` for a received frame: runt check,
+//! l2_input's full translation: the kernel's `eth_type_trans` for a received frame: runt check,
 //! packet type by destination MAC, a source MAC a station can have (the
 //! bridge's `is_valid_ether_addr`), ethertype after up to two VLAN tags.
 
@@ -17,16 +17,6 @@ pub struct L3Protocol {
     pub vlan: u16,
     /// Offset of the L3 header: 14, 18 or 22.
     pub l3_offset: u16,
-}
-
-/// The two kinds of 802.3 length-field frame (the kernel's `ETH_P_802_3`
-/// and `ETH_P_802_2`); both are dropped as [`DropReason::Ieee8023`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ieee8023Kind {
-    /// Novell raw 802.3: the payload starts with 0xffff (IPX without LLC).
-    Raw,
-    /// 802.2 LLC (DSAP, SSAP, control), e.g. STP or SNAP.
-    Llc,
 }
 
 /// Translate a received frame: drop runts (< 60 bytes), set the packet type
@@ -52,7 +42,7 @@ pub fn eth_type_trans(
         return Err(DropReason::OtherHost);
     }
     // The source MAC (bytes 6..12) from one load of bytes 4..12, shifted
-    // down: its group bit (bit 0 of byte 6) is bit 0. As is_station_address.
+    // down: its group bit (bit 0 of byte 6) is bit 0. As the kernel's is_valid_ether_addr.
     let src = u64::from_le_bytes([
         head[4], head[5], head[6], head[7], head[8], head[9], head[10], head[11],
     ]) >> 16;
@@ -90,13 +80,6 @@ pub fn packet_type(dst: &[u8; 6], port_mac: &[u8; 6]) -> PacketType {
     }
 }
 
-/// Whether a station can send from `mac`: not a group (multicast or
-/// broadcast) address and not zero (the kernel's `is_valid_ether_addr`).
-#[inline(always)]
-pub fn is_station_address(mac: &[u8; 6]) -> bool {
-    !ethernet::is_multicast(mac) && *mac != [0; 6]
-}
-
 /// The ethertype after the tags: one 802.1Q (0x8100) or 802.1ad (0x88a8)
 /// tag, or QinQ (either of those outer, 0x8100 inner). Errors: `Runt` under
 /// 14 bytes, `VlanTruncated` when a tag does not fit, `Ieee8023` when the
@@ -113,19 +96,6 @@ pub fn vlan_get_protocol(frame: &[u8]) -> Result<L3Protocol, DropReason> {
         vlan,
         l3_offset: l3_offset as u16,
     })
-}
-
-/// Which kind of 802.3 length-field frame this is, after any VLAN tags;
-/// `None` when it is not one (an Ethernet II frame, or too short to tell).
-pub fn classify_8023(frame: &[u8]) -> Option<Ieee8023Kind> {
-    let (len_or_type, _, offset) = walk_tags(frame).ok()?;
-    if len_or_type >= ethertype::MIN {
-        return None;
-    }
-    match frame.get(offset..offset + 2) {
-        Some([0xff, 0xff]) => Some(Ieee8023Kind::Raw),
-        _ => Some(Ieee8023Kind::Llc),
-    }
 }
 
 /// Ethertype (or 802.3 length) after the tags, the VLAN id (see
@@ -270,7 +240,6 @@ mod tests {
                 assert_eq!(r, Err(DropReason::BadSourceMac), "{what} source");
                 assert_eq!(m.packet_type, packet_type(&dst, &PORT_MAC));
             }
-            assert!(!is_station_address(&src), "{what}");
         }
         // Another host's frame is dropped as that first, whatever its source.
         let mut f = frame(PEER_MAC, &[ethertype::IPV4]);
@@ -282,7 +251,6 @@ mod tests {
             let mut f = ok.clone();
             f[6..12].copy_from_slice(&src);
             assert_eq!(trans(&f).0, Ok(()), "{src:02x?}");
-            assert!(is_station_address(&src));
         }
     }
 
@@ -400,7 +368,6 @@ mod tests {
     fn raw_8023_is_dropped() {
         // Novell raw 802.3: a length, then IPX with checksum 0xffff.
         let f = frame(PORT_MAC, &[46, 0xffff, 0x002e]);
-        assert_eq!(classify_8023(&f), Some(Ieee8023Kind::Raw));
         let mut expect = PacketMeta::received_on(1);
         expect.packet_type = PacketType::Host;
         assert_eq!(trans(&f), (Err(DropReason::Ieee8023), expect));
@@ -410,7 +377,6 @@ mod tests {
     fn llc_is_dropped() {
         // STP BPDU: to 01:80:c2:00:00:00, LLC 42 42 03.
         let f = frame([0x01, 0x80, 0xc2, 0, 0, 0], &[39, 0x4242, 0x0300]);
-        assert_eq!(classify_8023(&f), Some(Ieee8023Kind::Llc));
         let mut expect = PacketMeta::received_on(1);
         expect.packet_type = PacketType::Multicast;
         assert_eq!(trans(&f), (Err(DropReason::Ieee8023), expect));
@@ -419,7 +385,6 @@ mod tests {
     #[test]
     fn tagged_8023_is_dropped_and_classified_after_the_tag() {
         let f = frame(PORT_MAC, &[ethertype::VLAN, 5, 46, 0xffff]);
-        assert_eq!(classify_8023(&f), Some(Ieee8023Kind::Raw));
         assert_eq!(trans(&f).0, Err(DropReason::Ieee8023));
     }
 
@@ -427,9 +392,7 @@ mod tests {
     fn length_type_boundary_is_0x0600() {
         let f = frame(PORT_MAC, &[0x05ff, 0xaaaa]);
         assert_eq!(trans(&f).0, Err(DropReason::Ieee8023));
-        assert_eq!(classify_8023(&f), Some(Ieee8023Kind::Llc));
         let f = frame(PORT_MAC, &[0x0600]);
         assert_eq!(trans(&f), (Ok(()), meta(PacketType::Host, 0x0600, 0, 14)));
-        assert_eq!(classify_8023(&f), None);
     }
 }

@@ -1,0 +1,285 @@
+//! ip_input: the IPv4 header checks of every packet l2_input passed, with
+//! the LPM key gathered in the same pass; ONE LPM bulk lookup for the burst;
+//! then the route of each (`route.rs`: the next hop read once per run of
+//! packets with the same LPM result), TTL - 1 with the incremental
+//! checksum, padding trimmed.
+
+pub mod header;
+pub mod route;
+
+use super::contract::{all, each, Cx, Mask, Stage, StageSpec, Step};
+use crate::dpdk::{Mbuf, BURST_SIZE};
+use header::{ipv4_input_into, is_martian_source, plain_header, CsumFlag, Ipv4Fields};
+use hooks::DropReason;
+
+pub const SPEC: StageSpec = StageSpec {
+    stage: Stage::IpInput,
+    takes: &[Step::IpInput],
+    sets: &[Step::NeighOutput, Step::Local, Step::Drop],
+    drops: &[
+        DropReason::Ipv4Truncated,
+        DropReason::Ipv4BadVersion,
+        DropReason::Ipv4BadIhl,
+        DropReason::Ipv4BadChecksum,
+        DropReason::Ipv4BadTotalLength,
+        DropReason::Martian,
+        DropReason::NotUnicast,
+        DropReason::LocalUnsupported,
+        DropReason::MtuExceeded,
+    ],
+};
+
+/// Check, look up and route every packet in `steps.ip_input`.
+#[inline(always)]
+pub fn run(cx: &mut Cx<'_>) {
+    let mask = std::mem::take(&mut cx.s.steps.ip_input);
+    if mask == 0 {
+        cx.s.out_port = u16::MAX;
+        return;
+    }
+    let (k, refused) = check(cx, mask);
+    let k = if refused != 0 {
+        check_refused(cx, refused, k)
+    } else {
+        k
+    };
+    let s = &mut *cx.s;
+    cx.pipeline
+        .fib
+        .lookup_bulk(&s.lpm_dst[..k], &mut s.lpm_result[..k]);
+    route::route_all(cx, k);
+}
+
+/// The fast checks of every packet of `mask`: the fields of a plain header
+/// in `s.ipv4`, its destination gathered for the LPM (`s.lpm_dst`, its
+/// place in `s.lpm_at`). Returns how many were gathered, and the packets
+/// the fast checks refused (not plain, or bad) or whose source is martian.
+/// The whole burst (the common case) in one pass over the mbufs, no index.
+#[inline(always)]
+fn check(cx: &mut Cx<'_>, mask: Mask) -> (usize, Mask) {
+    let s = &mut *cx.s;
+    let mbufs = cx.burst.as_slice();
+    let mut k = 0;
+    let mut refused: Mask = 0;
+    if mask == all(mbufs.len()) {
+        for (i, (m, f)) in mbufs.iter().zip(s.ipv4.iter_mut()).enumerate() {
+            let ok = check_one(m, f);
+            gather(
+                &mut s.lpm_at,
+                &mut s.lpm_dst,
+                &mut k,
+                &mut refused,
+                i,
+                f,
+                ok,
+            );
+        }
+    } else {
+        for i in each(mask) {
+            if let (Some(m), Some(f)) = (mbufs.get(i), s.ipv4.get_mut(i)) {
+                let ok = check_one(m, f);
+                gather(
+                    &mut s.lpm_at,
+                    &mut s.lpm_dst,
+                    &mut k,
+                    &mut refused,
+                    i,
+                    f,
+                    ok,
+                );
+            }
+        }
+    }
+    (k, refused)
+}
+
+/// The fast checks of one packet. A frame l2_input passed with a VLAN tag
+/// (a priority tag) never has a plain header at byte 14: the tag's VLAN id
+/// would be 0x5xx, which l2_input drops; so the L3 offset is not asked.
+#[inline(always)]
+fn check_one(m: &Mbuf, f: &mut Ipv4Fields) -> bool {
+    plain_header(m.data(), csum_flag(m), f) && !is_martian_source(f.src)
+}
+
+/// Gather packet `i`'s LPM key (kept only if `ok`: the next one overwrites
+/// it otherwise), or note it refused.
+#[inline(always)]
+fn gather(
+    at: &mut [u8; BURST_SIZE],
+    dst: &mut [u32; BURST_SIZE],
+    k: &mut usize,
+    refused: &mut Mask,
+    i: usize,
+    f: &Ipv4Fields,
+    ok: bool,
+) {
+    at[*k % BURST_SIZE] = i as u8;
+    dst[*k % BURST_SIZE] = u32::from(f.dst);
+    *k += usize::from(ok);
+    if !ok {
+        *refused |= 1 << i;
+    }
+}
+
+/// The packets the fast checks refused: the full checks (a tagged frame, a
+/// header with options), a drop for a bad header or a martian source.
+/// Those that pass join the LPM keys after the `k` gathered.
+#[cold]
+#[inline(never)]
+fn check_refused(cx: &mut Cx<'_>, refused: Mask, mut k: usize) -> usize {
+    for i in each(refused) {
+        let Some(m) = cx.burst.as_slice().get(i) else {
+            continue;
+        };
+        let f = &mut cx.s.ipv4[i];
+        match ipv4_input_into(m.data(), &cx.s.metas[i], csum_flag(m), f) {
+            Err(r) => cx.drop(i, r),
+            Ok(()) if is_martian_source(f.src) => cx.drop(i, DropReason::Martian),
+            Ok(()) => {
+                cx.s.lpm_at[k % cx.s.lpm_at.len()] = i as u8;
+                cx.s.lpm_dst[k % cx.s.lpm_dst.len()] = u32::from(f.dst);
+                k += 1;
+            }
+        }
+    }
+    k
+}
+
+/// What the NIC says of the header checksum.
+#[inline(always)]
+pub fn csum_flag(m: &Mbuf) -> CsumFlag {
+    match m.rx_ip_checksum() {
+        Some(true) => CsumFlag::Good,
+        Some(false) => CsumFlag::Bad,
+        None => CsumFlag::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datapath::contract::Steps;
+    use crate::datapath::l2_input::plain::plain_meta;
+    use crate::datapath::punt::Punt;
+    use crate::datapath::testing::{Bench, PEER_MAC, PORT_MACS};
+    use hooks::testkit;
+
+    fn udp(src: [u8; 4], dst: [u8; 4]) -> testkit::Frame {
+        testkit::udp(src, dst, 1, 2).macs(PORT_MACS[0], PEER_MAC)
+    }
+
+    #[test]
+    fn one_burst_checked_looked_up_and_routed() {
+        let frames = vec![
+            udp([10, 0, 1, 7], [198, 51, 100, 9]).build(),
+            udp([10, 0, 1, 7], [198, 51, 100, 10]).ttl(1).build(),
+            udp([10, 0, 1, 7], [192, 0, 2, 1]).build(),
+            udp([127, 0, 0, 1], [198, 51, 100, 9]).build(),
+            udp([10, 0, 1, 7], [198, 51, 100, 9])
+                .bad_ipv4_checksum()
+                .build(),
+            testkit::icmp_echo([10, 0, 1, 7], [10, 0, 1, 1], 8, 1, 1)
+                .macs(PORT_MACS[0], PEER_MAC)
+                .build(),
+            udp([10, 0, 1, 7], [10, 0, 1, 1]).build(),
+            udp([10, 0, 1, 7], [203, 0, 113, 5]).build(),
+            udp([10, 0, 1, 7], [198, 51, 100, 9])
+                .payload(&[7; 1600])
+                .build(),
+            udp([10, 0, 1, 7], [198, 51, 100, 9])
+                .payload(&[7; 1600])
+                .dont_frag()
+                .build(),
+        ];
+        let n = frames.len();
+        let mut b = Bench::new();
+        b.frames(&frames);
+        let metas = vec![plain_meta(0); n];
+        b.state(
+            Steps {
+                ip_input: (1 << n) - 1,
+                ..Steps::default()
+            },
+            &metas,
+        );
+        let steps = b.run(&SPEC, run);
+        assert_eq!(
+            steps,
+            Steps {
+                neigh_output: 0b00_1000_0001,
+                local: 0b10_0010_0110,
+                drop: 0b01_0101_1000,
+                ..Steps::default()
+            },
+            "{steps:#x?}"
+        );
+        let s = &b.scratch;
+        assert_eq!(
+            [s.punt[1], s.punt[2], s.punt[5], s.punt[9]],
+            [
+                Punt::TtlExceeded,
+                Punt::NoRoute,
+                Punt::LocalIcmp,
+                Punt::FragNeeded
+            ]
+        );
+        for (reason, n) in [
+            (DropReason::Martian, 1),
+            (DropReason::Ipv4BadChecksum, 1),
+            (DropReason::LocalUnsupported, 1),
+            (DropReason::MtuExceeded, 1),
+        ] {
+            assert_eq!(b.dropped(&SPEC, reason), n, "{reason:?}");
+        }
+        // The forward: TTL - 1 with a checksum that verifies, the next hop.
+        let ip = hooks::wire::Ipv4Packet::new_checked(&b.data(0)[14..]).expect("header");
+        assert_eq!(ip.ttl(), 63);
+        assert!(ip.verify_checksum());
+        assert_eq!(s.metas[0].out_port, 1);
+        assert_eq!(
+            s.metas[0].next_hop,
+            u32::from(std::net::Ipv4Addr::new(10, 0, 2, 2))
+        );
+        assert_eq!(
+            s.metas[7].next_hop,
+            u32::from(std::net::Ipv4Addr::new(10, 0, 2, 9))
+        );
+        // Two routed packets, both out of port 1.
+        assert_eq!(s.out_port, 1);
+        // TTL 1 is left as it was, for the ICMP error's quote.
+        let ip = hooks::wire::Ipv4Packet::new_checked(&b.data(1)[14..]).expect("header");
+        assert_eq!(ip.ttl(), 1);
+    }
+
+    #[test]
+    fn a_tagged_frame_and_padding_go_the_full_way() {
+        let tagged = udp([10, 0, 1, 7], [198, 51, 100, 9]).vlan(0x2000).build();
+        let mut padded = udp([10, 0, 1, 7], [198, 51, 100, 9]).pad(false).build();
+        padded.extend_from_slice(&[0; 10]);
+        let mut b = Bench::new();
+        b.frames(&[tagged, padded.clone()]);
+        let mut tagged_meta = plain_meta(0);
+        tagged_meta.l3_offset = 18;
+        b.state(
+            Steps {
+                ip_input: 0b11,
+                ..Steps::default()
+            },
+            &[tagged_meta, plain_meta(0)],
+        );
+        let steps = b.run(&SPEC, run);
+        assert_eq!(
+            steps,
+            Steps {
+                neigh_output: 0b11,
+                ..Steps::default()
+            }
+        );
+        // Both now untagged at 14, without padding.
+        assert_eq!(b.scratch.metas[0].l3_offset, 14);
+        assert_eq!(b.data(0).len(), 42);
+        assert_eq!(b.data(1).len(), 42);
+        assert_eq!(padded.len(), 52);
+        assert_eq!(&b.data(0)[14..], &b.data(1)[14..]);
+    }
+}

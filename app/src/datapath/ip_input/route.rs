@@ -1,0 +1,265 @@
+//! ip_input's second half: each checked packet by its LPM result. A run of
+//! packets with the same result (a burst is mostly one) reads and judges its
+//! next hop once; a plain forward then costs each packet only what depends
+//! on it: TTL, MTU, TTL - 1, padding.
+
+use super::header::Ipv4Fields;
+use crate::datapath::contract::{Cx, Mask};
+use crate::datapath::punt::Punt;
+use crate::dpdk::{Mbuf, BURST_SIZE};
+use crate::fib::{flow_hash, HopKind, NextHop};
+use hooks::wire::ethernet::HEADER_LEN;
+use hooks::wire::ipv4::{self, field, DONT_FRAGMENT, MIN_HEADER_LEN};
+use hooks::{DropReason, PacketMeta};
+use std::ops::Range;
+
+/// IP protocol number of ICMP.
+const IPPROTO_ICMP: u8 = 1;
+
+/// Where one packet goes from ip_input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Routed {
+    /// To neigh_output (its next hop in the metadata and `Scratch::neigh`).
+    Neigh,
+    /// To the control plane.
+    Punt(Punt),
+    Drop(DropReason),
+}
+
+/// Route the `k` packets gathered, by runs of equal LPM results; leaves
+/// in `s.out_port` the one output port of every packet routed.
+#[inline(always)]
+pub fn route_all(cx: &mut Cx<'_>, k: usize) {
+    let mut out_port = None;
+    let mut j = 0;
+    while j < k {
+        let id = cx.s.lpm_result[j];
+        let end = j + cx.s.lpm_result[j..k]
+            .iter()
+            .take_while(|&&x| x == id)
+            .count();
+        let port = match cx.pipeline.fib.hop(id) {
+            Some(hop) if hop.kind == HopKind::Forward => {
+                forward_run(cx, j..end, &hop);
+                hop.port
+            }
+            hop => match route_run(cx, j..end, hop) {
+                Some(port) => port,
+                None => {
+                    j = end;
+                    continue;
+                }
+            },
+        };
+        out_port = Some(same_port(out_port, port));
+        j = end;
+    }
+    cx.s.out_port = out_port.unwrap_or(u16::MAX);
+}
+
+/// A run of packets whose route is a forward by `hop`.
+#[inline(always)]
+fn forward_run(cx: &mut Cx<'_>, run: Range<usize>, hop: &NextHop) {
+    // By value: its fields stay in registers over the run.
+    let hop = *hop;
+    let s = &mut *cx.s;
+    let mbufs = cx.burst.as_mut_slice();
+    let mut neigh: Mask = 0;
+    let mut other: Mask = 0;
+    for &i in s.lpm_at.get(run).unwrap_or_default() {
+        let i = usize::from(i) % BURST_SIZE;
+        let Some(m) = mbufs.get_mut(i) else { continue };
+        let f = &s.ipv4[i];
+        if f.ttl > 1 && forward(m, &mut s.metas[i], f, hop, &mut s.neigh[i]) {
+            neigh |= 1 << i;
+        } else {
+            other |= 1 << i;
+        }
+    }
+    s.steps.neigh_output |= neigh;
+    if other != 0 {
+        forward_refused(cx, other, &hop);
+    }
+}
+
+/// The packets of a forward run that could not simply be forwarded: TTL
+/// exceeded, too big, or a frame that cannot be trimmed.
+#[cold]
+#[inline(never)]
+fn forward_refused(cx: &mut Cx<'_>, other: Mask, hop: &NextHop) {
+    for i in crate::datapath::contract::each(other) {
+        let Some(m) = cx.burst.as_slice().get(i) else {
+            continue;
+        };
+        let routed = if cx.s.ipv4[i].ttl <= 1 {
+            Routed::Punt(Punt::TtlExceeded)
+        } else {
+            judge_refused(m, &mut cx.s.metas[i], &cx.s.ipv4[i], hop)
+        };
+        cx.route_to(i, routed);
+    }
+}
+
+/// A run of packets whose LPM result is anything but a plain forward (no
+/// route, an ECMP group, a local address, martian or not unicast).
+/// Returns the output port of the packets it routed (u16::MAX if they
+/// differ; none if it routed none).
+#[inline(never)]
+fn route_run(cx: &mut Cx<'_>, run: Range<usize>, hop: Option<NextHop>) -> Option<u16> {
+    let mut out_port = None;
+    for j in run {
+        let i = usize::from(cx.s.lpm_at[j % BURST_SIZE]) % BURST_SIZE;
+        let Some(m) = cx.burst.as_mut_slice().get_mut(i) else {
+            continue;
+        };
+        let s = &mut *cx.s;
+        let routed = route(
+            cx.pipeline,
+            m,
+            &mut s.metas[i],
+            &s.ipv4[i],
+            hop,
+            &mut s.neigh[i],
+        );
+        if routed == Routed::Neigh {
+            out_port = Some(same_port(out_port, s.metas[i].out_port));
+        }
+        cx.route_to(i, routed);
+    }
+    out_port
+}
+
+impl Cx<'_> {
+    /// Put packet `i` where ip_input routed it.
+    #[inline(always)]
+    fn route_to(&mut self, i: usize, routed: Routed) {
+        match routed {
+            Routed::Neigh => self.s.steps.neigh_output |= 1 << i,
+            Routed::Punt(p) => {
+                self.s.punt[i] = p;
+                self.s.steps.local |= 1 << i;
+            }
+            Routed::Drop(r) => self.drop(i, r),
+        }
+    }
+}
+
+/// `port` if every port so far (`so_far`, none yet: `None`) is `port`,
+/// else u16::MAX.
+#[inline(always)]
+fn same_port(so_far: Option<u16>, port: u16) -> u16 {
+    match so_far {
+        Some(p) if p != port => u16::MAX,
+        _ => port,
+    }
+}
+
+/// Route one checked IPv4 packet by its LPM result's next hop.
+#[inline(always)]
+fn route(
+    p: &crate::datapath::Pipeline,
+    m: &mut Mbuf,
+    meta: &mut PacketMeta,
+    f: &Ipv4Fields,
+    hop: Option<NextHop>,
+    neigh: &mut u32,
+) -> Routed {
+    let Some(mut hop) = hop else {
+        // For an ICMP net unreachable, within the worker's budget.
+        return Routed::Punt(Punt::NoRoute);
+    };
+    if hop.kind == HopKind::Group {
+        let hash = flow_hash(m, f, usize::from(meta.l3_offset));
+        match p.fib.member(hop.neigh, hash) {
+            Some(h) => hop = h,
+            None => return Routed::Punt(Punt::NoRoute),
+        }
+    }
+    match hop.kind {
+        HopKind::Forward => {}
+        HopKind::Group => return Routed::Punt(Punt::NoRoute),
+        HopKind::Martian => return Routed::Drop(DropReason::Martian),
+        HopKind::Local if f.protocol == IPPROTO_ICMP => return Routed::Punt(Punt::LocalIcmp),
+        HopKind::Local => return Routed::Drop(DropReason::LocalUnsupported),
+        HopKind::NotUnicast => return Routed::Drop(DropReason::NotUnicast),
+    }
+    if f.ttl <= 1 {
+        return Routed::Punt(Punt::TtlExceeded);
+    }
+    if forward(m, meta, f, hop, neigh) {
+        Routed::Neigh
+    } else {
+        judge_refused(m, meta, f, &hop)
+    }
+}
+
+/// Forward a packet whose TTL is above 1 by `hop`: TTL - 1, padding and any
+/// VLAN tag off, the next hop in the metadata. False, with the packet as it
+/// was, when it is larger than the MTU or cannot be trimmed
+/// ([`judge_refused`] says why).
+#[inline(always)]
+fn forward(
+    m: &mut Mbuf,
+    meta: &mut PacketMeta,
+    f: &Ipv4Fields,
+    hop: NextHop,
+    neigh: &mut u32,
+) -> bool {
+    let l3 = usize::from(meta.l3_offset);
+    if usize::from(f.trimmed_len) - l3 > usize::from(hop.mtu) {
+        return false;
+    }
+    // Untagged Ethernet header and no padding from here on.
+    let untrimmed = usize::from(f.trimmed_len) != m.data().len();
+    if (untrimmed || l3 != HEADER_LEN) && !reshape(m, f, l3) {
+        return false;
+    }
+    let Some(h) = m
+        .data_mut()
+        .get_mut(HEADER_LEN..HEADER_LEN + MIN_HEADER_LEN)
+        .and_then(|b| b.first_chunk_mut())
+    else {
+        return false;
+    };
+    ipv4::decrement_ttl(h, f.ttl);
+    if l3 != HEADER_LEN {
+        // (A plain header is at HEADER_LEN already: no store.)
+        meta.l3_offset = HEADER_LEN as u16;
+    }
+    meta.out_port = hop.port;
+    meta.next_hop = if hop.gateway != 0 {
+        hop.gateway
+    } else {
+        u32::from(f.dst)
+    };
+    *neigh = hop.neigh;
+    true
+}
+
+/// Trim the padding and take any VLAN tag off (the IPv4 header then at
+/// HEADER_LEN). Out of line: plain frames need neither.
+#[cold]
+#[inline(never)]
+fn reshape(m: &mut Mbuf, f: &Ipv4Fields, l3: usize) -> bool {
+    let trimmed = usize::from(f.trimmed_len) == m.data().len() || m.trim_to(f.trimmed_len);
+    trimmed && m.adj((l3 - HEADER_LEN) as u16)
+}
+
+/// Why a packet with TTL above 1 could not be forwarded by `hop`: larger
+/// than the MTU (fastpath does not fragment: with Don't Fragment set the
+/// sender is told the MTU by an ICMP fragmentation needed, else it is
+/// dropped), or a frame that could not be trimmed.
+#[cold]
+fn judge_refused(m: &Mbuf, meta: &mut PacketMeta, f: &Ipv4Fields, hop: &NextHop) -> Routed {
+    let l3 = usize::from(meta.l3_offset);
+    if usize::from(f.trimmed_len) - l3 <= usize::from(hop.mtu) {
+        return Routed::Drop(DropReason::Ipv4BadTotalLength);
+    }
+    let flags = m.data().get(l3 + field::FLAGS_FRAG).copied();
+    if flags.is_some_and(|b| b & DONT_FRAGMENT != 0) {
+        meta.out_port = hop.port;
+        Routed::Punt(Punt::FragNeeded)
+    } else {
+        Routed::Drop(DropReason::MtuExceeded)
+    }
+}

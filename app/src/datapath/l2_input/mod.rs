@@ -1,0 +1,204 @@
+//! l2_input: the kernel's `eth_type_trans` for every received frame, after
+//! padding short frames from devices without a wire. Sets each packet's
+//! metadata; a plain frame (`plain.rs`) in one compare or two, any other by
+//! the full translation (`eth_type_trans.rs`), out of line.
+
+pub mod eth_type_trans;
+pub mod plain;
+
+use super::contract::{each, Cx, Mask, Stage, StageSpec, Step};
+use super::punt::Punt;
+use crate::dpdk::{Mbuf, MbufBurst, BURST_SIZE};
+use eth_type_trans::eth_type_trans;
+use hooks::wire::ethernet::{ethertype, MIN_FRAME_LEN};
+use hooks::{DropReason, PacketMeta, PacketType};
+use plain::{mac_word, plain_l2, plain_meta};
+
+pub const SPEC: StageSpec = StageSpec {
+    stage: Stage::L2Input,
+    takes: &[],
+    sets: &[Step::IpInput, Step::Local, Step::Drop],
+    drops: &[
+        DropReason::Runt,
+        DropReason::OtherHost,
+        DropReason::BadSourceMac,
+        DropReason::Ieee8023,
+        DropReason::VlanTruncated,
+        DropReason::VlanNotConfigured,
+        DropReason::NotUnicast,
+        DropReason::UnsupportedProtocol,
+    ],
+};
+
+/// How many packets ahead the stage asks for a frame's first cache line.
+pub const PREFETCH_AHEAD: usize = 4;
+
+/// Translate every frame of the burst: plain IPv4 to us goes to ip_input,
+/// ARP to local (`Punt::Arp`), anything else is translated in full.
+#[inline(always)]
+pub fn run(cx: &mut Cx<'_>) {
+    let port = cx.port;
+    if cx.pipeline.pad_short[usize::from(port)] {
+        pad_short_frames(cx.burst);
+    }
+    let word = mac_word(&cx.pipeline.macs[usize::from(port)]);
+    // Opaque to the compiler, so that it is copied per packet as its 32
+    // bytes (two 16-byte stores), not rebuilt field by field.
+    let plain = std::hint::black_box(plain_meta(port));
+    let mbufs = cx.burst.as_slice();
+    let mbufs = &mbufs[..mbufs.len().min(BURST_SIZE)];
+    for m in mbufs.iter().take(PREFETCH_AHEAD) {
+        m.prefetch_data();
+    }
+    let mut ipv4: Mask = 0;
+    let mut state = mbufs.iter().zip(cx.s.metas.iter_mut());
+    // Each packet with the one PREFETCH_AHEAD places on (`ahead` first: it
+    // ends first, and then takes no packet from `state`), then the last few.
+    let ahead = mbufs.get(PREFETCH_AHEAD..).unwrap_or_default();
+    let mut i = 0;
+    for (ahead, (m, meta)) in ahead.iter().zip(state.by_ref()) {
+        ahead.prefetch_data();
+        let is_plain = plain_l2(m.data(), word);
+        *meta = plain;
+        ipv4 |= Mask::from(is_plain) << i;
+        i += 1;
+    }
+    for (m, meta) in state {
+        let is_plain = plain_l2(m.data(), word);
+        *meta = plain;
+        ipv4 |= Mask::from(is_plain) << i;
+        i += 1;
+    }
+    cx.s.steps.ip_input = ipv4;
+    let others = super::contract::all(mbufs.len()) & !ipv4;
+    if others != 0 {
+        translate_all(cx, others);
+    }
+}
+
+/// The frames that are not plain untagged IPv4 to us: the full translation.
+#[inline(never)]
+fn translate_all(cx: &mut Cx<'_>, others: Mask) {
+    let port_mac = cx.pipeline.macs[usize::from(cx.port)];
+    for i in each(others) {
+        let Some(m) = cx.burst.as_slice().get(i) else {
+            continue;
+        };
+        let meta = &mut cx.s.metas[i];
+        *meta = PacketMeta::received_on(cx.port);
+        match translate(m, &port_mac, meta) {
+            Ok(Step::IpInput) => cx.s.steps.ip_input |= 1 << i,
+            Ok(_) => {
+                cx.s.punt[i] = Punt::Arp;
+                cx.s.steps.local |= 1 << i;
+            }
+            Err(r) => cx.drop(i, r),
+        }
+    }
+}
+
+/// The next step of a frame that is not plain, its metadata written.
+#[inline(always)]
+fn translate(m: &Mbuf, port_mac: &[u8; 6], meta: &mut PacketMeta) -> Result<Step, DropReason> {
+    eth_type_trans(m.data(), port_mac, meta)?;
+    // A priority tag (VLAN id 0) is as good as untagged; other tags are for
+    // VLANs this router does not have.
+    if meta.vlan != 0 {
+        return Err(DropReason::VlanNotConfigured);
+    }
+    match meta.protocol {
+        ethertype::IPV4 if meta.packet_type == PacketType::Host => Ok(Step::IpInput),
+        ethertype::IPV4 => Err(DropReason::NotUnicast),
+        ethertype::ARP => Ok(Step::Local),
+        _ => Err(DropReason::UnsupportedProtocol),
+    }
+}
+
+/// Pad frames under `MIN_FRAME_LEN` from devices without a wire.
+#[cold]
+fn pad_short_frames(burst: &mut MbufBurst) {
+    for m in burst.as_mut_slice() {
+        if m.data().len() < MIN_FRAME_LEN {
+            m.pad_to(MIN_FRAME_LEN);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datapath::contract::Steps;
+    use crate::datapath::testing::{Bench, PEER_MAC, PORT_MACS};
+    use hooks::testkit;
+    use hooks::wire::arp::ArpRepr;
+
+    #[test]
+    fn one_burst_sorted_by_next_step_with_drops_counted_here() {
+        let us = PORT_MACS[0];
+        let plain = testkit::udp([10, 0, 1, 7], [198, 51, 100, 9], 1, 2)
+            .macs(us, PEER_MAC)
+            .build();
+        let tagged = testkit::udp([10, 0, 1, 7], [198, 51, 100, 9], 1, 2)
+            .macs(us, PEER_MAC)
+            .vlan(0x0005)
+            .build();
+        let priority = testkit::udp([10, 0, 1, 7], [198, 51, 100, 9], 1, 2)
+            .macs(us, PEER_MAC)
+            .vlan(0x2000)
+            .build();
+        let other_host = testkit::udp([10, 0, 1, 7], [198, 51, 100, 9], 1, 2)
+            .macs([0x02, 0, 0, 0, 0, 0x77], PEER_MAC)
+            .build();
+        let mut arp = testkit::arp(
+            [0xff; 6],
+            PEER_MAC,
+            &ArpRepr {
+                operation: hooks::wire::arp::op::REQUEST,
+                sender_mac: PEER_MAC,
+                sender_ip: [10, 0, 1, 7].into(),
+                target_mac: [0; 6],
+                target_ip: [10, 0, 1, 1].into(),
+            },
+        );
+        // As a NIC's wire pads it.
+        arp.resize(60, 0);
+        let runt = plain[..40].to_vec();
+        let ipv6 = testkit::ethernet(us, PEER_MAC, ethertype::IPV6, &[0; 60]);
+        let broadcast_ip = testkit::udp([10, 0, 1, 7], [10, 0, 1, 255], 1, 2)
+            .macs([0xff; 6], PEER_MAC)
+            .build();
+        let mut b = Bench::new();
+        b.frames(&[
+            plain,
+            tagged,
+            priority,
+            other_host,
+            arp,
+            runt,
+            ipv6,
+            broadcast_ip,
+        ]);
+        let steps = b.run(&SPEC, run);
+        assert_eq!(
+            steps,
+            Steps {
+                ip_input: 0b0000_0101,
+                local: 0b0001_0000,
+                drop: 0b1110_1010,
+                ..Steps::default()
+            }
+        );
+        assert_eq!(b.scratch.punt[4], Punt::Arp);
+        assert_eq!(b.scratch.metas[0], plain_meta(0));
+        assert_eq!(b.scratch.metas[2].l3_offset, 18, "the priority tag's IPv4");
+        for (reason, n) in [
+            (DropReason::VlanNotConfigured, 1),
+            (DropReason::OtherHost, 1),
+            (DropReason::Runt, 1),
+            (DropReason::UnsupportedProtocol, 1),
+            (DropReason::NotUnicast, 1),
+        ] {
+            assert_eq!(b.dropped(&SPEC, reason), n, "{reason:?}");
+        }
+    }
+}

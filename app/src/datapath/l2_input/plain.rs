@@ -1,0 +1,60 @@
+//! l2_input's common case as one compare or two: a plain frame, at least 60
+//! bytes, to our MAC, from a source MAC a station can have, untagged IPv4:
+//! what [`eth_type_trans`](super::eth_type_trans::eth_type_trans) gives packet
+//! type host, ethertype IPv4, VLAN 0 and L3 offset 14 ([`plain_meta`]).
+//! The property test in `datapath/fast_checks.rs` holds it against the full
+//! translation.
+
+use hooks::wire::ethernet::{ethertype, HEADER_LEN, MIN_FRAME_LEN};
+use hooks::{PacketMeta, PacketType};
+
+/// A port's MAC as the low 48 bits of a little-endian word, to compare with
+/// a frame's first 8 bytes masked with `DST_AND_SOURCE_GROUP`; a
+/// multicast MAC (never a port's) maps to a value no frame matches.
+pub fn mac_word(mac: &[u8; 6]) -> u64 {
+    if mac[0] & 1 != 0 {
+        return u64::MAX;
+    }
+    let [a, b, c, d, e, f] = *mac;
+    u64::from_le_bytes([a, b, c, d, e, f, 0, 0])
+}
+
+/// The bits of a frame's first 8 bytes (little-endian) that its first
+/// compare reads: the destination MAC (bytes 0..6) and the group bit of the
+/// source MAC (bit 0 of byte 6), which a [`mac_word`] has clear. One
+/// compare says "to us, and not from a multicast or broadcast source".
+const DST_AND_SOURCE_GROUP: u64 = 0x0001_ffff_ffff_ffff;
+
+/// Whether `frame` is plain at l2 on a port whose MAC word is `port_mac`
+/// (from [`mac_word`]): see the module's doc. Its metadata is then
+/// [`plain_meta`].
+#[inline(always)]
+pub fn plain_l2(frame: &[u8], port_mac: u64) -> bool {
+    let Some(head) = frame.first_chunk::<MIN_FRAME_LEN>() else {
+        return false;
+    };
+    let Some((eth, rest)) = head.split_first_chunk::<8>() else {
+        return false;
+    };
+    let eth = u64::from_le_bytes(*eth);
+    let Some((source_tail, rest)) = rest.split_first_chunk::<4>() else {
+        return false;
+    };
+    let ty = rest.first_chunk::<2>().map(|t| u16::from_be_bytes(*t));
+    // The source MAC (bytes 6..12: the first word's top 16 bits and the
+    // next 4 bytes) is not zero.
+    let source = (eth >> 48) as u32 | u32::from_le_bytes(*source_tail);
+    eth & DST_AND_SOURCE_GROUP == port_mac && ty == Some(ethertype::IPV4) && source != 0
+}
+
+/// The metadata `eth_type_trans` gives a frame [`plain_l2`] accepted on
+/// `port`: to us, untagged IPv4 at byte 14.
+#[inline(always)]
+pub fn plain_meta(port: u16) -> PacketMeta {
+    let mut meta = PacketMeta::received_on(port);
+    meta.packet_type = PacketType::Host;
+    meta.protocol = ethertype::IPV4;
+    meta.vlan = 0;
+    meta.l3_offset = HEADER_LEN as u16;
+    meta
+}

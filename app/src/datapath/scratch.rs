@@ -1,0 +1,72 @@
+//! The per-packet state of a burst, owned by the worker and reused burst
+//! after burst, so that no burst pays for initialising it: a stage writes an
+//! element before a later stage reads it, for the packets it passes on.
+
+use super::budget::PuntBudgets;
+use super::contract::Steps;
+use super::ip_input::header::Ipv4Fields;
+use super::punt::Punt;
+use crate::dpdk::BURST_SIZE;
+use hooks::{HookPoint, PacketMeta, WorkerHooks};
+
+/// A worker's burst state. Arrays are indexed by the packet's place in the
+/// burst.
+pub struct Scratch {
+    /// The packets by next step.
+    pub steps: Steps,
+    /// Set by l2_input (and by ip_input, the hooks).
+    pub metas: [PacketMeta; BURST_SIZE],
+    /// For a packet in `steps.local`: why it goes to the control plane.
+    pub punt: [Punt; BURST_SIZE],
+    /// Set by ip_input for a packet it routed: the next hop's neighbour
+    /// index, or [`NEIGH_BY_DST`](crate::fib::NEIGH_BY_DST) (by
+    /// `meta.next_hop`).
+    pub neigh: [u32; BURST_SIZE],
+    /// Set by ip_input: each checked header's fields.
+    pub ipv4: [Ipv4Fields; BURST_SIZE],
+    /// ip_input's LPM keys in burst order: the packets' places, their
+    /// destinations, and the lookup's results.
+    pub lpm_at: [u8; BURST_SIZE],
+    pub lpm_dst: [u32; BURST_SIZE],
+    pub lpm_result: [u32; BURST_SIZE],
+    /// Set by ip_input: the one output port of every packet it routed
+    /// (`u16::MAX` when they leave by several, or none).
+    pub out_port: u16,
+    /// For a packet in `steps.stolen`: the hook point and the chain entry
+    /// that took it.
+    pub stolen_by: [(HookPoint, u8); BURST_SIZE],
+    /// How many more packets of each kind this worker may punt.
+    pub budgets: PuntBudgets,
+    /// The worker's part of each hook of its hook set (refreshed at its
+    /// quiescent point), run as `&mut`.
+    pub hooks: WorkerHooks,
+}
+
+impl Scratch {
+    /// Arrays for worker `worker` (`HookContext::worker`).
+    pub fn for_worker(worker: usize) -> Self {
+        Scratch {
+            hooks: WorkerHooks::new(worker),
+            ..Scratch::default()
+        }
+    }
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch {
+            steps: Steps::default(),
+            metas: [PacketMeta::default(); BURST_SIZE],
+            punt: [Punt::Arp; BURST_SIZE],
+            neigh: [0; BURST_SIZE],
+            ipv4: [Ipv4Fields::EMPTY; BURST_SIZE],
+            lpm_at: [0; BURST_SIZE],
+            lpm_dst: [0; BURST_SIZE],
+            lpm_result: [0; BURST_SIZE],
+            out_port: u16::MAX,
+            stolen_by: [(HookPoint::Ingress, 0); BURST_SIZE],
+            budgets: PuntBudgets::default(),
+            hooks: WorkerHooks::new(0),
+        }
+    }
+}

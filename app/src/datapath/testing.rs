@@ -1,0 +1,295 @@
+//! What the stages' unit tests share: one EAL per test process (no
+//! hugepages, no devices, no runtime folder left), a pipeline over a small FIB and neighbour
+//! table, and a burst built from frames that one stage runs alone.
+//!
+//! The FIB: 10.0.1.1/24 on port 0 and 10.0.2.1/24 on port 1 (ours, local),
+//! 198.51.100.0/24 via 10.0.2.2 (a static neighbour, [`GATEWAY_MAC`]) out of
+//! port 1 with MTU 1500, 203.0.113.0/24 via 10.0.2.9 (no neighbour yet).
+
+use super::contract::{Cx, StageSpec, Steps};
+use super::{Pipeline, Scratch};
+use crate::capture::Hub;
+use crate::config::RouterConfig;
+use crate::counters::LcoreCounters;
+use crate::dpdk::{Eal, Lpm, Mbuf, MbufBurst, Mempool, Qsbr};
+use crate::fib::{fib_entries, FibWriter, NEIGH_BY_DST};
+use crate::neigh::{EthHeader, NeighTable};
+use hooks::wire::ethernet::ethertype;
+use hooks::{HookSet, PacketMeta};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Port 0's and port 1's MACs.
+pub const PORT_MACS: [[u8; 6]; 2] = [[0x02, 0, 0, 0, 0, 0x01], [0x02, 0, 0, 0, 0, 0x02]];
+/// The MAC of 10.0.2.2, the gateway of 198.51.100.0/24.
+pub const GATEWAY_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x99];
+/// A sender's MAC.
+pub const PEER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x42];
+
+const CONFIG: &str = r#"
+[[port]]
+device = "net_null0"
+address = "10.0.1.1/24"
+
+[[port]]
+device = "net_null1"
+address = "10.0.2.1/24"
+
+[[route]]
+prefix = "198.51.100.0/24"
+via = "10.0.2.2"
+
+[[route]]
+prefix = "203.0.113.0/24"
+via = "10.0.2.9"
+"#;
+
+struct Dpdk {
+    pool: Mempool,
+    socket: i32,
+}
+
+static DPDK: OnceLock<Mutex<Dpdk>> = OnceLock::new();
+
+fn dpdk() -> &'static Mutex<Dpdk> {
+    DPDK.get_or_init(|| {
+        let prefix = format!("stages{}", std::process::id());
+        let args = [
+            "stages",
+            "--no-huge",
+            "--no-shconf",
+            "--no-pci",
+            "-m",
+            "128",
+            "--log-level",
+            "lib.eal:error",
+            "--file-prefix",
+            &prefix,
+        ];
+        let (eal, _) = Eal::init(&args).expect("EAL for the stage tests");
+        let socket = eal.socket_id();
+        let pool = Mempool::new("stage_tests", 1023, 0, socket).expect("mbuf pool");
+        // Nothing else attaches to it: its runtime folder can go now.
+        let _ = std::fs::remove_dir_all(eal.runtime_dir());
+        // The EAL lives as long as the process.
+        std::mem::forget(eal);
+        Mutex::new(Dpdk { pool, socket })
+    })
+}
+
+/// A pipeline, its counters and scratch, and a burst to run one stage on.
+pub struct Bench {
+    pub pipeline: Pipeline,
+    pub counters: LcoreCounters,
+    pub scratch: Box<Scratch>,
+    pub burst: MbufBurst,
+    pub hooks: Arc<HookSet>,
+    pub to_control: MbufBurst,
+    _fib_writer: FibWriter,
+}
+
+impl Bench {
+    /// The pipeline of the module's doc, without hooks.
+    pub fn new() -> Bench {
+        let d = crate::sync::lock(dpdk());
+        let cfg = RouterConfig::parse("stages.toml".as_ref(), CONFIG).expect("config");
+        let (neigh, mut writer) = NeighTable::new(64);
+        let gateway = writer
+            .insert_static(
+                "10.0.2.2".parse().expect("address"),
+                &EthHeader {
+                    dst: GATEWAY_MAC,
+                    src: PORT_MACS[1],
+                    ethertype: ethertype::IPV4,
+                },
+            )
+            .expect("neighbour");
+        let entries = fib_entries(&cfg, &[0, 1], |gw| {
+            if gw == "10.0.2.2".parse::<std::net::Ipv4Addr>().expect("address") {
+                gateway as u32
+            } else {
+                NEIGH_BY_DST
+            }
+        });
+        let name = format!(
+            "lpm{}",
+            COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let lpm = Lpm::new(&name, 64, 64, d.socket).expect("lpm");
+        let (fib, fib_writer) =
+            FibWriter::new(lpm, Qsbr::new(1).expect("qsbr"), &entries).expect("fib");
+        let tsc_hz = crate::dpdk::tsc_hz();
+        let pipeline = Pipeline {
+            fib,
+            neigh,
+            awaited: Arc::default(),
+            macs: PORT_MACS.into(),
+            pad_short: [false, false].into(),
+            tsc_hz,
+            worker: 0,
+            ns_per_tick: super::hook_run::ns_per_tick(tsc_hz),
+            capture: Hub::new(16, 1000, tsc_hz).tap(0),
+        };
+        Bench {
+            pipeline,
+            counters: LcoreCounters::new(0, 2),
+            scratch: Box::new(Scratch::for_worker(0)),
+            burst: MbufBurst::new(),
+            hooks: Arc::new(HookSet::default()),
+            to_control: MbufBurst::new(),
+            _fib_writer: fib_writer,
+        }
+    }
+
+    /// The burst: one mbuf per frame, in order.
+    pub fn frames(&mut self, frames: &[Vec<u8>]) -> &mut Self {
+        let d = crate::sync::lock(dpdk());
+        for f in frames {
+            let mut m = Mbuf::alloc(&d.pool).expect("mbuf");
+            assert!(m.append(f), "a frame of {} bytes fits an mbuf", f.len());
+            assert!(self.burst.push(m).is_ok(), "at most a burst of frames");
+        }
+        self
+    }
+
+    /// Set the burst's masks and metadata as the stages before would have.
+    pub fn state(&mut self, steps: Steps, metas: &[PacketMeta]) -> &mut Self {
+        self.scratch.steps = steps;
+        self.scratch.metas[..metas.len()].copy_from_slice(metas);
+        self
+    }
+
+    /// Run `stage` (its `run`, declared by `spec`) alone over the burst,
+    /// received on port 0; the TX buffers are none.
+    pub fn run(&mut self, spec: &'static StageSpec, stage: fn(&mut Cx<'_>)) -> Steps {
+        let mut tx = [None, None];
+        let mut cx = Cx {
+            pipeline: &self.pipeline,
+            port: 0,
+            hooks: &self.hooks,
+            burst: &mut self.burst,
+            s: &mut self.scratch,
+            counters: &self.counters,
+            tx: &mut tx,
+            to_control: &mut self.to_control,
+            stage: spec,
+        };
+        let before = cx.s.steps;
+        stage(&mut cx);
+        let steps = cx.s.steps;
+        // Packets only join the steps the stage declares it sets.
+        for step in Steps::ALL {
+            let joined = steps.of(step) & !before.of(step);
+            assert!(
+                joined == 0 || spec.sets.contains(&step),
+                "{:?} put packets in {step:?}, which its SPEC does not declare",
+                spec.stage
+            );
+        }
+        steps
+    }
+
+    /// Packets dropped for `reason` under the stage `spec`.
+    pub fn dropped(&self, spec: &StageSpec, reason: hooks::DropReason) -> u64 {
+        self.counters
+            .stage_drops_snapshot()
+            .iter()
+            .filter(|(stage, r, _)| {
+                *stage == crate::counters::STAGES[spec.stage as usize] && *r == reason
+            })
+            .map(|(_, _, n)| n)
+            .sum()
+    }
+
+    /// The bytes of packet `i`.
+    pub fn data(&self, i: usize) -> &[u8] {
+        self.burst.as_slice()[i].data()
+    }
+
+    /// Mbufs of the test pool not back in it.
+    pub fn in_use() -> u32 {
+        crate::sync::lock(dpdk()).pool.in_use()
+    }
+}
+
+impl Drop for Bench {
+    fn drop(&mut self) {
+        // The mbufs go back to the pool under the lock: the pool is shared
+        // by the tests of this process.
+        let _d = crate::sync::lock(dpdk());
+        self.burst.free_all();
+        self.to_control.free_all();
+    }
+}
+
+static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// A hook for the hook stages' tests: drops a frame whose last byte is
+/// [`DROP_BYTE`], steals one whose last byte is [`STEAL_BYTE`], and
+/// counts what it was handed over.
+pub struct LastByteHook {
+    pub taken: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+pub const DROP_BYTE: u8 = 0xd0;
+pub const STEAL_BYTE: u8 = 0x57;
+
+struct LastBytePart(Arc<std::sync::atomic::AtomicUsize>);
+
+impl hooks::Hook for LastByteHook {
+    fn worker(&self, _: usize, _: &mut hooks::WorkerStore) -> Box<dyn hooks::HookWorker> {
+        Box::new(LastBytePart(self.taken.clone()))
+    }
+}
+
+impl hooks::HookWorker for LastBytePart {
+    fn process(
+        &mut self,
+        _: &hooks::HookContext,
+        _: &mut hooks::WorkerStore,
+        burst: &mut hooks::HookBurst<'_, '_>,
+    ) {
+        burst.for_each_accepted(|_, p| match p.data().last() {
+            Some(&DROP_BYTE) => Some(hooks::Verdict::Drop(hooks::DropReason::HookDrop)),
+            Some(&STEAL_BYTE) => Some(hooks::Verdict::Stolen),
+            _ => None,
+        });
+    }
+
+    fn take(
+        &mut self,
+        _: &hooks::HookContext,
+        packets: &mut dyn Iterator<Item = Box<dyn hooks::OwnedPacket>>,
+    ) {
+        let n = packets.count();
+        self.0.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Bench {
+    /// A [`LastByteHook`] named "last-byte" at `point` of `port`; what it
+    /// was handed over.
+    pub fn hook(
+        &mut self,
+        point: hooks::HookPoint,
+        port: u16,
+    ) -> Arc<std::sync::atomic::AtomicUsize> {
+        let taken = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut set = HookSet::empty(2);
+        set.set(
+            point,
+            port,
+            hooks::Chain::new(vec![hooks::ChainEntry {
+                name: "last-byte".into(),
+                kind: "last-byte".into(),
+                priority: 0,
+                hook: Arc::new(LastByteHook {
+                    taken: taken.clone(),
+                }),
+                counters: Arc::new(hooks::HookCounters::new(1)),
+            }]),
+        );
+        self.hooks = Arc::new(set);
+        self.scratch.hooks.refresh(&self.hooks);
+        taken
+    }
+}

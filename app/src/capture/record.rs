@@ -209,21 +209,4 @@ mod tests {
         let r = DropRecord::new(&[0; 60], &site, 0, 0);
         assert_eq!(r.hook(), "é".repeat(15));
     }
-
-    #[test]
-    fn not_unicast_is_l2_or_ip_by_the_frame() {
-        assert_eq!(
-            Stage::of_pipeline_drop(DropReason::NotUnicast, false),
-            Stage::L2
-        );
-        assert_eq!(
-            Stage::of_pipeline_drop(DropReason::NotUnicast, true),
-            Stage::Ip
-        );
-        assert_eq!(Stage::of_pipeline_drop(DropReason::Runt, true), Stage::L2);
-        assert_eq!(
-            Stage::of_pipeline_drop(DropReason::Ipv4BadIhl, true),
-            Stage::Ip
-        );
-    }
 }

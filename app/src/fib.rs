@@ -10,7 +10,7 @@ mod ecmp;
 mod hops;
 mod writer;
 
-pub use ecmp::{flow_hash, MAX_PATHS};
+pub use ecmp::{tuple_hash, MAX_PATHS};
 pub use writer::{FibWriter, Origin, Rule, HOP_CAPACITY};
 
 use crate::config::{NextHopSpec, RouterConfig};

@@ -1,40 +1,11 @@
 //! ECMP: which member of a group a packet takes. The flow's hash is the
 //! NIC's RSS hash when the mbuf carries one (`RTE_MBUF_F_RX_RSS_HASH`), else
-//! a hash of the 5-tuple computed here (addresses and protocol only for
+//! a hash of the 5-tuple (ip_input's `flow_hash.rs`, with [`tuple_hash`]) (addresses and protocol only for
 //! fragments and protocols without ports, so all fragments of a datagram
 //! and all its packets go one way).
 
-use crate::datapath::ip_input::header::Ipv4Fields;
-use crate::dpdk::Mbuf;
-
 /// Most next hops of one route.
 pub const MAX_PATHS: usize = 16;
-
-const TCP: u8 = 6;
-const UDP: u8 = 17;
-const SCTP: u8 = 132;
-
-/// The flow hash of a checked IPv4 packet (`ok` from the ip stage's checks,
-/// `l3` its header's offset).
-#[inline]
-pub fn flow_hash(m: &Mbuf, ok: &Ipv4Fields, l3: usize) -> u32 {
-    if let Some(h) = m.rss_hash() {
-        return h;
-    }
-    let data = m.data();
-    let fragment = data
-        .get(l3 + 6..l3 + 8)
-        .is_some_and(|f| u16::from_be_bytes([f[0], f[1]]) & 0x3fff != 0);
-    let ports = match ok.protocol {
-        TCP | UDP | SCTP if !fragment => {
-            let at = usize::from(ok.l4_offset);
-            data.get(at..at + 4)
-                .map_or(0, |p| u32::from_be_bytes([p[0], p[1], p[2], p[3]]))
-        }
-        _ => 0,
-    };
-    tuple_hash(u32::from(ok.src), u32::from(ok.dst), ok.protocol, ports)
-}
 
 /// A well-mixed hash of (source, destination, protocol, ports): the
 /// finaliser of MurmurHash3 over the packed tuple.
@@ -53,6 +24,9 @@ pub fn tuple_hash(src: u32, dst: u32, protocol: u8, ports: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const TCP: u8 = 6;
+    const UDP: u8 = 17;
 
     /// Over 4 members, by the writer's multiply-shift: 1,000 flows that
     /// differ in their source port land within 10 % of even.

@@ -4,6 +4,7 @@
 //! packets with the same LPM result), TTL - 1 with the incremental
 //! checksum, padding trimmed.
 
+pub mod flow_hash;
 pub mod header;
 pub mod route;
 

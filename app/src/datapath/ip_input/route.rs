@@ -3,11 +3,12 @@
 //! next hop once; a plain forward then costs each packet only what depends
 //! on it: TTL, MTU, TTL - 1, padding.
 
+use super::flow_hash::flow_hash;
 use super::header::Ipv4Fields;
 use crate::datapath::contract::{Cx, Mask};
 use crate::datapath::punt::Punt;
 use crate::dpdk::{Mbuf, BURST_SIZE};
-use crate::fib::{flow_hash, HopKind, NextHop};
+use crate::fib::{HopKind, NextHop};
 use hooks::wire::ethernet::HEADER_LEN;
 use hooks::wire::ipv4::{self, field, DONT_FRAGMENT, MIN_HEADER_LEN};
 use hooks::{DropReason, PacketMeta};

@@ -1,9 +1,9 @@
 //! A router worker lcore: polls its RX queues, runs each burst through the
 //! pipeline, sends what the control plane injects, and punts what it must.
 
-use super::txbuf::TxBuffer;
 use crate::capture::{DropSite, Stage, Tap, NO_PORT};
 use crate::counters::LcoreCounters;
+use crate::datapath::txbuf::TxBuffer;
 use crate::datapath::{Outputs, Pipeline, Scratch};
 use crate::dpdk::{MbufBurst, QsbrReader, RingConsumer, RingProducer, RxQueue};
 use crate::neigh::GraceReader;

@@ -6,8 +6,8 @@
 use super::ControlPlane;
 use crate::config::{route_prefix, DeviceRef, NeighbourSpec, RouteSpec, RouterConfig};
 use crate::ctl::Reply;
+use crate::fib::{route_hop, HopKind, NextHop, Origin, NEIGH_BY_DST};
 use crate::neigh::EthHeader;
-use crate::router::fib::{route_hop, HopKind, NextHop, Origin, NEIGH_BY_DST};
 use hooks::wire::ethernet::ethertype;
 use serde_json::json;
 use std::net::Ipv4Addr;

@@ -21,12 +21,12 @@ pub mod frames;
 pub mod limiter;
 pub mod policy;
 
-use super::budget::ArpAwaited;
-use super::fib::{FibWriter, HopKind};
-use super::punt::Punt;
 use crate::capture::{DropSite, Stage, Tap, NO_PORT};
 use crate::counters::LcoreCounters;
+use crate::datapath::budget::ArpAwaited;
+use crate::datapath::punt::Punt;
 use crate::dpdk::{Mbuf, MbufBurst, Mempool, RingConsumer, RingProducer};
+use crate::fib::{FibWriter, HopKind};
 use crate::neigh::{EthHeader, NeighState, NeighWriter};
 use frames::{ARP_FRAME_LEN, ICMP_ERROR_MAX};
 use hooks::wire::arp::{self, ArpPacket, ArpRepr};

@@ -3,11 +3,11 @@
 //! report their quiescent states to.
 
 use super::Setup;
+use crate::datapath::budget::ArpAwaited;
 use crate::dpdk::{Lpm, Qsbr};
+use crate::fib::{fib_entries, Fib, FibWriter, NEIGH_BY_DST};
 use crate::lifecycle::RunError;
 use crate::neigh::{EthHeader, NeighTable, NeighWriter};
-use crate::router::budget::ArpAwaited;
-use crate::router::fib::{fib_entries, Fib, FibWriter, NEIGH_BY_DST};
 use hooks::wire::ethernet::ethertype;
 use std::sync::Arc;
 

@@ -7,12 +7,12 @@ use super::tables::Tables;
 use super::{Hooks, Setup, RING_SIZE};
 use crate::capture::{Control, Hub, Tap};
 use crate::counters::LcoreCounters;
+use crate::datapath::txbuf::TxBuffer;
 use crate::datapath::Pipeline;
 use crate::dpdk::{
     lcore, mbuf_ring, DpdkError, Port, QsbrReader, RingConsumer, RingProducer, RxQueue,
 };
 use crate::lifecycle::RunError;
-use crate::router::txbuf::TxBuffer;
 use crate::router::worker::{Handback, RouterWorker};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

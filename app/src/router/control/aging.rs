@@ -33,7 +33,8 @@ impl ControlPlane<'_> {
                 .last_used
                 .get(&target)
                 .map_or(Duration::MAX, |t| now.saturating_duration_since(*t));
-            if e.state() == NeighState::Stale && (e.is_held() || unused_for <= self.params.gc_stale)
+            if e.state() == NeighState::Stale
+                && (e.is_gateway() || unused_for <= self.params.gc_stale)
             {
                 probe.push((target, e.hh().header()));
             } else if e.is_reclaimable()

@@ -101,11 +101,13 @@ impl ControlPlane<'_> {
         let hops: Vec<NextHop> = spec
             .next_hops()
             .map(|h| {
-                route_hop(run.cfg, run.port_ids, h, |gw| match neigh.insert_held(gw) {
-                    Ok(i) => i as u32,
-                    Err(e) => {
-                        held = Err(format!("route {p}/{l}: gateway {gw}: {e}"));
-                        NEIGH_BY_DST
+                route_hop(run.cfg, run.port_ids, h, |gw| {
+                    match neigh.insert_gateway(gw) {
+                        Ok(i) => i as u32,
+                        Err(e) => {
+                            held = Err(format!("route {p}/{l}: gateway {gw}: {e}"));
+                            NEIGH_BY_DST
+                        }
                     }
                 })
             })
@@ -258,7 +260,7 @@ impl ControlPlane<'_> {
             "mac": crate::config::format_mac(&e.hh().header().dst),
             "state": format!("{:?}", e.state()).to_lowercase(),
             "static": e.is_static(),
-            "gateway": e.is_held(),
+            "gateway": e.is_gateway(),
         })
     }
 

@@ -54,7 +54,7 @@ impl ControlPlane<'_> {
             .neigh
             .table()
             .get(target)
-            .is_some_and(|e| e.is_held() || e.is_static());
+            .is_some_and(|e| e.is_gateway() || e.is_static());
         if !policy::may_queue(self.queued, gateway) {
             return self.drop_out(m, out, DropReason::NeighQueueFull);
         }

@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use fastpath::config::RouterConfig;
 use fastpath::dpdk::{Eal, Lpm};
-use fastpath::router::fib::{fib_entries, Fib, HopKind, NEIGH_BY_DST};
+use fastpath::fib::{fib_entries, Fib, HopKind, NEIGH_BY_DST};
 use std::net::Ipv4Addr;
 
 const CONFIG: &str = r#"

@@ -3,6 +3,9 @@
 //! source text: a module "uses" another when its code (comments and strings
 //! aside) names `crate::other` (or `fastpath::other`), names it in a group
 //! (`use crate::{other, ..}`), or reaches it through `super::`. No DPDK needed.
+//!
+//! Also the control plane's layout (router/control/): one concept a file,
+//! each file and function within a line budget.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -330,6 +333,84 @@ fn the_router_and_the_lifecycle_never_see_the_command_line() {
     }
     assert!(!g["lifecycle"].contains("router"), "{:?}", g["lifecycle"]);
     assert!(!g["config"].contains("hook_config"), "{:?}", g["config"]);
+}
+
+/// Lines of the control plane's files a reader reads (unit tests aside),
+/// and of any one function in them, at most.
+const CONTROL_FILE_LINES: usize = 350;
+const CONTROL_FN_LINES: usize = 60;
+
+/// `text` up to its unit tests (`#[cfg(test)]`).
+fn before_tests(text: &str) -> &str {
+    text.find("#[cfg(test)]").map_or(text, |at| &text[..at])
+}
+
+/// The functions of `text` longer than `max` lines, as "name: n lines".
+/// A function runs from its `fn` line to the first line that closes it at
+/// the same indent (rustfmt's layout).
+fn long_functions(text: &str, max: usize) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let body = line.trim_start();
+        let indent = &line[..line.len() - body.len()];
+        let Some(name) = ["fn ", "pub fn ", "pub(super) fn ", "pub(crate) fn "]
+            .iter()
+            .find_map(|p| body.strip_prefix(p))
+        else {
+            continue;
+        };
+        let close = format!("{indent}}}");
+        let Some(end) = lines[i..].iter().position(|l| *l == close) else {
+            continue;
+        };
+        if end + 1 > max {
+            let name = name.split(['(', '<']).next().unwrap_or(name);
+            out.push(format!("{name}: {} lines", end + 1));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_control_plane_keeps_one_concept_a_file() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/router/control");
+    // The files router/control/mod.rs names, one concept each.
+    for f in [
+        "mod", "parts", "arp", "icmp", "resolve", "aging", "views", "stats", "changes", "frames",
+        "policy", "limiter",
+    ] {
+        let path = dir.join(format!("{f}.rs"));
+        assert!(path.is_file(), "{} is missing", path.display());
+    }
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    let mut over = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("read source");
+        let code = before_tests(&text);
+        let n = code.lines().count();
+        if n > CONTROL_FILE_LINES {
+            over.push(format!("{}: {n} lines", f.display()));
+        }
+        for long in long_functions(code, CONTROL_FN_LINES) {
+            over.push(format!("{}: fn {long}", f.display()));
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "over {CONTROL_FILE_LINES} lines a file or {CONTROL_FN_LINES} a function \
+         (split by concept, as router/control/mod.rs says):\n{}",
+        over.join("\n")
+    );
+}
+
+#[test]
+fn the_length_reader_finds_long_functions() {
+    let text = "impl X {\n    pub(super) fn a(&self) {\n        1;\n        2;\n    }\n\n    fn b() {}\n}\nfn c<T>() {\n    1;\n}\n";
+    assert_eq!(long_functions(text, 3), vec!["a: 4 lines".to_string()]);
+    assert_eq!(long_functions(text, 2), vec!["a: 4 lines", "c: 3 lines"]);
+    assert_eq!(before_tests("a\n#[cfg(test)]\nmod tests {}"), "a\n");
 }
 
 fn names(v: &[&str]) -> BTreeSet<String> {

@@ -51,7 +51,7 @@ impl NeighFlags {
     pub const STATIC: NeighFlags = NeighFlags(1);
     /// A route's gateway: the route holds the index, so the entry is never
     /// reclaimed (it may fail and be resolved again).
-    pub const HELD: NeighFlags = NeighFlags(2);
+    pub const GATEWAY: NeighFlags = NeighFlags(2);
 
     pub fn contains(self, other: NeighFlags) -> bool {
         self.0 & other.0 == other.0
@@ -123,14 +123,14 @@ impl NeighEntry {
         self.flags().contains(NeighFlags::STATIC)
     }
 
-    /// Whether a route holds the entry (a configured gateway).
-    pub fn is_held(&self) -> bool {
-        self.flags().contains(NeighFlags::HELD)
+    /// Whether the entry is a route's gateway (the route holds it).
+    pub fn is_gateway(&self) -> bool {
+        self.flags().contains(NeighFlags::GATEWAY)
     }
 
-    /// Whether the entry may be reclaimed: learned and held by no route.
+    /// Whether the entry may be reclaimed: learned, and no route's gateway.
     pub fn is_reclaimable(&self) -> bool {
-        !self.is_static() && !self.is_held()
+        !self.is_static() && !self.is_gateway()
     }
 
     /// The cached header.

@@ -42,7 +42,7 @@ pub enum NeighError {
     #[error("neighbour {0} is static")]
     Static(Ipv4Addr),
     #[error("neighbour {0} is a route's gateway")]
-    Held(Ipv4Addr),
+    Gateway(Ipv4Addr),
     #[error("neighbour {0} is not static (learned by ARP)")]
     NotStatic(Ipv4Addr),
 }
@@ -203,10 +203,10 @@ impl NeighWriter {
 
     /// A route's gateway: [`insert`](Self::insert), and the route holds the
     /// index, so the entry is never reclaimed.
-    pub fn insert_held(&mut self, addr: Ipv4Addr) -> Result<usize, NeighError> {
+    pub fn insert_gateway(&mut self, addr: Ipv4Addr) -> Result<usize, NeighError> {
         let i = self.insert(addr)?;
         let e = &self.table.entries[i];
-        e.set_flags(e.flags().union(NeighFlags::HELD));
+        e.set_flags(e.flags().union(NeighFlags::GATEWAY));
         Ok(i)
     }
 
@@ -256,7 +256,7 @@ impl NeighWriter {
         }
         e.set_state(NeighState::Incomplete);
         e.set_flags(e.flags().without(NeighFlags::STATIC));
-        if e.is_held() {
+        if e.is_gateway() {
             return Ok(());
         }
         self.reclaim(addr)
@@ -304,8 +304,8 @@ impl NeighWriter {
         if e.is_static() {
             return Err(NeighError::Static(addr));
         }
-        if e.is_held() {
-            return Err(NeighError::Held(addr));
+        if e.is_gateway() {
+            return Err(NeighError::Gateway(addr));
         }
         // Release stores: a reader that sees the tombstone or reads the state
         // after this sees failed, never the header as valid.
@@ -646,18 +646,18 @@ mod tests {
     }
 
     #[test]
-    fn static_and_held_entries_are_not_reclaimed() {
+    fn static_entries_and_gateways_are_not_reclaimed() {
         let (t, mut w) = NeighTable::new(4);
         w.insert_static(ip(1), &hdr(1)).unwrap();
-        let g = w.insert_held(ip(2)).unwrap();
+        let g = w.insert_gateway(ip(2)).unwrap();
         w.set_state(ip(2), NeighState::Failed).unwrap();
         assert_eq!(w.reclaim(ip(1)), Err(NeighError::Static(ip(1))));
-        assert_eq!(w.reclaim(ip(2)), Err(NeighError::Held(ip(2))));
+        assert_eq!(w.reclaim(ip(2)), Err(NeighError::Gateway(ip(2))));
         assert_eq!(t.lookup(ip(2)), Some(g));
-        assert!(t.entry(g).is_held() && !t.entry(g).is_reclaimable());
-        // A held gateway that resolves keeps its flag.
+        assert!(t.entry(g).is_gateway() && !t.entry(g).is_reclaimable());
+        // A gateway that resolves keeps its flag.
         w.resolve(ip(2), &hdr(2), 1).unwrap();
-        assert!(t.entry(g).is_held());
+        assert!(t.entry(g).is_gateway());
     }
 
     #[test]

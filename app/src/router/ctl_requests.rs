@@ -12,12 +12,12 @@
 
 use super::control::changes::Running;
 use super::control::ControlPlane;
-use super::fib::Origin;
 use super::hook_chains::{log_hooks, HookChains};
 use super::setup::{split_flows, tracks_connections};
 use crate::config::{RouteSpec, RouterConfig};
 use crate::counters::{LcoreCounters, PortCount};
 use crate::ctl::{Reply, Request, Show};
+use crate::fib::Origin;
 use crate::report::HookReport;
 use hooks::snapshot::Publisher;
 use hooks::{DropReason, HookSet};

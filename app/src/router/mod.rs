@@ -10,10 +10,4 @@ pub mod options;
 pub mod setup;
 pub mod worker;
 
-// The FIB and the datapath's punt budgets, TX buffers and punt reasons, by
-// their old paths too: the control plane uses them as it did.
-pub use crate::datapath::{budget, punt, txbuf};
-pub use crate::fib;
-pub use fib::{Fib, HopKind, NextHop};
 pub use options::{CaptureOptions, RouterOptions};
-pub use punt::Punt;

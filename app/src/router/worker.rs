@@ -1,9 +1,9 @@
 //! A router worker lcore: polls its RX queues, runs each burst through the
 //! pipeline, sends what the control plane injects, and punts what it must.
 
-use super::txbuf::TxBuffer;
 use crate::capture::{DropSite, Stage, Tap, NO_PORT};
 use crate::counters::LcoreCounters;
+use crate::datapath::txbuf::TxBuffer;
 use crate::datapath::{Outputs, Pipeline, Scratch};
 use crate::dpdk::{MbufBurst, QsbrReader, RingConsumer, RingProducer, RxQueue};
 use crate::neigh::GraceReader;
@@ -12,10 +12,11 @@ use hooks::{DropReason, HookSet};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
-/// What a worker gives back when it stops, for the main lcore's shutdown
-/// drain: its RX queues and the consumer side of its inject ring.
+/// The RX queues and inject rings the main lcore drains at shutdown: each
+/// stopped worker adds its RX queues and the consumer side of its inject
+/// ring (and setup the RX queues no worker polls).
 #[derive(Default)]
-pub struct Handback {
+pub struct QueuesToDrain {
     pub rx: Vec<RxQueue>,
     pub inject: Vec<RingConsumer>,
 }
@@ -43,14 +44,15 @@ pub struct RouterWorker {
 }
 
 impl RouterWorker {
-    /// Poll until `stop`; then flush, and hand the RX queues and the inject
-    /// ring back. Nothing received is in flight when this returns: it was
-    /// sent, dropped and counted, or is in the punt ring (the control plane's).
+    /// Poll until `stop`; then flush, and leave the RX queues and the
+    /// inject ring in `to_drain`. Nothing received is in flight when this
+    /// returns: it was sent, dropped and counted, or is in the punt ring
+    /// (the control plane's).
     pub fn run(
         mut self,
         counters: Arc<LcoreCounters>,
         stop: Arc<AtomicBool>,
-        handback: Arc<Mutex<Handback>>,
+        to_drain: Arc<Mutex<QueuesToDrain>>,
     ) -> i32 {
         let mut burst = MbufBurst::new();
         let mut punt = MbufBurst::new();
@@ -111,9 +113,9 @@ impl RouterWorker {
         for txb in self.tx.iter_mut().flatten() {
             txb.flush(&counters);
         }
-        let mut hb = crate::sync::lock(&handback);
-        hb.rx.append(&mut self.rx);
-        hb.inject.push(self.inject);
+        let mut to_drain = crate::sync::lock(&to_drain);
+        to_drain.rx.append(&mut self.rx);
+        to_drain.inject.push(self.inject);
         0
     }
 }

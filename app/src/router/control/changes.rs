@@ -6,8 +6,8 @@
 use super::ControlPlane;
 use crate::config::{route_prefix, DeviceRef, NeighbourSpec, RouteSpec, RouterConfig};
 use crate::ctl::Reply;
+use crate::fib::{route_hop, HopKind, NextHop, Origin, NEIGH_BY_DST};
 use crate::neigh::EthHeader;
-use crate::router::fib::{route_hop, HopKind, NextHop, Origin, NEIGH_BY_DST};
 use hooks::wire::ethernet::ethertype;
 use serde_json::json;
 use std::net::Ipv4Addr;
@@ -101,11 +101,13 @@ impl ControlPlane<'_> {
         let hops: Vec<NextHop> = spec
             .next_hops()
             .map(|h| {
-                route_hop(run.cfg, run.port_ids, h, |gw| match neigh.insert_held(gw) {
-                    Ok(i) => i as u32,
-                    Err(e) => {
-                        held = Err(format!("route {p}/{l}: gateway {gw}: {e}"));
-                        NEIGH_BY_DST
+                route_hop(run.cfg, run.port_ids, h, |gw| {
+                    match neigh.insert_gateway(gw) {
+                        Ok(i) => i as u32,
+                        Err(e) => {
+                            held = Err(format!("route {p}/{l}: gateway {gw}: {e}"));
+                            NEIGH_BY_DST
+                        }
                     }
                 })
             })
@@ -258,7 +260,7 @@ impl ControlPlane<'_> {
             "mac": crate::config::format_mac(&e.hh().header().dst),
             "state": format!("{:?}", e.state()).to_lowercase(),
             "static": e.is_static(),
-            "gateway": e.is_held(),
+            "gateway": e.is_gateway(),
         })
     }
 

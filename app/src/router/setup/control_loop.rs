@@ -15,7 +15,8 @@ use crate::ops::state::{Mode, Ops};
 use crate::ops::view::ControlView;
 use crate::report::HookReport;
 use crate::router::control::changes::Running;
-use crate::router::control::{ControlPlane, NeighParams, PortAddr};
+use crate::router::control::parts::{ControlParts, NeighParams, PortAddr};
+use crate::router::control::ControlPlane;
 use crate::router::ctl_requests::CtlRequests;
 use hooks::HookSet;
 use std::sync::atomic::Ordering;
@@ -45,20 +46,20 @@ impl<'a> MainLcore<'a> {
         workers: &mut Workers,
     ) -> Self {
         let counters = Arc::new(LcoreCounters::new(lcore::main_lcore(), s.max_port()));
-        let mut control = ControlPlane::new(
-            addrs,
-            writers.fib,
-            writers.neigh,
-            NeighParams {
+        let mut control = ControlPlane::new(ControlParts {
+            ports: addrs.to_vec(),
+            fib: writers.fib,
+            neigh: writers.neigh,
+            params: NeighParams {
                 reachable: s.opts.neigh_reachable,
                 ..NeighParams::default()
             },
-            std::mem::take(&mut workers.punt_rx),
-            std::mem::take(&mut workers.inject_tx),
-            s.pool,
-            counters.clone(),
-            tables.awaited.clone(),
-        );
+            punt: std::mem::take(&mut workers.punt_rx),
+            inject: std::mem::take(&mut workers.inject_tx),
+            pool: s.pool,
+            counters: counters.clone(),
+            awaited: tables.awaited.clone(),
+        });
         let tap = workers.hub.tap(lcore::main_lcore());
         control.set_capture(tap.clone());
         MainLcore {

@@ -5,7 +5,7 @@ use super::Setup;
 use crate::config::{format_mac, PortSpec, RouterConfig};
 use crate::dpdk::{Port, PortConfig, RxQueue, TxQueue};
 use crate::lifecycle::{start_port, RunError};
-use crate::router::control::PortAddr;
+use crate::router::control::parts::PortAddr;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

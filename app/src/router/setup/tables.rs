@@ -3,11 +3,11 @@
 //! report their quiescent states to.
 
 use super::Setup;
+use crate::datapath::budget::ArpAwaited;
 use crate::dpdk::{Lpm, Qsbr};
+use crate::fib::{fib_entries, Fib, FibWriter, NEIGH_BY_DST};
 use crate::lifecycle::RunError;
 use crate::neigh::{EthHeader, NeighTable, NeighWriter};
-use crate::router::budget::ArpAwaited;
-use crate::router::fib::{fib_entries, Fib, FibWriter, NEIGH_BY_DST};
 use hooks::wire::ethernet::ethertype;
 use std::sync::Arc;
 
@@ -42,7 +42,7 @@ pub(super) fn build(s: &Setup, macs: &[[u8; 6]]) -> Result<(Tables, Writers), Ru
             .map_err(|e| RunError::Usage(cfg.error_at(n.line, e.to_string()).to_string()))?;
     }
     let mut neigh_err = None;
-    let entries = fib_entries(cfg, s.port_ids, |gw| match writer.insert_held(gw) {
+    let entries = fib_entries(cfg, s.port_ids, |gw| match writer.insert_gateway(gw) {
         Ok(i) => i as u32,
         Err(e) => {
             neigh_err.get_or_insert(e);

@@ -7,13 +7,13 @@ use super::tables::Tables;
 use super::{Hooks, Setup, RING_SIZE};
 use crate::capture::{Control, Hub, Tap};
 use crate::counters::LcoreCounters;
+use crate::datapath::txbuf::TxBuffer;
 use crate::datapath::Pipeline;
 use crate::dpdk::{
     lcore, mbuf_ring, DpdkError, Port, QsbrReader, RingConsumer, RingProducer, RxQueue,
 };
 use crate::lifecycle::RunError;
-use crate::router::txbuf::TxBuffer;
-use crate::router::worker::{Handback, RouterWorker};
+use crate::router::worker::{QueuesToDrain, RouterWorker};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -28,8 +28,9 @@ pub(super) struct Workers {
     pub punt_rx: Vec<RingConsumer>,
     /// Control → worker, one per worker (the control plane takes them).
     pub inject_tx: Vec<RingProducer>,
-    /// What workers give back when they stop, and the RX queues none polls.
-    pub handback: Arc<Mutex<Handback>>,
+    /// What the main lcore drains at shutdown: what workers leave when
+    /// they stop, and the RX queues none polls.
+    pub to_drain: Arc<Mutex<QueuesToDrain>>,
     /// Why a worker could not be launched (the others were told to stop).
     pub launch_err: Option<DpdkError>,
     /// Drop capture: what every lcore's tap feeds, and its control.
@@ -76,7 +77,7 @@ pub(super) fn start(
         counters: Vec::new(),
         punt_rx: Vec::new(),
         inject_tx: Vec::new(),
-        handback: Arc::new(Mutex::new(Handback::default())),
+        to_drain: Arc::new(Mutex::new(QueuesToDrain::default())),
         launch_err: None,
         hub,
         capture,
@@ -89,8 +90,8 @@ pub(super) fn start(
         let ends = WorkerRings { punt, inject, rcu };
         let worker = worker_for(s, i, up, tables, hooks, w.hub.tap(*lcore_id), ends);
         let c = Arc::new(LcoreCounters::new(*lcore_id, s.max_port()));
-        let (cc, st, hb) = (c.clone(), stop.clone(), w.handback.clone());
-        match lcore::launch(*lcore_id, move || worker.run(cc, st, hb)) {
+        let (cc, st, td) = (c.clone(), stop.clone(), w.to_drain.clone());
+        match lcore::launch(*lcore_id, move || worker.run(cc, st, td)) {
             Ok(job) => {
                 w.jobs.push(job);
                 w.counters.push(c);
@@ -103,7 +104,7 @@ pub(super) fn start(
         }
     }
     // RX queues no worker polls are drained at shutdown.
-    crate::sync::lock(&w.handback)
+    crate::sync::lock(&w.to_drain)
         .rx
         .extend(std::mem::take(&mut up.rx).into_values());
     Ok(w)

@@ -1,0 +1,59 @@
+//! The control plane's counters, for the exit report.
+
+/// What the control plane did, for the exit report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ControlStats {
+    /// ARP requests sent to resolve a next hop (broadcast).
+    pub arp_requests: u64,
+    /// Unicast ARP probes of stale neighbours.
+    pub arp_probes: u64,
+    /// ARP replies sent for our addresses.
+    pub arp_replies: u64,
+    /// ICMP echo replies sent.
+    pub echo_replies: u64,
+    /// ICMP errors sent (time exceeded, destination unreachable).
+    pub icmp_errors: u64,
+    /// ICMP errors not sent: over the rate limit.
+    pub icmp_rate_limited: u64,
+    /// Neighbours resolved or refreshed from ARP.
+    pub neigh_learned: u64,
+    /// Neighbours that went reachable -> stale.
+    pub neigh_stale: u64,
+    /// Resolutions that failed (no answer after every probe).
+    pub neigh_failed: u64,
+    /// ARP packets from a sender with no entry and no resolution in
+    /// progress: no entry made (gratuitous, unsolicited, requests to us).
+    pub arp_not_learned: u64,
+    /// Answers not learned because the table was full.
+    pub neigh_table_full: u64,
+    /// Entries reclaimed: failed, or stale and unused.
+    pub neigh_reclaimed: u64,
+    /// Resolutions started with a single ARP request (the address failed
+    /// lately, or its port was busy with resolutions).
+    pub resolve_single_probe: u64,
+    /// New resolutions refused (too many at once; packets counted as
+    /// `neigh_resolve_limit`).
+    pub resolve_refused: u64,
+}
+
+impl ControlStats {
+    /// Name and value of each counter.
+    pub fn fields(&self) -> [(&'static str, u64); 14] {
+        [
+            ("arp_requests", self.arp_requests),
+            ("arp_probes", self.arp_probes),
+            ("arp_replies", self.arp_replies),
+            ("echo_replies", self.echo_replies),
+            ("icmp_errors", self.icmp_errors),
+            ("icmp_rate_limited", self.icmp_rate_limited),
+            ("neigh_learned", self.neigh_learned),
+            ("neigh_stale", self.neigh_stale),
+            ("neigh_failed", self.neigh_failed),
+            ("arp_not_learned", self.arp_not_learned),
+            ("neigh_table_full", self.neigh_table_full),
+            ("neigh_reclaimed", self.neigh_reclaimed),
+            ("resolve_single_probe", self.resolve_single_probe),
+            ("resolve_refused", self.resolve_refused),
+        ]
+    }
+}

@@ -1,0 +1,111 @@
+//! What the control plane shows: the routes and neighbours for the
+//! operations plane (`fastpath ctl`, telemetry, metrics) and the exit report.
+
+use super::ControlPlane;
+use crate::config::format_mac;
+use crate::fib::HopKind;
+use crate::neigh::NeighState;
+use crate::ops::view::{HopView, NeighView, RouteView};
+use std::net::Ipv4Addr;
+
+impl ControlPlane<'_> {
+    /// The forwarding table as the operations plane shows it: every rule
+    /// of the FIB as it is now (runtime changes included).
+    pub fn routes(&self) -> Vec<RouteView> {
+        self.fib
+            .rules()
+            .map(|(prefix, len, r)| RouteView {
+                prefix,
+                len,
+                kind: match r.hops.first().map(|h| h.kind) {
+                    Some(HopKind::Local) => "local",
+                    Some(HopKind::NotUnicast) => "not_unicast",
+                    Some(HopKind::Martian) => "martian",
+                    _ => "forward",
+                },
+                origin: r.origin.name(),
+                hops: r
+                    .hops
+                    .iter()
+                    .map(|h| HopView {
+                        port: h.port,
+                        via: (h.gateway != 0).then(|| Ipv4Addr::from(h.gateway)),
+                        down: h.gateway != 0 && self.fib.is_down(h.gateway),
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// The neighbour table, then the addresses whose resolution failed
+    /// lately and that never answered (they have no entry).
+    pub fn neighbours(&self) -> Vec<NeighView> {
+        let mut out: Vec<NeighView> = self
+            .neigh
+            .table()
+            .iter()
+            .map(|(_, e)| {
+                let state = e.state();
+                NeighView {
+                    address: e.addr(),
+                    mac: state.is_valid().then(|| e.hh().header().dst),
+                    state: match state {
+                        NeighState::Incomplete => "incomplete",
+                        NeighState::Reachable => "reachable",
+                        NeighState::Stale => "stale",
+                        NeighState::Failed => "failed",
+                    },
+                    is_static: e.is_static(),
+                }
+            })
+            .collect();
+        out.extend(self.failed_unknown().into_iter().map(|a| NeighView {
+            address: a,
+            mac: None,
+            state: "failed",
+            is_static: false,
+        }));
+        out
+    }
+
+    /// The neighbour table, one line per entry, for the exit report, then
+    /// the addresses whose resolution failed lately and that never answered
+    /// (they have no entry).
+    pub fn describe_neighbours(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .neigh
+            .table()
+            .iter()
+            .map(|(_, e)| {
+                let h = e.hh().header();
+                format!(
+                    "{:<15} {:<17} {:?}{}",
+                    e.addr().to_string(),
+                    format_mac(&h.dst),
+                    e.state(),
+                    if e.is_static() { " static" } else { "" }
+                )
+            })
+            .collect();
+        lines.extend(
+            self.failed_unknown()
+                .into_iter()
+                .map(|a| format!("{:<15} {:<17} Failed", a.to_string(), "-")),
+        );
+        lines
+    }
+
+    /// The addresses whose resolution failed lately and that have no entry
+    /// (they never answered), in order.
+    fn failed_unknown(&self) -> Vec<Ipv4Addr> {
+        let table = self.neigh.table();
+        let mut failed: Vec<Ipv4Addr> = self
+            .failed_at
+            .keys()
+            .filter(|a| table.lookup(**a).is_none())
+            .copied()
+            .collect();
+        failed.sort();
+        failed
+    }
+}

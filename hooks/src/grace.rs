@@ -14,7 +14,7 @@
 //! snapshot, so only then does the worker
 //! [`refresh`](crate::snapshot::Subscriber::refresh) it.
 //!
-//! With the `testkit` feature, [`Epochs`] is a domain in safe Rust, with the
+//! With the `testkit` feature, `Epochs` is a domain in safe Rust, with the
 //! same guarantees, for tests without DPDK (and under Miri).
 
 /// A writer's side of a reclamation domain. Tokens grow: a later token

@@ -3,8 +3,10 @@
 //! in front of an IP header; no reader may ever see a mix of A and B.
 
 use fastpath::neigh::{EthHeader, NeighTable, ETH_HLEN};
+use hooks::grace::Epochs;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -85,7 +87,7 @@ fn a_mix_is_detected() {
 #[test]
 fn readers_never_see_a_mix() {
     let addr = Ipv4Addr::new(192, 0, 2, 1);
-    let (table, mut writer) = NeighTable::new(16);
+    let (table, mut writer) = NeighTable::new(16, Arc::new(Epochs::default()));
     let index = writer.resolve(addr, &A, 1).unwrap();
     let stop = AtomicBool::new(false);
     let start = Instant::now();

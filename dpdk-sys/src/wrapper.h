@@ -29,3 +29,6 @@
 
 /* Hand-written helpers for what is a macro, not a function, in DPDK. */
 int fastpath_rte_errno(void);
+/* A fast-path helper: rte_rcu_qsbr_quiescent, returning whether the token
+ * moved since the reader's last report. */
+int fastpath_rcu_qsbr_quiescent(struct rte_rcu_qsbr *v, unsigned int thread_id);

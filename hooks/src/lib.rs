@@ -11,7 +11,8 @@
 //!   by every worker) and its part on each worker, [`HookWorker`] (one
 //!   `&mut` call per burst, a [`Verdict`] per packet), chains ordered by
 //!   priority, the [`HookSet`] snapshot that workers load once per burst
-//!   and the control plane replaces as a whole ([`snapshot`]), a worker's
+//!   and the control plane replaces as a whole ([`snapshot`], reclaimed in
+//!   the workers' reclamation domain, [`grace`]), a worker's
 //!   own side of it ([`WorkerHooks`], [`WorkerStore`]), the [`Registry`] of
 //!   hook kinds by name, and per-hook counters;
 //! * the built-in hooks ([`builtin`]), their rules ([`rules`]) and connection
@@ -24,6 +25,7 @@ pub mod chain;
 pub mod conntrack;
 pub mod drop_reason;
 pub mod flow;
+pub mod grace;
 pub mod hook;
 pub mod hook_counters;
 pub mod hook_set;

@@ -92,7 +92,8 @@ impl Bench {
     pub fn new() -> Bench {
         let d = crate::sync::lock(dpdk());
         let cfg = RouterConfig::parse("stages.toml".as_ref(), CONFIG).expect("config");
-        let (neigh, mut writer) = NeighTable::new(64);
+        let qsbr = Qsbr::new(1).expect("qsbr");
+        let (neigh, mut writer) = NeighTable::new(64, qsbr.clone());
         let gateway = writer
             .insert_static(
                 "10.0.2.2".parse().expect("address"),
@@ -115,8 +116,7 @@ impl Bench {
             COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
         let lpm = Lpm::new(&name, 64, 64, d.socket).expect("lpm");
-        let (fib, fib_writer) =
-            FibWriter::new(lpm, Qsbr::new(1).expect("qsbr"), &entries).expect("fib");
+        let (fib, fib_writer) = FibWriter::new(lpm, qsbr, &entries).expect("fib");
         let tsc_hz = crate::dpdk::tsc_hz();
         let pipeline = Pipeline {
             fib,

@@ -1,12 +1,18 @@
-//! DPDK's quiescent-state-based reclamation (`rte_rcu_qsbr`): the grace
-//! periods after which memory the workers may still read is reused.
+//! DPDK's quiescent-state-based reclamation (`rte_rcu_qsbr`): the workers'
+//! one reclamation domain, the grace periods after which memory the workers
+//! may still read is reused.
 //!
 //! Each worker has a [`QsbrReader`] and reports a quiescent state once per
-//! poll loop, between bursts, where it holds nothing it looked up. The
-//! writer (the control plane) takes a [`Qsbr::start`] token after it
-//! unpublished something and reuses it once [`Qsbr::passed`] says every
-//! online reader reported since. The LPM table uses the same variable for
-//! its tbl8 groups (`rte_lpm_rcu_qsbr_add`, see `Lpm::into_shared`).
+//! poll loop, between bursts, where it holds nothing it looked up. Every
+//! writer shares the one variable: the FIB's writer (next hops and ECMP
+//! member lists, and the LPM's tbl8 groups through `rte_lpm_rcu_qsbr_add`,
+//! see `Lpm::into_shared`), the neighbour table's (reclaimed slots) and the
+//! hook publisher (replaced hook sets, through
+//! [`hooks::grace::GracePeriods`]). A writer takes a [`Qsbr::start`] token
+//! after it unpublished something and reuses it once [`Qsbr::passed`] says
+//! every online reader reported since. The report also tells the worker
+//! whether a grace period started since its last one: only then can a new
+//! hook set have been published.
 
 use super::DpdkError;
 use dpdk_sys as sys;
@@ -38,7 +44,7 @@ impl Qsbr {
             )));
         }
         // SAFETY: a plain allocation; the result is checked for null.
-        let mem = unsafe { sys::rte_zmalloc(c"fib_qsbr".as_ptr(), size, 64) };
+        let mem = unsafe { sys::rte_zmalloc(c"worker_qsbr".as_ptr(), size, 64) };
         let raw = NonNull::new(mem.cast::<sys::rte_rcu_qsbr>())
             .ok_or_else(|| DpdkError::from_rte_errno("allocating an RCU QSBR variable"))?;
         // SAFETY: raw points to `size` zeroed bytes, what init expects.
@@ -98,6 +104,19 @@ impl Qsbr {
     }
 }
 
+/// The hooks crate's view of the domain (it knows no DPDK): the hook
+/// publisher starts a grace period with each new hook set, the neighbour
+/// table reuses a reclaimed slot once one passed.
+impl hooks::grace::GracePeriods for Qsbr {
+    fn start(&self) -> u64 {
+        Qsbr::start(self)
+    }
+
+    fn passed(&self, token: u64) -> bool {
+        Qsbr::passed(self, token)
+    }
+}
+
 impl Drop for Qsbr {
     fn drop(&mut self) {
         // SAFETY: the last reference: no reader and no LPM table uses it any more.
@@ -115,11 +134,15 @@ pub struct QsbrReader {
 
 impl QsbrReader {
     /// Report a quiescent state: this reader holds nothing it looked up
-    /// before. Two memory operations; call once per poll loop.
+    /// before. Returns whether a grace period started since this reader's
+    /// last report (or since it came online): only then can a writer have
+    /// published something the worker must take anew (a hook set). Two
+    /// loads when nothing started; call once per poll loop.
     #[inline(always)]
-    pub fn quiescent(&self) {
-        // SAFETY: the reader is registered and online (see Qsbr::reader).
-        unsafe { sys::rte_rcu_qsbr_quiescent(self.qsbr.raw.as_ptr(), self.id) }
+    pub fn quiescent(&self) -> bool {
+        // SAFETY: the reader is registered and online (see Qsbr::reader);
+        // the helper is rte_rcu_qsbr_quiescent with its result.
+        unsafe { sys::fastpath_rcu_qsbr_quiescent(self.qsbr.raw.as_ptr(), self.id) != 0 }
     }
 }
 

@@ -8,11 +8,9 @@
 #![forbid(unsafe_code)]
 
 pub mod entry;
-pub mod grace;
 pub mod hh;
 pub mod table;
 
 pub use entry::{NeighEntry, NeighFlags, NeighState};
-pub use grace::{Grace, GraceReader};
 pub use hh::{store_header, EthHeader, HhCache, ETH_HLEN, HH_SLOT};
 pub use table::{NeighError, NeighTable, NeighWriter};

@@ -10,9 +10,10 @@
 //! Entries that no route holds (learned, not static, not a configured
 //! gateway) can be reclaimed: the writer marks the entry failed and its
 //! address a tombstone (probes pass over it, lookups no longer find it), and
-//! reuses the slot only after a grace period ([`Grace`]): every worker has
-//! passed a quiescent point since, so none still holds the index it looked
-//! up before the reclaim. A route's gateway keeps its index for the table's
+//! reuses the slot only after a grace period of the workers' reclamation
+//! domain ([`GracePeriods`]: the router's RCU QSBR, which the FIB and the
+//! hook sets use too): every online worker has passed a quiescent point
+//! since, so none still holds the index it looked up before the reclaim. A route's gateway keeps its index for the table's
 //! life. A reusable tombstone that no live entry's probe passes becomes a
 //! free slot again.
 //!
@@ -20,8 +21,8 @@
 //! power of two), so probes stay short and always meet a free slot.
 
 use super::entry::{NeighEntry, NeighFlags, NeighState};
-use super::grace::{Grace, GraceReader};
 use super::hh::EthHeader;
+use hooks::grace::GracePeriods;
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -64,17 +65,19 @@ pub struct NeighTable {
     /// Written by the writer only.
     len: AtomicUsize,
     /// Grace periods before a reclaimed slot is reused.
-    grace: Arc<Grace>,
+    grace: Arc<dyn GracePeriods>,
 }
 
 impl NeighTable {
     /// Largest capacity accepted.
     pub const MAX_CAPACITY: usize = 1 << 30;
 
-    /// A table for up to `capacity` neighbours and its only writer.
+    /// A table for up to `capacity` neighbours and its only writer, which
+    /// reuses a reclaimed slot after a grace period of `grace`: the domain
+    /// the workers that read the table report their quiescent points to.
     ///
     /// Panics if `capacity` is 0 or above [`Self::MAX_CAPACITY`].
-    pub fn new(capacity: usize) -> (Arc<NeighTable>, NeighWriter) {
+    pub fn new(capacity: usize, grace: Arc<dyn GracePeriods>) -> (Arc<NeighTable>, NeighWriter) {
         assert!(
             (1..=Self::MAX_CAPACITY).contains(&capacity),
             "neighbour table capacity {capacity} out of 1..={}",
@@ -86,7 +89,7 @@ impl NeighTable {
             shift: 32 - slots.trailing_zeros(),
             capacity,
             len: AtomicUsize::new(0),
-            grace: Arc::new(Grace::default()),
+            grace,
         });
         let writer = NeighWriter {
             table: Arc::clone(&table),
@@ -95,12 +98,6 @@ impl NeighTable {
             reusable: vec![false; slots].into_boxed_slice(),
         };
         (table, writer)
-    }
-
-    /// A worker's quiescent-point reporter: call
-    /// [`GraceReader::quiescent`] between bursts.
-    pub fn grace_reader(&self) -> GraceReader {
-        self.grace.reader()
     }
 
     /// Most neighbours the table can hold.
@@ -179,7 +176,7 @@ pub struct NeighWriter {
     table: Arc<NeighTable>,
     /// Slots not free: live entries and tombstones.
     occupied: usize,
-    /// Reclaimed slots waiting for their grace period: index and ticket
+    /// Reclaimed slots waiting for their grace period: index and token
     /// (`None` until [`collect`](Self::collect) starts one).
     retiring: VecDeque<(usize, Option<u64>)>,
     /// Tombstones whose grace period has passed: free for any address.
@@ -326,14 +323,14 @@ impl NeighWriter {
     /// no probe needs to pass. Returns how many slots became reusable.
     pub fn collect(&mut self) -> usize {
         if self.retiring.iter().any(|(_, t)| t.is_none()) {
-            let ticket = self.table.grace.ticket();
+            let token = self.table.grace.start();
             for (_, t) in self.retiring.iter_mut().filter(|(_, t)| t.is_none()) {
-                *t = Some(ticket);
+                *t = Some(token);
             }
         }
         let mut freed = 0;
-        while let Some(&(i, Some(ticket))) = self.retiring.front() {
-            if !self.table.grace.passed(ticket) {
+        while let Some(&(i, Some(token))) = self.retiring.front() {
+            if !self.table.grace.passed(token) {
                 break;
             }
             self.retiring.pop_front();
@@ -440,6 +437,12 @@ impl NeighWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hooks::grace::Epochs;
+
+    /// A domain no worker reads: every grace period passes at once.
+    fn no_readers() -> Arc<Epochs> {
+        Arc::new(Epochs::default())
+    }
 
     fn hdr(last: u8) -> EthHeader {
         EthHeader {
@@ -456,7 +459,7 @@ mod tests {
     #[test]
     fn slots_are_twice_capacity_rounded_up() {
         for (cap, slots) in [(1, 2), (3, 8), (4, 8), (5, 16), (1000, 2048)] {
-            let (t, _w) = NeighTable::new(cap);
+            let (t, _w) = NeighTable::new(cap, no_readers());
             assert_eq!(t.entries.len(), slots);
             assert_eq!(t.capacity(), cap);
             assert!(t.is_empty());
@@ -466,12 +469,12 @@ mod tests {
     #[test]
     #[should_panic(expected = "capacity 0")]
     fn zero_capacity_panics() {
-        let _ = NeighTable::new(0);
+        let _ = NeighTable::new(0, no_readers());
     }
 
     #[test]
     fn lookup_on_empty_table() {
-        let (t, _w) = NeighTable::new(4);
+        let (t, _w) = NeighTable::new(4, no_readers());
         assert_eq!(t.lookup(ip(1)), None);
         assert!(t.get(ip(1)).is_none());
         assert_eq!(t.lookup(Ipv4Addr::UNSPECIFIED), None);
@@ -479,7 +482,7 @@ mod tests {
 
     #[test]
     fn insert_is_incomplete_and_idempotent() {
-        let (t, mut w) = NeighTable::new(4);
+        let (t, mut w) = NeighTable::new(4, no_readers());
         let i = w.insert(ip(1)).unwrap();
         assert_eq!(w.insert(ip(1)), Ok(i));
         assert_eq!(t.len(), 1);
@@ -492,7 +495,7 @@ mod tests {
 
     #[test]
     fn unspecified_is_refused() {
-        let (_t, mut w) = NeighTable::new(4);
+        let (_t, mut w) = NeighTable::new(4, no_readers());
         assert_eq!(
             w.insert(Ipv4Addr::UNSPECIFIED),
             Err(NeighError::Unspecified)
@@ -501,7 +504,7 @@ mod tests {
 
     #[test]
     fn resolve_makes_reachable() {
-        let (t, mut w) = NeighTable::new(4);
+        let (t, mut w) = NeighTable::new(4, no_readers());
         let i = w.insert(ip(1)).unwrap();
         assert_eq!(w.resolve(ip(1), &hdr(1), 10), Ok(i));
         let e = t.get(ip(1)).unwrap();
@@ -517,7 +520,7 @@ mod tests {
 
     #[test]
     fn full_table_refuses_new_but_updates_old() {
-        let (t, mut w) = NeighTable::new(3);
+        let (t, mut w) = NeighTable::new(3, no_readers());
         for n in 1..=3 {
             w.insert(ip(n)).unwrap();
         }
@@ -534,7 +537,7 @@ mod tests {
     #[test]
     fn many_addresses_found_at_their_index() {
         let cap = 500;
-        let (t, mut w) = NeighTable::new(cap);
+        let (t, mut w) = NeighTable::new(cap, no_readers());
         // Same /24s and strided addresses, to collide in the hash.
         let addrs: Vec<Ipv4Addr> = (0..cap as u32)
             .map(|n| Ipv4Addr::from(0x0a00_0001 + n * 256))
@@ -551,7 +554,7 @@ mod tests {
 
     #[test]
     fn static_entries_resist_learning_and_aging() {
-        let (t, mut w) = NeighTable::new(4);
+        let (t, mut w) = NeighTable::new(4, no_readers());
         let i = w.insert_static(ip(1), &hdr(1)).unwrap();
         let e = t.entry(i);
         assert!(e.is_static());
@@ -568,7 +571,7 @@ mod tests {
 
     #[test]
     fn static_replaces_learned() {
-        let (t, mut w) = NeighTable::new(4);
+        let (t, mut w) = NeighTable::new(4, no_readers());
         let i = w.resolve(ip(1), &hdr(1), 5).unwrap();
         assert_eq!(w.insert_static(ip(1), &hdr(7)), Ok(i));
         assert!(t.entry(i).is_static());
@@ -578,7 +581,7 @@ mod tests {
 
     #[test]
     fn aging_moves_unconfirmed_to_stale() {
-        let (t, mut w) = NeighTable::new(4);
+        let (t, mut w) = NeighTable::new(4, no_readers());
         let old = w.resolve(ip(1), &hdr(1), 100).unwrap();
         let fresh = w.resolve(ip(2), &hdr(2), 100).unwrap();
         t.entry(fresh).confirm(180);
@@ -596,7 +599,7 @@ mod tests {
 
     #[test]
     fn set_state_of_unknown_is_not_found() {
-        let (_t, mut w) = NeighTable::new(4);
+        let (_t, mut w) = NeighTable::new(4, no_readers());
         assert_eq!(
             w.set_state(ip(1), NeighState::Failed),
             Err(NeighError::NotFound(ip(1)))
@@ -607,7 +610,7 @@ mod tests {
 
     #[test]
     fn readers_see_inserts_from_another_thread() {
-        let (t, mut w) = NeighTable::new(64);
+        let (t, mut w) = NeighTable::new(64, no_readers());
         std::thread::scope(|s| {
             s.spawn(move || {
                 for n in 1..=64 {
@@ -633,7 +636,7 @@ mod tests {
 
     #[test]
     fn reclaimed_entry_is_failed_at_once_and_gone_for_lookups() {
-        let (t, mut w) = NeighTable::new(4);
+        let (t, mut w) = NeighTable::new(4, no_readers());
         let i = w.resolve(ip(1), &hdr(1), 1).unwrap();
         w.reclaim(ip(1)).unwrap();
         assert_eq!(t.lookup(ip(1)), None);
@@ -647,7 +650,7 @@ mod tests {
 
     #[test]
     fn static_entries_and_gateways_are_not_reclaimed() {
-        let (t, mut w) = NeighTable::new(4);
+        let (t, mut w) = NeighTable::new(4, no_readers());
         w.insert_static(ip(1), &hdr(1)).unwrap();
         let g = w.insert_gateway(ip(2)).unwrap();
         w.set_state(ip(2), NeighState::Failed).unwrap();
@@ -662,8 +665,9 @@ mod tests {
 
     #[test]
     fn a_slot_is_reused_only_after_every_reader_was_quiescent() {
-        let (t, mut w) = NeighTable::new(2);
-        let mut worker = t.grace_reader();
+        let grace = Arc::new(Epochs::default());
+        let (t, mut w) = NeighTable::new(2, grace.clone());
+        let mut worker = grace.reader();
         let i = w.resolve(ip(1), &hdr(1), 1).unwrap();
         w.reclaim(ip(1)).unwrap();
         assert_eq!(w.collect(), 0, "the grace period has just started");
@@ -687,11 +691,16 @@ mod tests {
         assert_eq!(t.entry(k).hh().header(), hdr(3));
         assert_eq!(t.entry(k).state(), NeighState::Reachable);
         assert_eq!(t.len(), 1);
+        // A worker that stopped (its reader went offline) holds no slot.
+        w.reclaim(ip(3)).unwrap();
+        assert_eq!(w.collect(), 0);
+        drop(worker);
+        assert_eq!(w.collect(), 1, "a stopped worker holds nothing up");
     }
 
     #[test]
     fn an_entry_reused_for_another_address_starts_afresh() {
-        let (t2, mut w2) = NeighTable::new(1);
+        let (t2, mut w2) = NeighTable::new(1, no_readers());
         let i = w2.resolve(ip(1), &hdr(1), 1).unwrap();
         w2.reclaim(ip(1)).unwrap();
         w2.collect();
@@ -707,7 +716,7 @@ mod tests {
     #[test]
     fn churn_of_reclaims_keeps_every_live_address_found_and_probes_short() {
         let cap = 64;
-        let (t, mut w) = NeighTable::new(cap);
+        let (t, mut w) = NeighTable::new(cap, no_readers());
         let mut live: Vec<u32> = Vec::new();
         let mut rng = fastrand::Rng::with_seed(0x1234_5678);
         for round in 0..20_000u32 {
@@ -746,8 +755,9 @@ mod tests {
         // The writer reclaims and re-adds addresses in one slot's reach while
         // a reader looks them up and reads the header of the index it found,
         // passing a quiescent point between "bursts", as workers do.
-        let (t, mut w) = NeighTable::new(2);
-        let mut reader = t.grace_reader();
+        let grace = Arc::new(Epochs::default());
+        let (t, mut w) = NeighTable::new(2, grace.clone());
+        let mut reader = grace.reader();
         let stop = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|s| {
             s.spawn(|| {

@@ -270,7 +270,9 @@ fn route(s: &Setup, ports: &mut Vec<Port>, signals: &Signals) -> Result<Outcome,
     let (tables, writers) = tables::build(s, &up.macs)?;
     // Hooks: built (and their rules checked) before any worker starts.
     let chains = HookChains::new(s.cfg, s.registry, s.port_ids, s.max_port(), s.workers());
-    let publisher = Publisher::new(chains.build(s.cfg, None)?);
+    // A new hook set starts a grace period of the workers' domain: their
+    // next report tells them to take it.
+    let publisher = Publisher::new(chains.build(s.cfg, None)?, tables.qsbr.clone());
     log_hooks(&publisher.current());
     let hooks = Hooks { chains, publisher };
     let mut workers = workers::start(s, &mut up, &tables, &hooks, ports, &signals.stop)?;

@@ -6,7 +6,6 @@ use crate::counters::LcoreCounters;
 use crate::datapath::txbuf::TxBuffer;
 use crate::datapath::{Outputs, Pipeline, Scratch};
 use crate::dpdk::{MbufBurst, QsbrReader, RingConsumer, RingProducer, RxQueue};
-use crate::neigh::GraceReader;
 use hooks::snapshot::Subscriber;
 use hooks::{DropReason, HookSet};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -31,13 +30,13 @@ pub struct RouterWorker {
     /// Control → worker: packets to send (`meta.out_port` says where).
     pub inject: RingConsumer,
     pub pipeline: Pipeline,
-    /// The hook chains, refreshed at the quiescent point of every loop.
+    /// The hook chains, refreshed at a quiescent point whose report says a
+    /// grace period started (a new hook set starts one).
     pub hooks: Subscriber<HookSet>,
-    /// Reports the quiescent point to the neighbour table, whose reclaimed
-    /// slots are reused only after every worker passed one.
-    pub neigh_grace: GraceReader,
-    /// Reports the quiescent point to the FIB (RCU QSBR): next hops and
-    /// LPM groups a route change unpublished are reused only after it.
+    /// Reports the quiescent point of every loop to the one reclamation
+    /// domain (RCU QSBR): next hops and LPM groups a route change
+    /// unpublished, neighbour slots reclaimed and hook sets replaced are
+    /// reused or freed only after every online worker reported.
     pub rcu: QsbrReader,
     /// Time each stage with the TSC.
     pub timed: bool,
@@ -62,18 +61,22 @@ impl RouterWorker {
         // before it (busy when it received anything).
         let mut round_start = crate::dpdk::tsc();
         let mut received = false;
+        // This worker's part of each hook is made at a quiescent point, not
+        // in a burst: here for the set it starts with, then for each new one.
+        scratch.hooks.refresh(self.hooks.get());
         while !stop.load(Relaxed) {
             let now = crate::dpdk::tsc();
             counters.poll_round(received, now.wrapping_sub(round_start));
             round_start = now;
             received = false;
-            // The quiescent point: between bursts, nothing of the old
-            // snapshot is held, no neighbour index, no next-hop id.
-            let hooks = self.hooks.quiescent();
-            // This worker's part of each new hook is made here, not in a burst.
-            scratch.hooks.refresh(hooks);
-            self.neigh_grace.quiescent();
-            self.rcu.quiescent();
+            // The quiescent point: between bursts, nothing of the old hook
+            // set is held, no neighbour index, no next-hop id. One report
+            // serves every writer; a new hook set comes with a new grace
+            // period, so only then is there one to take.
+            if self.rcu.quiescent() {
+                scratch.hooks.refresh(self.hooks.refresh());
+            }
+            let hooks = self.hooks.get();
             for q in self.rx.iter_mut() {
                 let n = q.rx_burst(&mut burst);
                 if n == 0 {

@@ -1,6 +1,7 @@
-//! Step: the control plane's tables, before any worker reads them: static
-//! neighbours, the routes (FIB over DPDK's LPM), and the RCU the workers
-//! report their quiescent states to.
+//! Step: the control plane's tables, before any worker reads them: the RCU
+//! the workers report their quiescent states to (the one reclamation domain
+//! of the FIB, the neighbour table and the hook sets), static neighbours,
+//! and the routes (FIB over DPDK's LPM).
 
 use super::Setup;
 use crate::datapath::budget::ArpAwaited;
@@ -30,7 +31,12 @@ pub(super) struct Writers {
 /// `macs` is each port's MAC by port id.
 pub(super) fn build(s: &Setup, macs: &[[u8; 6]]) -> Result<(Tables, Writers), RunError> {
     let cfg = s.cfg;
-    let (neigh, mut writer) = NeighTable::new(s.opts.neigh_capacity as usize);
+    // Workers report quiescent states to it, once per poll loop; the FIB's
+    // writer reuses what it unpublished, the LPM its tbl8 groups, the
+    // neighbour table its reclaimed slots, and the hook publisher frees the
+    // hook sets it replaced, after them.
+    let qsbr = Qsbr::new(s.workers() as u32)?;
+    let (neigh, mut writer) = NeighTable::new(s.opts.neigh_capacity as usize, qsbr.clone());
     for n in &cfg.neighbours {
         let hdr = EthHeader {
             dst: n.mac,
@@ -61,9 +67,6 @@ pub(super) fn build(s: &Setup, macs: &[[u8; 6]]) -> Result<(Tables, Writers), Ru
         (long * 2).max(1024),
         s.eal.socket_id(),
     )?;
-    // Workers report quiescent states to it; the FIB's writer (the control
-    // plane) reuses what it unpublished, and the LPM its tbl8 groups, after them.
-    let qsbr = Qsbr::new(s.workers() as u32)?;
     let (fib, fib_writer) = FibWriter::new(lpm, qsbr.clone(), &entries).map_err(|e| {
         RunError::Usage(format!(
             "{}: the routes do not fit the LPM table ({e}); fewer routes longer than /24 \

@@ -41,7 +41,8 @@ pub(super) struct Workers {
 }
 
 /// One worker's rings, both ends: punt (worker → control), inject (control
-/// → worker), and its reader of the FIB's RCU.
+/// → worker), and its reader of the RCU (the tables' and hook sets' one
+/// reclamation domain).
 type Rings = (
     (RingProducer, RingConsumer),
     (RingProducer, RingConsumer),
@@ -166,8 +167,9 @@ fn worker_for(
             ns_per_tick: crate::datapath::hook_run::ns_per_tick(tsc_hz),
             capture: tap,
         },
+        // After the reader came online (make_rings): a hook set published
+        // from now on starts a grace period this worker's report sees.
         hooks: hooks.publisher.subscribe(),
-        neigh_grace: tables.neigh.grace_reader(),
         rcu: rings.rcu,
         timed: s.opts.stage_cycles,
     }

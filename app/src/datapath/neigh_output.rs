@@ -4,7 +4,7 @@
 //! burst sees one consistent header per neighbour. A next hop without one
 //! sends the packet to the control plane to wait for ARP.
 
-use super::contract::{each, Cx, Mask, Stage, StageSpec, Step};
+use super::contract::{all, each, Cx, Mask, Stage, StageSpec, Step};
 use super::punt::Punt;
 use super::Pipeline;
 use crate::fib::NEIGH_BY_DST;
@@ -30,22 +30,34 @@ pub fn run(cx: &mut Cx<'_>) {
     // (next hop, its neighbour index) of the last packet found by address.
     let mut last_dst: (u32, u32) = (0, u32::MAX);
     let mut sent: Mask = 0;
-    for i in each(mask) {
-        let Some(m) = mbufs.get_mut(i) else { continue };
-        let mut index = s.neigh[i];
-        if index == NEIGH_BY_DST {
-            let next_hop = s.metas[i].next_hop;
+    let mut one = |i: usize, m: &mut crate::dpdk::Mbuf, index: u32, next_hop: u32| {
+        let index = if index != NEIGH_BY_DST {
+            index
+        } else {
             if next_hop != last_dst.0 {
                 last_dst = (next_hop, p.by_address(next_hop));
             }
-            index = last_dst.1;
-        }
+            last_dst.1
+        };
         if index != cached.0 {
             cached = (index, p.header_of(index));
         }
         if let (Some(words), Some(slot)) = (cached.1, m.eth_header_mut()) {
             store_header(slot, words);
             sent |= 1 << i;
+        }
+    };
+    if mask == all(mbufs.len()) {
+        // The whole burst (the common case): no index.
+        let state = s.neigh.iter().zip(s.metas.iter());
+        for (i, (m, (&index, meta))) in mbufs.iter_mut().zip(state).enumerate() {
+            one(i, m, index, meta.next_hop);
+        }
+    } else {
+        for i in each(mask) {
+            if let Some(m) = mbufs.get_mut(i) {
+                one(i, m, s.neigh[i], s.metas[i].next_hop);
+            }
         }
     }
     s.steps.tx |= sent;

@@ -22,8 +22,10 @@ pub struct Scratch {
     /// index, or [`NEIGH_BY_DST`](crate::fib::NEIGH_BY_DST) (by
     /// `meta.next_hop`).
     pub neigh: [u32; BURST_SIZE],
-    /// Set by ip_input: each checked header's fields.
+    /// Set by ip_input for a packet the full checks took (one in `full`):
+    /// its header's fields. A plain header's are read from byte 14.
     pub ipv4: [Ipv4Fields; BURST_SIZE],
+    pub full: u64,
     /// ip_input's LPM keys in burst order: the packets' places, their
     /// destinations, and the lookup's results.
     pub lpm_at: [u8; BURST_SIZE],
@@ -60,6 +62,7 @@ impl Default for Scratch {
             punt: [Punt::Arp; BURST_SIZE],
             neigh: [0; BURST_SIZE],
             ipv4: [Ipv4Fields::EMPTY; BURST_SIZE],
+            full: 0,
             lpm_at: [0; BURST_SIZE],
             lpm_dst: [0; BURST_SIZE],
             lpm_result: [0; BURST_SIZE],

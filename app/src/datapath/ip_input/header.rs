@@ -129,25 +129,26 @@ fn header_error(bytes: &[u8], e: WireError) -> DropReason {
 /// limited broadcast.
 #[inline(always)]
 pub fn is_martian_source(a: Ipv4Addr) -> bool {
-    let first = a.octets()[0];
+    is_martian_first_octet(a.octets()[0])
+}
+
+/// [`is_martian_source`] by the address's first byte.
+#[inline(always)]
+pub fn is_martian_first_octet(first: u8) -> bool {
     // 0 wraps to 255: one compare for 0/8 and 224/3.
     first.wrapping_sub(1) >= 223 || first == 127
 }
 
-/// Whether the IPv4 header at byte 14 of `frame` is plain (see the
-/// module's doc; `csum` is the NIC's word on the checksum); if so, what
-/// `ipv4_input` would give, in `out`. False leaves `out` for the full
-/// check to write.
+/// The IPv4 header at byte 14 of `frame` if it is plain (see the module's
+/// doc; `csum` is the NIC's word on the checksum): version 4, IHL 5, total
+/// length from 20 to the frame's end, a right checksum.
 #[inline(always)]
-pub fn plain_header(frame: &[u8], csum: CsumFlag, out: &mut Ipv4Fields) -> bool {
+pub fn plain_ipv4(frame: &[u8], csum: CsumFlag) -> Option<&[u8; MIN_HEADER_LEN]> {
     // One range, one length compare.
-    let Some(ip) = frame
-        .get(HEADER_LEN..HEADER_LEN + MIN_HEADER_LEN)
-        .and_then(|b| b.first_chunk::<MIN_HEADER_LEN>())
-    else {
-        return false;
-    };
-    let total_len = u16::from_be_bytes([ip[field::TOTAL_LEN], ip[field::TOTAL_LEN + 1]]);
+    let ip = frame
+        .get(HEADER_LEN..HEADER_LEN + MIN_HEADER_LEN)?
+        .first_chunk::<MIN_HEADER_LEN>()?;
+    let total_len = total_len(ip);
     let fits = usize::from(total_len) >= MIN_HEADER_LEN
         && HEADER_LEN + usize::from(total_len) <= frame.len();
     let checksum_ok = match csum {
@@ -155,16 +156,39 @@ pub fn plain_header(frame: &[u8], csum: CsumFlag, out: &mut Ipv4Fields) -> bool 
         CsumFlag::Bad => false,
         CsumFlag::Unknown => verify20(ip),
     };
-    if ip[field::VER_IHL] != 0x45 || !fits || !checksum_ok {
-        return false;
+    (ip[field::VER_IHL] == 0x45 && fits && checksum_ok).then_some(ip)
+}
+
+/// What [`ipv4_input`] gives for a header [`plain_ipv4`] took.
+#[inline(always)]
+pub fn plain_fields(ip: &[u8; MIN_HEADER_LEN]) -> Ipv4Fields {
+    Ipv4Fields {
+        src: addr(ip, field::SRC),
+        dst: addr(ip, field::DST),
+        trimmed_len: HEADER_LEN as u16 + total_len(ip),
+        l4_offset: (HEADER_LEN + MIN_HEADER_LEN) as u16,
+        ttl: ip[field::TTL],
+        protocol: ip[field::PROTOCOL],
     }
-    out.src = addr(ip, field::SRC);
-    out.dst = addr(ip, field::DST);
-    out.trimmed_len = HEADER_LEN as u16 + total_len;
-    out.l4_offset = (HEADER_LEN + MIN_HEADER_LEN) as u16;
-    out.ttl = ip[field::TTL];
-    out.protocol = ip[field::PROTOCOL];
-    true
+}
+
+/// [`plain_ipv4`] and [`plain_fields`]: whether the header at byte 14 is
+/// plain and, if so, its fields in `out`.
+#[inline(always)]
+pub fn plain_header(frame: &[u8], csum: CsumFlag, out: &mut Ipv4Fields) -> bool {
+    match plain_ipv4(frame, csum) {
+        Some(ip) => {
+            *out = plain_fields(ip);
+            true
+        }
+        None => false,
+    }
+}
+
+/// The total length of a header.
+#[inline(always)]
+pub fn total_len(ip: &[u8; MIN_HEADER_LEN]) -> u16 {
+    u16::from_be_bytes([ip[field::TOTAL_LEN], ip[field::TOTAL_LEN + 1]])
 }
 
 /// The IPv4 address at `at` of a header.

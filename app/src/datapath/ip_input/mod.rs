@@ -10,7 +10,8 @@ pub mod route;
 
 use super::contract::{all, each, Cx, Mask, Stage, StageSpec, Step};
 use crate::dpdk::{Mbuf, BURST_SIZE};
-use header::{ipv4_input_into, is_martian_source, plain_header, CsumFlag, Ipv4Fields};
+use header::{ipv4_input_into, is_martian_first_octet, is_martian_source, plain_ipv4, CsumFlag};
+use hooks::wire::ipv4::field;
 use hooks::DropReason;
 
 pub const SPEC: StageSpec = StageSpec {
@@ -38,7 +39,11 @@ pub fn run(cx: &mut Cx<'_>) {
         cx.s.out_port = u16::MAX;
         return;
     }
+    cx.s.full = 0;
     let (k, refused) = check(cx, mask);
+    // Every packet of the burst plain, in order: the LPM keys' places are
+    // the burst's.
+    let identity = refused == 0 && mask == all(cx.burst.len());
     let k = if refused != 0 {
         check_refused(cx, refused, k)
     } else {
@@ -48,14 +53,15 @@ pub fn run(cx: &mut Cx<'_>) {
     cx.pipeline
         .fib
         .lookup_bulk(&s.lpm_dst[..k], &mut s.lpm_result[..k]);
-    route::route_all(cx, k);
+    route::route_all(cx, k, identity);
 }
 
-/// The fast checks of every packet of `mask`: the fields of a plain header
-/// in `s.ipv4`, its destination gathered for the LPM (`s.lpm_dst`, its
-/// place in `s.lpm_at`). Returns how many were gathered, and the packets
-/// the fast checks refused (not plain, or bad) or whose source is martian.
-/// The whole burst (the common case) in one pass over the mbufs, no index.
+/// The fast checks of every packet of `mask`, its destination gathered for
+/// the LPM in the same pass (`s.lpm_dst`, its place in `s.lpm_at`); the
+/// header's other fields are read again where they are needed, from the
+/// cache line this pass brought in. Returns how many were gathered, and the
+/// packets the fast checks refused (not plain, or bad) or whose source is
+/// martian. The whole burst (the common case) in one pass over the mbufs.
 #[inline(always)]
 fn check(cx: &mut Cx<'_>, mask: Mask) -> (usize, Mask) {
     let s = &mut *cx.s;
@@ -63,47 +69,37 @@ fn check(cx: &mut Cx<'_>, mask: Mask) -> (usize, Mask) {
     let mut k = 0;
     let mut refused: Mask = 0;
     if mask == all(mbufs.len()) {
-        for (i, (m, f)) in mbufs.iter().zip(s.ipv4.iter_mut()).enumerate() {
-            let ok = check_one(m, f);
-            gather(
-                &mut s.lpm_at,
-                &mut s.lpm_dst,
-                &mut k,
-                &mut refused,
-                i,
-                f,
-                ok,
-            );
+        for (i, m) in mbufs.iter().enumerate() {
+            let dst = check_one(m);
+            gather(&mut s.lpm_at, &mut s.lpm_dst, &mut k, &mut refused, i, dst);
         }
     } else {
         for i in each(mask) {
-            if let (Some(m), Some(f)) = (mbufs.get(i), s.ipv4.get_mut(i)) {
-                let ok = check_one(m, f);
-                gather(
-                    &mut s.lpm_at,
-                    &mut s.lpm_dst,
-                    &mut k,
-                    &mut refused,
-                    i,
-                    f,
-                    ok,
-                );
+            if let Some(m) = mbufs.get(i) {
+                let dst = check_one(m);
+                gather(&mut s.lpm_at, &mut s.lpm_dst, &mut k, &mut refused, i, dst);
             }
         }
     }
     (k, refused)
 }
 
-/// The fast checks of one packet. A frame l2_input passed with a VLAN tag
-/// (a priority tag) never has a plain header at byte 14: the tag's VLAN id
-/// would be 0x5xx, which l2_input drops; so the L3 offset is not asked.
+/// The fast checks of one packet: its destination if it passes. A frame
+/// l2_input passed with a VLAN tag (a priority tag) never has a plain
+/// header at byte 14: the tag's VLAN id would be 0x5xx, which l2_input
+/// drops; so the L3 offset is not asked.
 #[inline(always)]
-fn check_one(m: &Mbuf, f: &mut Ipv4Fields) -> bool {
-    plain_header(m.data(), csum_flag(m), f) && !is_martian_source(f.src)
+fn check_one(m: &Mbuf) -> Option<u32> {
+    let ip = plain_ipv4(m.data(), csum_flag(m))?;
+    if is_martian_first_octet(ip[field::SRC]) {
+        return None;
+    }
+    let d = field::DST;
+    Some(u32::from_be_bytes([ip[d], ip[d + 1], ip[d + 2], ip[d + 3]]))
 }
 
-/// Gather packet `i`'s LPM key (kept only if `ok`: the next one overwrites
-/// it otherwise), or note it refused.
+/// Gather packet `i`'s LPM key (the next one overwrites it if it has none),
+/// or note it refused.
 #[inline(always)]
 fn gather(
     at: &mut [u8; BURST_SIZE],
@@ -111,13 +107,12 @@ fn gather(
     k: &mut usize,
     refused: &mut Mask,
     i: usize,
-    f: &Ipv4Fields,
-    ok: bool,
+    key: Option<u32>,
 ) {
     at[*k % BURST_SIZE] = i as u8;
-    dst[*k % BURST_SIZE] = u32::from(f.dst);
-    *k += usize::from(ok);
-    if !ok {
+    dst[*k % BURST_SIZE] = key.unwrap_or(0);
+    *k += usize::from(key.is_some());
+    if key.is_none() {
         *refused |= 1 << i;
     }
 }
@@ -137,6 +132,8 @@ fn check_refused(cx: &mut Cx<'_>, refused: Mask, mut k: usize) -> usize {
             Err(r) => cx.drop(i, r),
             Ok(()) if is_martian_source(f.src) => cx.drop(i, DropReason::Martian),
             Ok(()) => {
+                // Its fields are in `s.ipv4`, not to be read from byte 14.
+                cx.s.full |= 1 << i;
                 cx.s.lpm_at[k % cx.s.lpm_at.len()] = i as u8;
                 cx.s.lpm_dst[k % cx.s.lpm_dst.len()] = u32::from(f.dst);
                 k += 1;
@@ -250,6 +247,32 @@ mod tests {
         // TTL 1 is left as it was, for the ICMP error's quote.
         let ip = hooks::wire::Ipv4Packet::new_checked(&b.data(1)[14..]).expect("header");
         assert_eq!(ip.ttl(), 1);
+    }
+
+    #[test]
+    fn a_whole_burst_of_echo_requests_to_us_goes_to_the_control_plane() {
+        let echo = testkit::icmp_echo([10, 0, 1, 7], [10, 0, 1, 1], 8, 1, 1)
+            .macs(PORT_MACS[0], PEER_MAC)
+            .payload(b"xy")
+            .build();
+        let mut b = Bench::new();
+        b.frames(&vec![echo; 32]);
+        b.state(
+            Steps {
+                ip_input: u64::from(u32::MAX),
+                ..Steps::default()
+            },
+            &[plain_meta(0); 32],
+        );
+        let steps = b.run(&SPEC, run);
+        assert_eq!(
+            steps,
+            Steps {
+                local: u64::from(u32::MAX),
+                ..Steps::default()
+            }
+        );
+        assert!(b.scratch.punt[..32].iter().all(|&p| p == Punt::LocalIcmp));
     }
 
     #[test]

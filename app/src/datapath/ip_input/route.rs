@@ -4,7 +4,7 @@
 //! on it: TTL, MTU, TTL - 1, padding.
 
 use super::flow_hash::flow_hash;
-use super::header::Ipv4Fields;
+use super::header::{plain_fields, total_len, Ipv4Fields};
 use crate::datapath::contract::{Cx, Mask};
 use crate::datapath::punt::Punt;
 use crate::dpdk::{Mbuf, BURST_SIZE};
@@ -30,7 +30,7 @@ pub enum Routed {
 /// Route the `k` packets gathered, by runs of equal LPM results; leaves
 /// in `s.out_port` the one output port of every packet routed.
 #[inline(always)]
-pub fn route_all(cx: &mut Cx<'_>, k: usize) {
+pub fn route_all(cx: &mut Cx<'_>, k: usize, identity: bool) {
     let mut out_port = None;
     let mut j = 0;
     while j < k {
@@ -41,7 +41,7 @@ pub fn route_all(cx: &mut Cx<'_>, k: usize) {
             .count();
         let port = match cx.pipeline.fib.hop(id) {
             Some(hop) if hop.kind == HopKind::Forward => {
-                forward_run(cx, j..end, &hop);
+                forward_run(cx, j..end, &hop, identity);
                 hop.port
             }
             hop => match route_run(cx, j..end, hop) {
@@ -58,23 +58,45 @@ pub fn route_all(cx: &mut Cx<'_>, k: usize) {
     cx.s.out_port = out_port.unwrap_or(u16::MAX);
 }
 
-/// A run of packets whose route is a forward by `hop`.
+/// A run of packets whose route is a forward by `hop`: a plain header is
+/// forwarded in place ([`forward_plain`]); the rest go the general way.
+/// `identity`: the LPM keys are the burst in order, all plain (the common
+/// case), so the run is a range of the burst, walked without an index.
 #[inline(always)]
-fn forward_run(cx: &mut Cx<'_>, run: Range<usize>, hop: &NextHop) {
+fn forward_run(cx: &mut Cx<'_>, run: Range<usize>, hop: &NextHop, identity: bool) {
     // By value: its fields stay in registers over the run.
     let hop = *hop;
     let s = &mut *cx.s;
     let mbufs = cx.burst.as_mut_slice();
     let mut neigh: Mask = 0;
     let mut other: Mask = 0;
-    for &i in s.lpm_at.get(run).unwrap_or_default() {
-        let i = usize::from(i) % BURST_SIZE;
-        let Some(m) = mbufs.get_mut(i) else { continue };
-        let f = &s.ipv4[i];
-        if f.ttl > 1 && forward(m, &mut s.metas[i], f, hop, &mut s.neigh[i]) {
-            neigh |= 1 << i;
-        } else {
-            other |= 1 << i;
+    if identity {
+        let first = run.start;
+        let packets = mbufs.get_mut(run.clone()).unwrap_or_default();
+        let metas = s.metas.get_mut(run.clone()).unwrap_or_default();
+        let neighs = s.neigh.get_mut(run).unwrap_or_default();
+        for (j, (m, (meta, n))) in packets
+            .iter_mut()
+            .zip(metas.iter_mut().zip(neighs))
+            .enumerate()
+        {
+            let bit = 1 << (first + j);
+            if forward_plain(m, meta, hop, n) {
+                neigh |= bit;
+            } else {
+                other |= bit;
+            }
+        }
+    } else {
+        for &i in s.lpm_at.get(run).unwrap_or_default() {
+            let i = usize::from(i) % BURST_SIZE;
+            let Some(m) = mbufs.get_mut(i) else { continue };
+            let plain = s.full & (1 << i) == 0;
+            if plain && forward_plain(m, &mut s.metas[i], hop, &mut s.neigh[i]) {
+                neigh |= 1 << i;
+            } else {
+                other |= 1 << i;
+            }
         }
     }
     s.steps.neigh_output |= neigh;
@@ -83,22 +105,88 @@ fn forward_run(cx: &mut Cx<'_>, run: Range<usize>, hop: &NextHop) {
     }
 }
 
+/// Forward a packet with a plain header (at byte 14, checked) by `hop`:
+/// TTL above 1 and within the MTU, padding trimmed, TTL - 1, the next hop
+/// in the metadata. False, with the packet as it was, for any other.
+#[inline(always)]
+fn forward_plain(m: &mut Mbuf, meta: &mut PacketMeta, hop: NextHop, neigh: &mut u32) -> bool {
+    let frame = m.data();
+    let len = frame.len();
+    let Some(h) = header_at_14(frame) else {
+        return false;
+    };
+    let (ttl, total) = (h[field::TTL], total_len(h));
+    if ttl <= 1 || total > hop.mtu {
+        return false;
+    }
+    // Padding after the datagram is cut (two stores), single-segment only.
+    let trimmed = HEADER_LEN as u16 + total;
+    if usize::from(trimmed) != len && !m.trim_to(trimmed) {
+        return false;
+    }
+    let Some(h) = header_at_14_mut(m.data_mut()) else {
+        return false;
+    };
+    ipv4::decrement_ttl(h, ttl);
+    meta.next_hop = if hop.gateway != 0 {
+        hop.gateway
+    } else {
+        let d = field::DST;
+        u32::from_be_bytes([h[d], h[d + 1], h[d + 2], h[d + 3]])
+    };
+    meta.out_port = hop.port;
+    *neigh = hop.neigh;
+    true
+}
+
+/// The 20 bytes of an IPv4 header at byte 14 (one length compare).
+#[inline(always)]
+fn header_at_14(frame: &[u8]) -> Option<&[u8; MIN_HEADER_LEN]> {
+    frame
+        .get(HEADER_LEN..HEADER_LEN + MIN_HEADER_LEN)?
+        .first_chunk()
+}
+
+#[inline(always)]
+fn header_at_14_mut(frame: &mut [u8]) -> Option<&mut [u8; MIN_HEADER_LEN]> {
+    frame
+        .get_mut(HEADER_LEN..HEADER_LEN + MIN_HEADER_LEN)?
+        .first_chunk_mut()
+}
+
 /// The packets of a forward run that could not simply be forwarded: TTL
-/// exceeded, too big, or a frame that cannot be trimmed.
+/// exceeded, too big, a header the full checks took, or a frame that
+/// cannot be trimmed.
 #[cold]
 #[inline(never)]
 fn forward_refused(cx: &mut Cx<'_>, other: Mask, hop: &NextHop) {
     for i in crate::datapath::contract::each(other) {
-        let Some(m) = cx.burst.as_slice().get(i) else {
+        let Some(f) = fields_of(cx, i) else { continue };
+        let Some(m) = cx.burst.as_mut_slice().get_mut(i) else {
             continue;
         };
-        let routed = if cx.s.ipv4[i].ttl <= 1 {
+        let s = &mut *cx.s;
+        let routed = if f.ttl <= 1 {
             Routed::Punt(Punt::TtlExceeded)
+        } else if forward(m, &mut s.metas[i], &f, *hop, &mut s.neigh[i]) {
+            Routed::Neigh
         } else {
-            judge_refused(m, &mut cx.s.metas[i], &cx.s.ipv4[i], hop)
+            judge_refused(m, &mut s.metas[i], &f, hop)
         };
         cx.route_to(i, routed);
     }
+}
+
+/// The header fields of packet `i`: kept by the full checks, else read
+/// from its plain header at byte 14.
+#[inline]
+fn fields_of(cx: &Cx<'_>, i: usize) -> Option<Ipv4Fields> {
+    if cx.s.full & (1 << i) != 0 {
+        return cx.s.ipv4.get(i).copied();
+    }
+    Some(plain_fields(header_at_14(
+        cx.burst.as_slice().get(i)?.data(),
+    )?))
 }
 
 /// A run of packets whose LPM result is anything but a plain forward (no
@@ -110,18 +198,12 @@ fn route_run(cx: &mut Cx<'_>, run: Range<usize>, hop: Option<NextHop>) -> Option
     let mut out_port = None;
     for j in run {
         let i = usize::from(cx.s.lpm_at[j % BURST_SIZE]) % BURST_SIZE;
+        let Some(f) = fields_of(cx, i) else { continue };
         let Some(m) = cx.burst.as_mut_slice().get_mut(i) else {
             continue;
         };
         let s = &mut *cx.s;
-        let routed = route(
-            cx.pipeline,
-            m,
-            &mut s.metas[i],
-            &s.ipv4[i],
-            hop,
-            &mut s.neigh[i],
-        );
+        let routed = route(cx.pipeline, m, &mut s.metas[i], &f, hop, &mut s.neigh[i]);
         if routed == Routed::Neigh {
             out_port = Some(same_port(out_port, s.metas[i].out_port));
         }

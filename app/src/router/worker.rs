@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 /// What a worker gives back when it stops, for the main lcore's shutdown
 /// drain: its RX queues and the consumer side of its inject ring.
 #[derive(Default)]
-pub struct Handback {
+pub struct ReturnedQueues {
     pub rx: Vec<RxQueue>,
     pub inject: Vec<RingConsumer>,
 }
@@ -50,7 +50,7 @@ impl RouterWorker {
         mut self,
         counters: Arc<LcoreCounters>,
         stop: Arc<AtomicBool>,
-        handback: Arc<Mutex<Handback>>,
+        returned: Arc<Mutex<ReturnedQueues>>,
     ) -> i32 {
         let mut burst = MbufBurst::new();
         let mut punt = MbufBurst::new();
@@ -68,7 +68,7 @@ impl RouterWorker {
             // The quiescent point: between bursts, nothing of the old
             // snapshot is held, no neighbour index, no next-hop id.
             let hooks = self.hooks.quiescent();
-            // This worker's part of each new hook is made here, not in a burst.
+            // This worker's `HookWorker` of each new hook is made here, not in a burst.
             scratch.hooks.refresh(hooks);
             self.neigh_grace.quiescent();
             self.rcu.quiescent();
@@ -111,9 +111,9 @@ impl RouterWorker {
         for txb in self.tx.iter_mut().flatten() {
             txb.flush(&counters);
         }
-        let mut hb = crate::sync::lock(&handback);
-        hb.rx.append(&mut self.rx);
-        hb.inject.push(self.inject);
+        let mut back = crate::sync::lock(&returned);
+        back.rx.append(&mut self.rx);
+        back.inject.push(self.inject);
         0
     }
 }

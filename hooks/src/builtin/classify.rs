@@ -103,9 +103,9 @@ pub struct Classify {
     counts: Arc<WorkerCounters<2>>,
 }
 
-/// A classify instance's part on one worker: the shared rules and the
+/// A classify instance on one worker: the shared rules and the
 /// worker's own flow cache.
-struct ClassifyPart {
+struct ClassifyWorker {
     shared: Arc<Classify>,
     /// The worker's flow cache: in front of the hook's own classifier, or
     /// of the lookahead one when the hook was linked (`Classify::ahead`).
@@ -127,7 +127,7 @@ struct Keyed {
     answers: [Answers; MAX_BURST],
 }
 
-/// A part's flow cache (see `ClassifyPart::cache`).
+/// The flow cache of a classify instance on one worker (see `ClassifyWorker::cache`).
 enum PartCache {
     Own(FlowCache),
     Ahead(FlowCache<Answers>),
@@ -173,7 +173,7 @@ struct ClassifyHook(Arc<Classify>);
 
 impl Hook for ClassifyHook {
     fn worker(&self, worker: usize, _: &mut WorkerStore) -> Box<dyn HookWorker> {
-        Box::new(ClassifyPart {
+        Box::new(ClassifyWorker {
             shared: self.0.clone(),
             cache: match self.0.ahead.get() {
                 Some(a) => PartCache::Ahead(a.classifier.cache(worker)),
@@ -230,7 +230,7 @@ impl Lookahead for Classify {
     }
 }
 
-impl HookWorker for ClassifyPart {
+impl HookWorker for ClassifyWorker {
     fn process(&mut self, _cx: &HookContext, _: &mut WorkerStore, burst: &mut HookBurst<'_, '_>) {
         let c = &*self.shared;
         let (n, unparsed) = key_burst(c, burst, &mut self.scratch);
@@ -255,7 +255,7 @@ impl HookWorker for ClassifyPart {
                 }
                 matched
             }
-            // Not reached: a part gets this cache only once `ahead` is set,
+            // Not reached: a worker gets this cache only once `ahead` is set,
             // and it stays set. No rule matches rather than a panic.
             (PartCache::Ahead(_), None) => 0,
         };

@@ -1,7 +1,7 @@
 //! An exact-match cache in front of a [`Classifier`], like Open vSwitch's
 //! EMC: per worker, a direct-mapped table from a packet's whole 32-byte
 //! [`Key`] to the classifier's answer for it. The only exact-match cache
-//! of the hooks: each worker owns its [`FlowCache`] (in its part of the
+//! of the hooks: each worker owns its [`FlowCache`] (in its `HookWorker` of the
 //! hook) and hands it over as `&mut`, so a lookup takes no lock.
 //!
 //! # Never stale
@@ -93,7 +93,7 @@ const MISSES: usize = 1;
 const BYPASSED: usize = 2;
 
 /// One worker's cache: its slots and its bypass state. The worker owns it
-/// (a hook's part on that worker) and passes it as `&mut`: no lock.
+/// (a hook's `HookWorker` on that worker) and passes it as `&mut`: no lock.
 pub struct FlowCache<A = u32> {
     worker: usize,
     slots: Box<[Slot<A>]>,

@@ -69,13 +69,13 @@ pub(super) fn drain(
     let neighbours = control.describe_neighbours();
     let events: BTreeMap<&'static str, u64> = control.stats().fields().into_iter().collect();
     drop(control);
-    let mut hb = std::mem::take(&mut *crate::sync::lock(&workers.handback));
+    let mut back = std::mem::take(&mut *crate::sync::lock(&workers.returned));
     let mut injected = 0;
-    for ring in hb.inject.drain(..) {
+    for ring in back.inject.drain(..) {
         injected += drop_injected(ring, &main_counters, &tap);
     }
-    let drained = drain_rx(&mut hb.rx, s.pool.in_use() as u64, &main_counters);
-    drop(hb);
+    let drained = drain_rx(&mut back.rx, s.pool.in_use() as u64, &main_counters);
+    drop(back);
     if waiting + injected + drained > 0 {
         eprintln!(
             "fastpath: at shutdown dropped {waiting} packets waiting in the control plane, \

@@ -13,7 +13,7 @@ use crate::dpdk::{
 };
 use crate::lifecycle::RunError;
 use crate::router::txbuf::TxBuffer;
-use crate::router::worker::{Handback, RouterWorker};
+use crate::router::worker::{ReturnedQueues, RouterWorker};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -29,7 +29,7 @@ pub(super) struct Workers {
     /// Control → worker, one per worker (the control plane takes them).
     pub inject_tx: Vec<RingProducer>,
     /// What workers give back when they stop, and the RX queues none polls.
-    pub handback: Arc<Mutex<Handback>>,
+    pub returned: Arc<Mutex<ReturnedQueues>>,
     /// Why a worker could not be launched (the others were told to stop).
     pub launch_err: Option<DpdkError>,
     /// Drop capture: what every lcore's tap feeds, and its control.
@@ -76,7 +76,7 @@ pub(super) fn start(
         counters: Vec::new(),
         punt_rx: Vec::new(),
         inject_tx: Vec::new(),
-        handback: Arc::new(Mutex::new(Handback::default())),
+        returned: Arc::new(Mutex::new(ReturnedQueues::default())),
         launch_err: None,
         hub,
         capture,
@@ -89,8 +89,8 @@ pub(super) fn start(
         let ends = WorkerRings { punt, inject, rcu };
         let worker = worker_for(s, i, up, tables, hooks, w.hub.tap(*lcore_id), ends);
         let c = Arc::new(LcoreCounters::new(*lcore_id, s.max_port()));
-        let (cc, st, hb) = (c.clone(), stop.clone(), w.handback.clone());
-        match lcore::launch(*lcore_id, move || worker.run(cc, st, hb)) {
+        let (cc, st, back) = (c.clone(), stop.clone(), w.returned.clone());
+        match lcore::launch(*lcore_id, move || worker.run(cc, st, back)) {
             Ok(job) => {
                 w.jobs.push(job);
                 w.counters.push(c);
@@ -103,7 +103,7 @@ pub(super) fn start(
         }
     }
     // RX queues no worker polls are drained at shutdown.
-    crate::sync::lock(&w.handback)
+    crate::sync::lock(&w.returned)
         .rx
         .extend(std::mem::take(&mut up.rx).into_values());
     Ok(w)

@@ -5,12 +5,16 @@
 
 use super::counters::*;
 use super::rules::first_of;
+use super::rules::Rules;
 use super::{Action, Filter};
 use crate::conntrack::{ConnTable, CtCommit, CtHint, CtState};
 use crate::flow::FlowSummary;
 use crate::rules::{FlowCache, Key};
 use crate::rules::{CT_ESTABLISHED, CT_NEW as KEY_CT_NEW, CT_RELATED};
-use crate::{DropReason, HookBurst, HookContext, HookWorker, Verdict, WorkerStore, MAX_BURST};
+use crate::{
+    DropReason, HookBurst, HookContext, HookWorker, Verdict, WorkerStore, LOOKAHEAD_SLOTS,
+    MAX_BURST,
+};
 use std::sync::Arc;
 
 /// The filter on one worker: the shared instance and the worker's
@@ -81,22 +85,18 @@ impl Filter {
     /// connection state).
     fn gather(&self, burst: &mut HookBurst<'_, '_>, j: &mut Judged) {
         let stateless = self.conntrack.is_none();
-        let slot = self.slot.get().copied();
-        for i in burst.accepted() {
+        let mut rest = burst.accepted_mask();
+        if let (true, Some(&slot)) = (stateless, self.slot.get()) {
+            rest = self.decide_carried(burst, slot, &mut j.tally);
+        }
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
             let Some(p) = burst.packet(i) else { continue };
-            if stateless {
-                if let Some(&a) = slot.and_then(|s| p.meta().lookahead.get(s)) {
-                    if a != 0 {
-                        let answer = self.rules.of_ahead(a - 1);
-                        self.decide_ahead(burst, i, answer, &mut j.tally);
-                        continue;
-                    }
-                }
-                if j.keys[j.n].set_plain(p.l3(), p.meta(), 0) {
-                    j.idx[j.n] = i as u8;
-                    j.n += 1;
-                    continue;
-                }
+            if stateless && j.keys[j.n].set_plain(p.l3(), p.meta(), 0) {
+                j.idx[j.n] = i as u8;
+                j.n += 1;
+                continue;
             }
             let Some(s) = FlowSummary::parse(p.l3()) else {
                 // Unreadable: the policy decides, counted as such too.
@@ -228,22 +228,90 @@ impl Filter {
         j.tally[apply(burst, i, action, by_rule)] += 1;
     }
 
-    /// Decide packet `i` from `result`, its classifier result carried from
-    /// ingress (stateless, no count rules: nothing else reads it).
+    /// Stateless: decide every accepted packet that carries an answer
+    /// from ingress in lookahead slot `slot` by the table made for it
+    /// ([`carried_table`]), counting per burst. Returns the packets that
+    /// carry none, for the rules.
     #[inline(always)]
-    fn decide_ahead(
+    fn decide_carried(
         &self,
         burst: &mut HookBurst<'_, '_>,
-        i: usize,
-        result: u32,
+        slot: usize,
         tally: &mut [u64; COUNTERS],
-    ) {
+    ) -> u64 {
+        // Never empty: `carried_table` makes the "none carried" entry
+        // first and the policy's for answers past the rules last.
+        let table = &self.carried[..];
+        let last = table.len().saturating_sub(1);
+        let slot = slot % LOOKAHEAD_SLOTS;
+        // Bit i of `by_counter[c]`: packet i counts under counter c.
+        let mut by_counter = [0u64; CARRIED_COUNTERS];
+        let mut mask = burst.accepted_mask();
+        let packets = burst.packets();
+        while mask != 0 {
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            let Some(p) = packets.get(i) else { break };
+            let a = (p.meta().lookahead[slot] as usize).min(last);
+            let c = table.get(a).copied().unwrap_or(NOT_CARRIED);
+            by_counter[usize::from(c) % CARRIED_COUNTERS] |= 1 << i;
+        }
+        for c in [RULE_ACCEPT, RULE_DROP, POLICY_ACCEPT, POLICY_DROP] {
+            tally[c] += u64::from(by_counter[c].count_ones());
+        }
+        let rest = by_counter[usize::from(NOT_CARRIED)];
+        tally[ANSWERED_AHEAD] += u64::from((burst.accepted_mask() & !rest).count_ones());
+        let (rule_drops, policy_drops) = (by_counter[RULE_DROP], by_counter[POLICY_DROP]);
+        drop_all(burst, rule_drops, Verdict::Drop(DropReason::FilterRule));
+        drop_all(burst, policy_drops, Verdict::Drop(DropReason::FilterPolicy));
+        rest
+    }
+}
+
+/// What a carried answer leads to, by the answer (`PacketMeta::lookahead`:
+/// 0 none, else 1 + the result of the rules offered ahead): the counter it
+/// counts under (`RULE_ACCEPT`, `RULE_DROP`, `POLICY_ACCEPT`,
+/// `POLICY_DROP`), [`NOT_CARRIED`] for 0. The verdict follows from the
+/// counter. The last entry, the policy's, stands for every answer past the
+/// rules.
+pub(super) fn carried_table(rules: &Rules, policy: Action) -> Vec<u8> {
+    let of = |result: u32| {
         let rule = result
             .checked_sub(1)
-            .and_then(|r| self.rules.actions.get(r as usize));
-        let (action, by_rule) = rule.map_or((self.policy, false), |a| (*a, true));
-        tally[apply(burst, i, action, by_rule)] += 1;
-        tally[ANSWERED_AHEAD] += 1;
+            .and_then(|r| rules.actions.get(r as usize));
+        let (action, by_rule) = rule.map_or((policy, false), |a| (*a, true));
+        counter_of(action, by_rule) as u8
+    };
+    let mut table = vec![NOT_CARRIED];
+    table.extend((0..=rules.ahead.len() as u32).map(|a| of(rules.of_ahead(a))));
+    // Answers past the rules (none is made): the policy.
+    table.push(of(0));
+    table
+}
+
+/// A carried table's entry for "no answer carried".
+pub(super) const NOT_CARRIED: u8 = 4;
+const CARRIED_COUNTERS: usize = 8;
+
+/// Drop every packet of `mask` with verdict `v`.
+#[inline(always)]
+fn drop_all(burst: &mut HookBurst<'_, '_>, mut mask: u64, v: Verdict) {
+    while mask != 0 {
+        let i = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        burst.set_verdict(i, v);
+    }
+}
+
+/// The counter a verdict for `action`, by a rule or the policy, counts
+/// under.
+#[inline(always)]
+fn counter_of(action: Action, by_rule: bool) -> usize {
+    match (action, by_rule) {
+        (Action::Accept, true) => RULE_ACCEPT,
+        (Action::Accept, false) => POLICY_ACCEPT,
+        (Action::Drop, true) => RULE_DROP,
+        (Action::Drop, false) => POLICY_DROP,
     }
 }
 
@@ -319,9 +387,7 @@ impl HookWorker for FilterWorker {
         for k in 0..n {
             f.decide(burst, table.as_deref_mut(), cx.now_ns, j, k);
         }
-        for (c, v) in j.tally.into_iter().enumerate() {
-            f.counts.add(self.worker, c, v);
-        }
+        f.counts.add_all(self.worker, &j.tally);
         if let (Some(ct), Some(t)) = (&f.conntrack, table) {
             for (c, v) in table_values(t).into_iter().enumerate() {
                 ct.published.set(self.worker, c, v);

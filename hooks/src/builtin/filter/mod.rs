@@ -110,6 +110,8 @@ struct Filter {
     policy: Action,
     conntrack: Option<Arc<Conntrack>>,
     counts: Arc<WorkerCounters<COUNTERS>>,
+    /// By carried answer: the counter of its verdict (`burst::carried_table`).
+    carried: Vec<u8>,
     /// The lookahead slot whose carried answers this filter takes, once
     /// linked (`crate::lookahead`).
     slot: OnceLock<usize>,
@@ -203,7 +205,9 @@ impl HookKind for FilterKind {
         };
         let all = rules.terminal.iter();
         let fragments = FragmentGuard::for_rules(all.chain(rules.count_rules.iter().map(|c| &c.1)));
+        let carried = burst::carried_table(&rules, policy);
         Ok(Arc::new(FilterHook(Arc::new(Filter {
+            carried,
             classifier: CachedClassifier::new(classifier, cx.workers, slots),
             rules,
             fragments,

@@ -347,20 +347,14 @@ fn one_pass<A: Answer>(
         // `m` counts misses, at most one per mask bit: it stays in range.
         let k = m % MAX_BURST;
         let key = &mut keys[k];
-        let plain = key.set_plain(p.l3(), p.meta(), 0);
-        if !plain {
-            match key_parsed(c, p, key) {
-                Ok(()) => {}
-                Err(Some(_)) => {
-                    refused |= 1 << i;
-                    continue;
-                }
-                Err(None) => {
-                    unparsed += 1;
-                    continue;
-                }
+        let plain = match key_of(c, p, key) {
+            Ok(plain) => plain,
+            Err(refuse) => {
+                refused |= u64::from(refuse.is_some()) << i;
+                unparsed += u64::from(refuse.is_none());
+                continue;
             }
-        }
+        };
         lookups += 1;
         match cache.get(key) {
             Some(a) => {
@@ -377,15 +371,10 @@ fn one_pass<A: Answer>(
     }
     if m > 0 {
         classifier.fill(cache, &keys[..m], &mut answers[..m]);
-        for (k, (&i, &a)) in idx[..m].iter().zip(&answers[..m]).enumerate() {
-            let Some(p) = packets.get_mut(usize::from(i)) else {
-                continue;
-            };
-            let e = c.effect(own(&a));
-            matched += u64::from(e.matched);
-            let plain = plain_missed & 1 << k != 0;
-            drops |= act_on(e, p, usize::from(i), plain.then_some(&a), &carry);
-        }
+        let missed = (&idx[..m], &answers[..m], plain_missed);
+        let (more, dropped) = act_on_misses(c, packets, missed, &own, &carry);
+        matched += more;
+        drops |= dropped;
     }
     classifier.end(cache, lookups, lookups - m);
     if drops != 0 {
@@ -395,6 +384,30 @@ fn one_pass<A: Answer>(
         refuse_fragments(c, burst, refused);
     }
     (matched, unparsed)
+}
+
+/// The misses of `one_pass` acted on once classified: their burst
+/// indices, answers and which were plain (bit k: miss k). Returns the
+/// packets that matched a rule and the bits of those to drop.
+#[inline(always)]
+fn act_on_misses<A>(
+    c: &Classify,
+    packets: &mut [HookPacket<'_>],
+    (idx, answers, plain): (&[u8], &[A], u64),
+    own: &impl Fn(&A) -> u32,
+    carry: &impl Fn(&mut HookPacket<'_>, &A),
+) -> (u64, u64) {
+    let (mut matched, mut drops) = (0, 0);
+    for (k, (&i, a)) in idx.iter().zip(answers).enumerate() {
+        let Some(p) = packets.get_mut(usize::from(i)) else {
+            continue;
+        };
+        let e = c.effect(own(a));
+        matched += u64::from(e.matched);
+        let carried = (plain & 1 << k != 0).then_some(a);
+        drops |= act_on(e, p, usize::from(i), carried, carry);
+    }
+    (matched, drops)
 }
 
 /// What effect `e` does to packet `p` (burst index `i`): the bit of `i`
@@ -480,6 +493,16 @@ fn refuse_fragments(c: &Classify, burst: &mut HookBurst<'_, '_>, mut mask: u64) 
             burst.set_verdict(i, Verdict::Drop(r));
         }
     }
+}
+
+/// Packet `p`'s key into `key`: `Ok(true)` for a plain packet, `Ok(false)`
+/// for one keyed through its flow summary, else as [`key_parsed`].
+#[inline(always)]
+fn key_of(c: &Classify, p: &HookPacket<'_>, key: &mut Key) -> Result<bool, Option<DropReason>> {
+    if key.set_plain(p.l3(), p.meta(), 0) {
+        return Ok(true);
+    }
+    key_parsed(c, p, key).map(|()| false)
 }
 
 /// The key of a packet that is not plain (options, fragments, other

@@ -105,12 +105,12 @@ pub fn plan(
 /// The worker loop: poll every stream, forward each burst, count, until `stop`.
 /// Every received packet is either handed to a driver or freed and counted
 /// before the next poll, so nothing is in flight when it returns. At exit the
-/// RX queues go back through `handback`, for the main lcore's shutdown drain.
+/// RX queues go back through `returned`, for the main lcore's shutdown drain.
 pub fn run_worker(
     mut plan: WorkerPlan,
     counters: Arc<LcoreCounters>,
     stop: Arc<AtomicBool>,
-    handback: Arc<Mutex<Vec<RxQueue>>>,
+    returned: Arc<Mutex<Vec<RxQueue>>>,
 ) -> i32 {
     let mut burst = MbufBurst::new();
     // Busy vs idle: one TSC read per round, counted into the round before
@@ -138,7 +138,7 @@ pub fn run_worker(
         }
     }
     let queues = plan.streams.into_iter().map(|s| s.rx);
-    match handback.lock() {
+    match returned.lock() {
         Ok(mut v) => v.extend(queues),
         Err(poisoned) => poisoned.into_inner().extend(queues),
     }

@@ -341,9 +341,9 @@ fn configure_and_forward(
     stop: Arc<AtomicBool>,
 ) -> Result<(Duration, LcoreCounts, Option<String>), RunError> {
     let queues = start_ports(plan, ports)?;
-    let handback = Arc::new(Mutex::new(queues.unpolled));
+    let returned = Arc::new(Mutex::new(queues.unpolled));
     let started = Instant::now();
-    let mut launched = launch(plan, queues.rx, queues.tx, &stop, &handback);
+    let mut launched = launch(plan, queues.rx, queues.tx, &stop, &returned);
     let mut unfinished = None;
     if launched.launch_err.is_none() {
         let ops = Arc::new(Ops::new(
@@ -378,7 +378,7 @@ fn configure_and_forward(
     // Every worker has stopped: drain what devices still hold for us, at most
     // as many packets per queue as mbufs are out (more cannot be ours).
     let main = Arc::new(LcoreCounters::new(lcore::main_lcore(), plan.max_port()));
-    let mut queues = std::mem::take(&mut *crate::sync::lock(&handback));
+    let mut queues = std::mem::take(&mut *crate::sync::lock(&returned));
     let drained = drain_rx(&mut queues, plan.pool.in_use() as u64, &main);
     drop(queues);
     if drained > 0 {
@@ -436,7 +436,7 @@ fn launch(
     rxq: BTreeMap<u16, Vec<RxQueue>>,
     txq: BTreeMap<u16, Vec<Option<TxQueue>>>,
     stop: &Arc<AtomicBool>,
-    handback: &Arc<Mutex<Vec<RxQueue>>>,
+    returned: &Arc<Mutex<Vec<RxQueue>>>,
 ) -> Launched {
     let mut l = Launched {
         jobs: Vec::new(),
@@ -459,8 +459,8 @@ fn launch(
             streams.join(", ")
         );
         let lcore_id = worker.lcore;
-        let (cc, st, hb) = (c.clone(), stop.clone(), handback.clone());
-        match lcore::launch(lcore_id, move || forward::run_worker(worker, cc, st, hb)) {
+        let (cc, st, back) = (c.clone(), stop.clone(), returned.clone());
+        match lcore::launch(lcore_id, move || forward::run_worker(worker, cc, st, back)) {
             Ok(job) => {
                 l.jobs.push(job);
                 l.counters.push(c);

@@ -22,7 +22,7 @@
 //!
 //! Packets from a source in none of the prefixes pass untouched; IPv4
 //! packets over their prefix's rate are dropped as `policed`. The shared
-//! hook ([`Hook`]) holds the configuration; each worker runs its own part
+//! hook ([`Hook`]) holds the configuration; each worker runs its own `HookWorker`
 //! ([`HookWorker`]) with its own buckets, as `&mut`: no lock. Like every
 //! hook it reads the packet through its view (`p.l3()`, `p.meta()`) and
 //! sets verdicts; the mark and the class (`set_mark`, `set_class`) and the
@@ -54,9 +54,9 @@ pub struct Policer {
     policed: Arc<WorkerCounters<1>>,
 }
 
-/// A policer's part on one worker: the worker's own buckets, one per
+/// A policer on one worker: the worker's own buckets, one per
 /// prefix, reached through `&mut` (no lock).
-struct PolicerPart {
+struct PolicerWorker {
     shared: Arc<Policer>,
     buckets: Vec<Bucket>,
     worker: usize,
@@ -71,7 +71,7 @@ impl Hook for PolicerHook {
             tokens: self.0.burst,
             last_ns: 0,
         };
-        Box::new(PolicerPart {
+        Box::new(PolicerWorker {
             shared: self.0.clone(),
             buckets: vec![full; self.0.prefixes.len()],
             worker,
@@ -83,7 +83,7 @@ impl Hook for PolicerHook {
     }
 }
 
-impl HookWorker for PolicerPart {
+impl HookWorker for PolicerWorker {
     fn process(&mut self, cx: &HookContext, _: &mut WorkerStore, burst: &mut HookBurst<'_, '_>) {
         let p = &*self.shared;
         let buckets = &mut self.buckets;
@@ -216,11 +216,11 @@ fn main() {
         port: 0,
         now_ns: 1,
     };
-    // The worker's part of the hook (the router makes it at the worker's
+    // The hook on the worker (the router makes it at the worker's
     // quiescent point, and keeps it while the hook is in its hook set).
     let mut store = WorkerStore::new();
-    let mut part = hook.worker(0, &mut store);
-    part.process(&hcx, &mut store, &mut burst);
+    let mut on_worker = hook.worker(0, &mut store);
+    on_worker.process(&hcx, &mut store, &mut burst);
     println!("{:?}", burst.tally());
     handle.unregister();
 }

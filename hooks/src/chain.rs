@@ -67,7 +67,7 @@ impl Chain {
 
     /// Run every hook over the burst in priority order, each seeing the
     /// packets the ones before it accepted; stop early when none is left.
-    /// Each hook runs as its part on the calling worker (in `workers`, the
+    /// Each hook runs as its `HookWorker` on the calling worker (in `workers`, the
     /// worker's own: `cx.point` and `cx.port` say which chain this is).
     /// Counts each hook's effect in its counters. Returns who stole what.
     #[inline]
@@ -78,14 +78,14 @@ impl Chain {
         burst: &mut HookBurst<'_, '_>,
     ) -> StealLog {
         let mut log = StealLog::default();
-        let (parts, store) = workers.parts(cx.point, cx.port, self);
-        for (k, (e, part)) in self.entries.iter().zip(parts).enumerate() {
+        let (hooks, store) = workers.hooks_for(cx.point, cx.port, self);
+        for (k, (e, h)) in self.entries.iter().zip(hooks).enumerate() {
             let before = burst.tally();
             if before.accepted == 0 {
                 break;
             }
             let mask = burst.accepted_mask();
-            part.worker.process(cx, store, burst);
+            h.worker.process(cx, store, burst);
             let after = burst.tally();
             e.counters.record(cx.worker, before, after);
             if after.stolen != before.stolen {
@@ -98,8 +98,8 @@ impl Chain {
         log
     }
 
-    /// Hand every stolen packet to (the worker's part of) the hook that
-    /// stole it. `take_packet(i)` gives up packet i of the burst as an
+    /// Hand every stolen packet to the hook that stole it (its
+    /// `HookWorker` on this worker). `take_packet(i)` gives up packet i of the burst as an
     /// owned packet.
     #[cold]
     pub fn hand_over_stolen(
@@ -109,8 +109,8 @@ impl Chain {
         log: &StealLog,
         mut take_packet: impl FnMut(usize) -> Option<Box<dyn OwnedPacket>>,
     ) {
-        let (parts, _) = workers.parts(cx.point, cx.port, self);
-        for (k, part) in parts.iter_mut().enumerate() {
+        let (hooks, _) = workers.hooks_for(cx.point, cx.port, self);
+        for (k, h) in hooks.iter_mut().enumerate() {
             let mut mask = log.mask;
             let mut mine = core::iter::from_fn(|| {
                 while mask != 0 {
@@ -124,14 +124,14 @@ impl Chain {
                 }
                 None
             });
-            part.worker.take(cx, &mut mine);
+            h.worker.take(cx, &mut mine);
             // Whatever the hook did not pull is dropped (freed) here.
             mine.for_each(drop);
         }
     }
 
-    /// Hand one stolen packet to (the worker's part of) entry `entry`, the
-    /// hook that stole it. Dropped (freed) if there is no such entry.
+    /// Hand one stolen packet to entry `entry`, the hook that stole it (its
+    /// `HookWorker` on this worker). Dropped (freed) if there is no such entry.
     #[cold]
     pub fn hand_over(
         &self,
@@ -140,9 +140,9 @@ impl Chain {
         entry: u8,
         packet: Box<dyn OwnedPacket>,
     ) {
-        let (parts, _) = workers.parts(cx.point, cx.port, self);
-        if let Some(part) = parts.get_mut(usize::from(entry)) {
-            part.worker.take(cx, &mut std::iter::once(packet));
+        let (hooks, _) = workers.hooks_for(cx.point, cx.port, self);
+        if let Some(h) = hooks.get_mut(usize::from(entry)) {
+            h.worker.take(cx, &mut std::iter::once(packet));
         }
     }
 }
@@ -181,7 +181,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// Drops packets whose first byte equals `byte`; steals those whose
-    /// second byte equals `steal`. Its parts count calls and packets taken
+    /// second byte equals `steal`. Its `HookWorker`s count calls and packets taken
     /// in their own fields and publish them on `calls` and `taken`.
     struct ByteHook {
         byte: u8,
@@ -312,7 +312,11 @@ mod tests {
         assert_eq!(late_h.taken.load(Ordering::Relaxed), 0);
         let one = Box::new(Frame(vec![0], PacketMeta::default()));
         chain.hand_over(&CX, &mut workers, 0, one);
-        assert_eq!(early_h.taken.load(Ordering::Relaxed), 2, "the same part");
+        assert_eq!(
+            early_h.taken.load(Ordering::Relaxed),
+            2,
+            "the same worker hook"
+        );
     }
 
     #[test]
@@ -334,7 +338,7 @@ mod tests {
         assert_eq!(b_h.calls.load(Ordering::Relaxed), 0);
     }
 
-    /// Each worker runs its own part: state one worker's part keeps is not
+    /// Each worker runs its own `HookWorker`: state one worker's keeps is not
     /// another's.
     #[test]
     fn each_worker_runs_its_own_part() {
@@ -350,7 +354,7 @@ mod tests {
                 chain.run(&CX, w, &mut HookBurst::new(&mut pkts, &mut v));
             }
         }
-        // The last part to run (worker 1's) counted its own 2 calls.
+        // The last to run (worker 1's) counted its own 2 calls.
         assert_eq!(a_h.calls.load(Ordering::Relaxed), 2);
         assert_eq!(chain.entries()[0].counters.read().seen, 5);
     }

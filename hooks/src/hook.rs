@@ -1,5 +1,5 @@
 //! The `Hook` trait (what the config built, shared by the workers) and
-//! `HookWorker` (a hook's part on one worker, `&mut` per burst: one call
+//! `HookWorker` (a hook on one worker, `&mut` per burst: one call
 //! per burst, a verdict per packet).
 
 use crate::{HookBurst, WorkerStore};
@@ -51,12 +51,12 @@ pub struct HookContext {
 /// (its rules, its classifier, the counters the statistics read).
 /// Implementations are safe Rust.
 ///
-/// A hook does its work through its part on each worker, a [`HookWorker`]
-/// it makes with [`Hook::worker`]: the worker owns that part and hands it
+/// A hook does its work through a [`HookWorker`] on each worker, which it
+/// makes with [`Hook::worker`]: the worker owns that and hands it
 /// to the pipeline as `&mut` once per burst, so per-worker state (a cache,
 /// token buckets, a connection table in the [`WorkerStore`]) needs no lock
 /// and no atomic read-modify-write. What the control plane reads
-/// ([`Hook::stats`]) the parts publish: per-worker counters written with
+/// ([`Hook::stats`]) the `HookWorker`s publish: per-worker counters written with
 /// plain stores ([`WorkerCounters`](crate::worker_counters::WorkerCounters)).
 ///
 /// A hook that drops every packet after the first `limit` a worker sees,
@@ -76,8 +76,8 @@ pub struct HookContext {
 ///     dropped: Arc<WorkerCounters<1>>,
 /// }
 ///
-/// /// One worker's part: its own count, no lock.
-/// struct LimitPart {
+/// /// The hook on one worker: its own count, no lock.
+/// struct LimitWorker {
 ///     limit: u64,
 ///     seen: u64,
 ///     dropped: Arc<WorkerCounters<1>>,
@@ -87,14 +87,14 @@ pub struct HookContext {
 /// impl Hook for Limit {
 ///     fn worker(&self, worker: usize, _: &mut WorkerStore) -> Box<dyn HookWorker> {
 ///         let dropped = self.dropped.clone();
-///         Box::new(LimitPart { limit: self.limit, seen: 0, dropped, worker })
+///         Box::new(LimitWorker { limit: self.limit, seen: 0, dropped, worker })
 ///     }
 ///     fn stats(&self) -> Vec<(&'static str, u64)> {
 ///         vec![("dropped", self.dropped.sum(0))]
 ///     }
 /// }
 ///
-/// impl HookWorker for LimitPart {
+/// impl HookWorker for LimitWorker {
 ///     fn process(&mut self, _: &HookContext, _: &mut WorkerStore, burst: &mut HookBurst<'_, '_>) {
 ///         let (limit, seen) = (self.limit, &mut self.seen);
 ///         let mut dropped = 0;
@@ -112,7 +112,7 @@ pub struct HookContext {
 /// let hook = Limit { limit: 2, dropped: Arc::new(WorkerCounters::new(1)) };
 /// // What a worker does once, at its quiescent point...
 /// let mut store = WorkerStore::new();
-/// let mut part = hook.worker(0, &mut store);
+/// let mut on_worker = hook.worker(0, &mut store);
 /// // ...and per burst.
 /// let mut frames = [[0u8; 60]; 3];
 /// let mut metas = [PacketMeta::default(); 3];
@@ -123,12 +123,12 @@ pub struct HookContext {
 ///     .collect();
 /// let mut verdicts = [Verdict::Accept; 3];
 /// let cx = HookContext { worker: 0, point: HookPoint::Ingress, port: 0, now_ns: 0 };
-/// part.process(&cx, &mut store, &mut HookBurst::new(&mut pkts, &mut verdicts));
+/// on_worker.process(&cx, &mut store, &mut HookBurst::new(&mut pkts, &mut verdicts));
 /// assert_eq!(verdicts[2], Verdict::Drop(DropReason::HookDrop));
 /// assert_eq!(hook.stats(), vec![("dropped", 1)]);
 /// ```
 pub trait Hook: Send + Sync {
-    /// This hook's part on worker `worker` (`0..workers` of the
+    /// This hook on worker `worker` (`0..workers` of the
     /// [`BuildContext`](crate::BuildContext)). Called at the worker's
     /// quiescent point, when a hook set with this hook first reaches it:
     /// allocating here is fine, never in [`HookWorker::process`]. `store` is
@@ -151,7 +151,7 @@ pub trait Hook: Send + Sync {
     }
 }
 
-/// One worker's part of a [`Hook`]: a packet function with the worker's
+/// A [`Hook`] on one worker: a packet function with the worker's
 /// state. It runs on a worker lcore between `rx_burst` and `tx_burst` and
 /// must not block.
 ///

@@ -37,11 +37,12 @@ impl HookCounters {
     /// [`WorkerCounters::add`]).
     #[inline]
     pub fn record(&self, worker: usize, before: Tally, after: Tally) {
-        let c = &self.counts;
-        c.add(worker, SEEN, u64::from(before.accepted));
-        c.add(worker, ACCEPTED, u64::from(after.accepted));
-        c.add(worker, DROPPED, u64::from(after.dropped - before.dropped));
-        c.add(worker, STOLEN, u64::from(after.stolen - before.stolen));
+        let mut v = [0; 4];
+        v[SEEN] = u64::from(before.accepted);
+        v[ACCEPTED] = u64::from(after.accepted);
+        v[DROPPED] = u64::from(after.dropped - before.dropped);
+        v[STOLEN] = u64::from(after.stolen - before.stolen);
+        self.counts.add_all(worker, &v);
     }
 
     /// Sums over every worker.

@@ -18,7 +18,7 @@ pub struct HookSet {
     any_ingress: bool,
     any_egress: bool,
     /// Unique per process to this set's chains as they are now: what a
-    /// worker's parts of the hooks ([`WorkerHooks`](crate::WorkerHooks))
+    /// worker's `HookWorker`s of the hooks ([`WorkerHooks`](crate::WorkerHooks))
     /// were made for.
     generation: u64,
 }

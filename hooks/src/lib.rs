@@ -8,7 +8,7 @@
 //!   ([`DropReason`]);
 //! * header views over byte slices ([`wire`]);
 //! * the hook machinery: the [`Hook`] trait (what the config built, shared
-//!   by every worker) and its part on each worker, [`HookWorker`] (one
+//!   by every worker) and [`HookWorker`], the hook on one worker (one
 //!   `&mut` call per burst, a [`Verdict`] per packet), chains ordered by
 //!   priority, the [`HookSet`] snapshot that workers load once per burst
 //!   and the control plane replaces as a whole ([`snapshot`], reclaimed in

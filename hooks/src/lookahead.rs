@@ -284,7 +284,7 @@ mod tests {
 
     #[test]
     fn answers_carried_from_ingress_decide_as_the_filter_would() {
-        // The test worker keeps its parts by hook address: every hook stays
+        // The test worker keeps its `HookWorker`s by hook address: every hook stays
         // alive to the end, so that no new one takes an old one's address.
         let mut alive = Vec::new();
         for seed in 0..40 {

@@ -110,6 +110,16 @@ impl<'p> HookPacket<'p> {
         self.meta.class = class;
     }
 
+    /// Carry `answers[s]` + 1 (1 + a classifier result) in lookahead slot
+    /// `s` for each slot `answers` has (at most
+    /// [`LOOKAHEAD_SLOTS`](crate::LOOKAHEAD_SLOTS)).
+    #[inline(always)]
+    pub fn carry_answers(&mut self, answers: &[u32]) {
+        for (a, r) in self.meta.lookahead.iter_mut().zip(answers) {
+            *a = r.wrapping_add(1);
+        }
+    }
+
     /// Carry `answer` (1 + a classifier result) in lookahead slot `slot`
     /// for the egress hook of that slot (`hooks::lookahead`). Out of range
     /// slots are ignored.
@@ -202,6 +212,21 @@ impl<'b, 'p> HookBurst<'b, 'p> {
 
     pub fn is_accepted(&self, i: usize) -> bool {
         i < MAX_BURST && self.accepted & (1 << i) != 0
+    }
+
+    /// Every packet of the burst, whatever its verdict (index them by the
+    /// bits of [`HookBurst::accepted_mask`]).
+    #[inline(always)]
+    pub fn packets(&self) -> &[HookPacket<'p>] {
+        self.packets
+    }
+
+    /// As [`HookBurst::packets`], to change them (their mark, class,
+    /// carried answers, bytes; verdicts go through
+    /// [`HookBurst::set_verdict`]).
+    #[inline(always)]
+    pub fn packets_mut(&mut self) -> &mut [HookPacket<'p>] {
+        self.packets
     }
 
     pub fn packet(&self, i: usize) -> Option<&HookPacket<'p>> {

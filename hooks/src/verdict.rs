@@ -12,7 +12,7 @@ pub enum Verdict {
     /// Drop the packet, counted under this reason.
     Drop(DropReason),
     /// The hook took the packet: the pipeline hands it to the hook's
-    /// [`HookWorker::take`](crate::HookWorker::take) (the part of the hook
+    /// [`HookWorker::take`](crate::HookWorker::take) (the `HookWorker` of the hook
     /// on the worker that ran it) and forgets it.
     Stolen,
 }

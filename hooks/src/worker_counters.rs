@@ -25,6 +25,24 @@ impl<const N: usize> WorkerCounters<N> {
         }
     }
 
+    /// Add `values[i]` to counter `i` of `worker`, for every `i`: one
+    /// burst's counts in one call (one line found, the zeros skipped). As
+    /// [`WorkerCounters::add`] for who may call it.
+    #[inline]
+    pub fn add_all(&self, worker: usize, values: &[u64; N]) {
+        let Some(line) = self.lines.get(worker) else {
+            for (i, &v) in values.iter().enumerate() {
+                self.add(worker, i, v);
+            }
+            return;
+        };
+        for (c, &v) in line.0.iter().zip(values) {
+            if v != 0 {
+                c.store(c.load(Relaxed) + v, Relaxed);
+            }
+        }
+    }
+
     /// Add `n` to counter `i` of `worker`. Only that worker may call this
     /// for its index; an out-of-range worker adds atomically to the last
     /// line.
@@ -99,11 +117,13 @@ mod tests {
         c.add(1, 0, 4);
         c.add(1, 1, 1);
         c.add(5, 1, 1);
+        c.add_all(1, &[1, 0]);
+        c.add_all(7, &[0, 2]);
         c.add(0, 9, 1);
-        assert_eq!((c.sum(0), c.sum(1), c.sum(9)), (7, 2, 0));
+        assert_eq!((c.sum(0), c.sum(1), c.sum(9)), (8, 4, 0));
         c.set(0, 0, 1);
         c.set(0, 9, 1);
-        assert_eq!(c.sum(0), 5);
+        assert_eq!(c.sum(0), 6);
     }
 
     #[test]

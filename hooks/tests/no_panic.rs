@@ -903,29 +903,29 @@ fn check_burst(burst: &HookBurst<'_, '_>) -> Result<Vec<Verdict>, TestCaseError>
 }
 
 /// The workers 0..=WORKERS of the hooks run alone: each its store and its
-/// part of each hook (by name), kept from burst to burst.
+/// `HookWorker` of each hook (by name), kept from burst to burst.
 #[derive(Default)]
 struct Workers {
     stores: Vec<WorkerStore>,
-    parts: Vec<(usize, &'static str, Box<dyn HookWorker>)>,
+    hooks: Vec<(usize, &'static str, Box<dyn HookWorker>)>,
 }
 
 impl Workers {
-    /// `h`'s part on worker `cx.worker` processes `burst`.
+    /// `h` on worker `cx.worker` processes `burst`.
     fn process(&mut self, h: &Named, cx: &HookContext, burst: &mut HookBurst<'_, '_>) {
         let w = cx.worker;
         if self.stores.len() <= w {
             self.stores.resize_with(w + 1, WorkerStore::new);
         }
-        let at = match self.parts.iter().position(|p| (p.0, p.1) == (w, h.name)) {
+        let at = match self.hooks.iter().position(|p| (p.0, p.1) == (w, h.name)) {
             Some(i) => i,
             None => {
-                let part = h.hook.worker(w, &mut self.stores[w]);
-                self.parts.push((w, h.name, part));
-                self.parts.len() - 1
+                let on_worker = h.hook.worker(w, &mut self.stores[w]);
+                self.hooks.push((w, h.name, on_worker));
+                self.hooks.len() - 1
             }
         };
-        self.parts[at].2.process(cx, &mut self.stores[w], burst);
+        self.hooks[at].2.process(cx, &mut self.stores[w], burst);
     }
 }
 
@@ -1013,7 +1013,7 @@ fn run_alone(
 // ---------------------------------------------------------------------------
 // A stealing hook, for the stolen counters of the chain.
 
-/// What the thief's parts stole and were handed.
+/// What the thief's `HookWorker`s stole and were handed.
 #[derive(Default)]
 struct Thefts {
     stolen: AtomicUsize,
@@ -1023,16 +1023,16 @@ struct Thefts {
 /// Steals the accepted packets whose length is 3 modulo 7.
 struct Thief(Arc<Thefts>);
 
-/// The thief's part on a worker.
-struct ThiefPart(Arc<Thefts>);
+/// The thief on a worker.
+struct ThiefWorker(Arc<Thefts>);
 
 impl Hook for Thief {
     fn worker(&self, _: usize, _: &mut WorkerStore) -> Box<dyn HookWorker> {
-        Box::new(ThiefPart(self.0.clone()))
+        Box::new(ThiefWorker(self.0.clone()))
     }
 }
 
-impl HookWorker for ThiefPart {
+impl HookWorker for ThiefWorker {
     fn process(&mut self, _: &HookContext, _: &mut WorkerStore, burst: &mut HookBurst<'_, '_>) {
         let mut n = 0;
         burst.for_each_accepted(|_, p| {

@@ -224,14 +224,14 @@ fn tally_of(burst: &HookBurst<'_, '_>) -> Vec<Verdict> {
     v
 }
 
-/// Run a hook's part on a worker (`part`, with that worker's `store`) over
+/// Run a hook on a worker (`on_worker`, with that worker's `store`) over
 /// `pkts` (those of `predropped` dropped first) and check:
 /// verdicts only move away from Accept, the hook's own drop reasons only,
 /// frame bytes unchanged, metadata unchanged but classify's mark and class,
 /// and a drop-policy filter never accepts a packet `FlowSummary::parse`
 /// cannot read. Returns the verdicts.
 pub fn run_checked(
-    part: &mut dyn HookWorker,
+    on_worker: &mut dyn HookWorker,
     store: &mut WorkerStore,
     role: Role,
     pkts: &[Pkt],
@@ -251,7 +251,7 @@ pub fn run_checked(
         }
     }
     let before = tally_of(&burst);
-    part.process(cx, store, &mut burst);
+    on_worker.process(cx, store, &mut burst);
     let now = tally_of(&burst);
     drop(burst);
     drop(views);

@@ -29,8 +29,8 @@
 use crate::flow::FlowSummary;
 use crate::lookahead::Lookahead;
 use crate::rules::{
-    flow_cache, parse_match, Answers, CachedClassifier, ClassifierBuilder, FlowCache,
-    FragmentGuard, Key, MatchRule,
+    flow_cache, parse_match, Answer, Answers, CachedClassifier, ClassifierBuilder, FlowCache,
+    FragmentGuard, Key, MatchRule, MAX_SETS,
 };
 use crate::wire::ethernet::ethertype;
 use crate::worker_counters::{CounterStore, WorkerCounters};
@@ -103,9 +103,9 @@ pub struct Classify {
     counts: Arc<WorkerCounters<2>>,
 }
 
-/// A classify instance's part on one worker: the shared rules and the
+/// A classify instance on one worker: the shared rules and the
 /// worker's own flow cache.
-struct ClassifyPart {
+struct ClassifyWorker {
     shared: Arc<Classify>,
     /// The worker's flow cache: in front of the hook's own classifier, or
     /// of the lookahead one when the hook was linked (`Classify::ahead`).
@@ -127,7 +127,7 @@ struct Keyed {
     answers: [Answers; MAX_BURST],
 }
 
-/// A part's flow cache (see `ClassifyPart::cache`).
+/// The flow cache of a classify instance on one worker (see `ClassifyWorker::cache`).
 enum PartCache {
     Own(FlowCache),
     Ahead(FlowCache<Answers>),
@@ -141,13 +141,16 @@ struct Ahead {
 }
 
 /// A rule's action as the packet path applies it: `effects[0]` of a
-/// [`Classify`] is the no-match one (nothing set, not counted).
+/// [`Classify`] is the no-match one (nothing set, not counted). Plain
+/// fields, no `Option`s: one load and a test each.
 #[derive(Clone, Copy, Debug, Default)]
 struct Effect {
     matched: bool,
     drop: bool,
-    mark: Option<u32>,
-    class: Option<u16>,
+    set_mark: bool,
+    set_class: bool,
+    mark: u32,
+    class: u16,
 }
 
 impl Effect {
@@ -161,8 +164,10 @@ impl Effect {
             ClassifyAction::Set { mark, class } => Effect {
                 matched: true,
                 drop: false,
-                mark,
-                class,
+                set_mark: mark.is_some(),
+                set_class: class.is_some(),
+                mark: mark.unwrap_or(0),
+                class: class.unwrap_or(0),
             },
         }
     }
@@ -173,7 +178,7 @@ struct ClassifyHook(Arc<Classify>);
 
 impl Hook for ClassifyHook {
     fn worker(&self, worker: usize, _: &mut WorkerStore) -> Box<dyn HookWorker> {
-        Box::new(ClassifyPart {
+        Box::new(ClassifyWorker {
             shared: self.0.clone(),
             cache: match self.0.ahead.get() {
                 Some(a) => PartCache::Ahead(a.classifier.cache(worker)),
@@ -230,8 +235,56 @@ impl Lookahead for Classify {
     }
 }
 
-impl HookWorker for ClassifyPart {
+impl HookWorker for ClassifyWorker {
     fn process(&mut self, _cx: &HookContext, _: &mut WorkerStore, burst: &mut HookBurst<'_, '_>) {
+        let fast = match (&self.cache, self.shared.ahead.get()) {
+            (PartCache::Ahead(cache), Some(a)) => a.classifier.begin(cache),
+            (PartCache::Own(cache), _) => self.shared.classifier.begin(cache),
+            (PartCache::Ahead(_), None) => false,
+        };
+        let (matched, unparsed) = if fast {
+            self.one_pass(burst)
+        } else {
+            self.by_burst(burst)
+        };
+        let c = &self.shared;
+        c.counts.add(self.worker, MATCHED, matched);
+        c.counts.add(self.worker, UNPARSED, unparsed);
+    }
+}
+
+impl ClassifyWorker {
+    /// The burst through the worker's flow cache in one pass (`one_pass`).
+    #[inline(always)]
+    fn one_pass(&mut self, burst: &mut HookBurst<'_, '_>) -> (u64, u64) {
+        let c = &*self.shared;
+        let Keyed {
+            keys,
+            idx,
+            results,
+            answers,
+            ..
+        } = &mut *self.scratch;
+        match (&mut self.cache, c.ahead.get()) {
+            (PartCache::Ahead(cache), Some(a)) => {
+                let slots = a.slots.min(MAX_SETS - 1);
+                let carry = |p: &mut HookPacket<'_>, a: &Answers| p.carry_answers(&a[1..1 + slots]);
+                let scratch = (keys, idx, answers);
+                one_pass(c, &a.classifier, cache, burst, scratch, |a| a[0], carry)
+            }
+            (PartCache::Own(cache), _) => {
+                let carry = |_: &mut HookPacket<'_>, _: &u32| {};
+                let scratch = (keys, idx, results);
+                one_pass(c, &c.classifier, cache, burst, scratch, |r| *r, carry)
+            }
+            (PartCache::Ahead(_), None) => (0, 0),
+        }
+    }
+
+    /// The burst keyed first, then classified in one call (no cache, or a
+    /// cache that bypasses). Returns the packets that matched and those
+    /// that could not be read.
+    fn by_burst(&mut self, burst: &mut HookBurst<'_, '_>) -> (u64, u64) {
         let c = &*self.shared;
         let (n, unparsed) = key_burst(c, burst, &mut self.scratch);
         let Keyed {
@@ -249,19 +302,133 @@ impl HookWorker for ClassifyPart {
             }
             (PartCache::Own(cache), _) => {
                 c.classifier.classify(cache, &keys[..n], &mut results[..n]);
-                let mut matched = 0;
-                for (&i, &r) in idx[..n].iter().zip(&results[..n]) {
-                    matched += act(c, burst, usize::from(i), r, &[]);
-                }
-                matched
+                act_own(c, burst, &idx[..n], &results[..n])
             }
-            // Not reached: a part gets this cache only once `ahead` is set,
+            // Not reached: a worker gets this cache only once `ahead` is set,
             // and it stays set. No rule matches rather than a panic.
             (PartCache::Ahead(_), None) => 0,
         };
-        c.counts.add(self.worker, MATCHED, matched);
-        c.counts.add(self.worker, UNPARSED, unparsed);
+        (matched, unparsed)
     }
+}
+
+/// One pass over the burst through the worker's flow cache: each accepted
+/// IPv4 packet keyed, looked up and, on a hit, acted on at once (`own`:
+/// the packet's own result of an answer; `carry`: what a plain packet that
+/// is not dropped carries of it); the misses keyed into the scratch
+/// arrays (keys, burst indices, answers), classified in one
+/// call and acted on after. Returns the packets that matched a rule and
+/// those that could not be read.
+#[inline(always)]
+fn one_pass<A: Answer>(
+    c: &Classify,
+    classifier: &CachedClassifier,
+    cache: &mut FlowCache<A>,
+    burst: &mut HookBurst<'_, '_>,
+    (keys, idx, answers): (
+        &mut [Key; MAX_BURST],
+        &mut [u8; MAX_BURST],
+        &mut [A; MAX_BURST],
+    ),
+    own: impl Fn(&A) -> u32,
+    carry: impl Fn(&mut HookPacket<'_>, &A),
+) -> (u64, u64) {
+    let (mut m, mut lookups, mut matched, mut unparsed) = (0, 0, 0u64, 0u64);
+    let (mut drops, mut refused, mut plain_missed) = (0u64, 0u64, 0u64);
+    let mut mask = burst.accepted_mask();
+    let packets = burst.packets_mut();
+    while mask != 0 {
+        let i = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        let Some(p) = packets.get_mut(i) else { break };
+        if p.meta().protocol != ethertype::IPV4 {
+            continue;
+        }
+        // `m` counts misses, at most one per mask bit: it stays in range.
+        let k = m % MAX_BURST;
+        let key = &mut keys[k];
+        let plain = match key_of(c, p, key) {
+            Ok(plain) => plain,
+            Err(refuse) => {
+                refused |= u64::from(refuse.is_some()) << i;
+                unparsed += u64::from(refuse.is_none());
+                continue;
+            }
+        };
+        lookups += 1;
+        match cache.get(key) {
+            Some(a) => {
+                let e = c.effect(own(&a));
+                matched += u64::from(e.matched);
+                drops |= act_on(e, p, i, plain.then_some(&a), &carry);
+            }
+            None => {
+                idx[k] = i as u8;
+                plain_missed |= u64::from(plain) << k;
+                m += 1;
+            }
+        }
+    }
+    if m > 0 {
+        classifier.fill(cache, &keys[..m], &mut answers[..m]);
+        let missed = (&idx[..m], &answers[..m], plain_missed);
+        let (more, dropped) = act_on_misses(c, packets, missed, &own, &carry);
+        matched += more;
+        drops |= dropped;
+    }
+    classifier.end(cache, lookups, lookups - m);
+    if drops != 0 {
+        drop_marked(burst, drops);
+    }
+    if refused != 0 {
+        refuse_fragments(c, burst, refused);
+    }
+    (matched, unparsed)
+}
+
+/// The misses of `one_pass` acted on once classified: their burst
+/// indices, answers and which were plain (bit k: miss k). Returns the
+/// packets that matched a rule and the bits of those to drop.
+#[inline(always)]
+fn act_on_misses<A>(
+    c: &Classify,
+    packets: &mut [HookPacket<'_>],
+    (idx, answers, plain): (&[u8], &[A], u64),
+    own: &impl Fn(&A) -> u32,
+    carry: &impl Fn(&mut HookPacket<'_>, &A),
+) -> (u64, u64) {
+    let (mut matched, mut drops) = (0, 0);
+    for (k, (&i, a)) in idx.iter().zip(answers).enumerate() {
+        let Some(p) = packets.get_mut(usize::from(i)) else {
+            continue;
+        };
+        let e = c.effect(own(a));
+        matched += u64::from(e.matched);
+        let carried = (plain & 1 << k != 0).then_some(a);
+        drops |= act_on(e, p, usize::from(i), carried, carry);
+    }
+    (matched, drops)
+}
+
+/// What effect `e` does to packet `p` (burst index `i`): the bit of `i`
+/// when it is to be dropped; else the answers it carries (`carried`: a
+/// plain packet's answer) and its mark and class set.
+#[inline(always)]
+fn act_on<A>(
+    e: Effect,
+    p: &mut HookPacket<'_>,
+    i: usize,
+    carried: Option<&A>,
+    carry: impl Fn(&mut HookPacket<'_>, &A),
+) -> u64 {
+    if e.drop {
+        return 1 << (i % MAX_BURST);
+    }
+    if let Some(a) = carried {
+        carry(p, a);
+    }
+    apply(e, p);
+    0
 }
 
 /// Key every accepted IPv4 packet of `burst` into `keyed` (a fragment the
@@ -272,22 +439,26 @@ impl HookWorker for ClassifyPart {
 fn key_burst(c: &Classify, burst: &mut HookBurst<'_, '_>, keyed: &mut Keyed) -> (usize, u64) {
     let mut n = 0;
     let mut unparsed = 0;
-    keyed.plain = 0;
-    for i in burst.accepted() {
-        let Some(p) = burst.packet(i) else { continue };
-        let (Some(key), Some(at)) = (keyed.keys.get_mut(n), keyed.idx.get_mut(n)) else {
-            break;
-        };
+    let mut plain = 0u64;
+    let mut refused = 0u64;
+    let mut mask = burst.accepted_mask();
+    let packets = burst.packets();
+    while mask != 0 {
+        let i = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        let Some(p) = packets.get(i) else { break };
         if p.meta().protocol != ethertype::IPV4 {
             continue;
         }
-        if key.set_plain(p.l3(), p.meta(), 0) {
-            keyed.plain |= 1 << n;
+        // At most MAX_BURST packets (one per mask bit): `n` stays in range.
+        let k = n % MAX_BURST;
+        if keyed.keys[k].set_plain(p.l3(), p.meta(), 0) {
+            plain |= 1 << k;
         } else {
-            match key_parsed(c, p, key) {
+            match key_parsed(c, p, &mut keyed.keys[k]) {
                 Ok(()) => {}
-                Err(Some(r)) => {
-                    burst.set_verdict(i, Verdict::Drop(r));
+                Err(Some(_)) => {
+                    refused |= 1 << i;
                     continue;
                 }
                 Err(None) => {
@@ -296,10 +467,42 @@ fn key_burst(c: &Classify, burst: &mut HookBurst<'_, '_>, keyed: &mut Keyed) -> 
                 }
             }
         }
-        *at = i as u8;
+        keyed.idx[k] = i as u8;
         n += 1;
     }
+    keyed.plain = plain;
+    if refused != 0 {
+        refuse_fragments(c, burst, refused);
+    }
     (n, unparsed)
+}
+
+/// Drop the fragments of `mask` the rules cannot judge, under the reason
+/// the fragment checks give.
+#[cold]
+#[inline(never)]
+fn refuse_fragments(c: &Classify, burst: &mut HookBurst<'_, '_>, mut mask: u64) {
+    while mask != 0 {
+        let i = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        let reason = burst
+            .packet(i)
+            .and_then(|p| FlowSummary::parse(p.l3()))
+            .and_then(|s| c.fragments.check(&s));
+        if let Some(r) = reason {
+            burst.set_verdict(i, Verdict::Drop(r));
+        }
+    }
+}
+
+/// Packet `p`'s key into `key`: `Ok(true)` for a plain packet, `Ok(false)`
+/// for one keyed through its flow summary, else as [`key_parsed`].
+#[inline(always)]
+fn key_of(c: &Classify, p: &HookPacket<'_>, key: &mut Key) -> Result<bool, Option<DropReason>> {
+    if key.set_plain(p.l3(), p.meta(), 0) {
+        return Ok(true);
+    }
+    key_parsed(c, p, key).map(|()| false)
 }
 
 /// The key of a packet that is not plain (options, fragments, other
@@ -329,39 +532,83 @@ fn act_ahead(
     slots: usize,
 ) -> u64 {
     let mut matched = 0;
+    let mut drops = 0u64;
+    let slots = slots.min(MAX_SETS - 1);
+    let packets = burst.packets_mut();
     for (k, (&i, a)) in idx.iter().zip(answers).enumerate() {
-        let carried = match plain & 1 << k {
-            0 => &[][..],
-            _ => a.get(1..1 + slots).unwrap_or_default(),
+        let e = c.effect(a[0]);
+        matched += u64::from(e.matched);
+        let Some(p) = packets.get_mut(usize::from(i)) else {
+            continue;
         };
-        matched += act(c, burst, usize::from(i), a[0], carried);
+        if e.drop {
+            drops |= 1 << (i % MAX_BURST as u8);
+            continue;
+        }
+        if plain & 1 << k != 0 {
+            p.carry_answers(&a[1..1 + slots]);
+        }
+        apply(e, p);
+    }
+    if drops != 0 {
+        drop_marked(burst, drops);
     }
     matched
 }
 
-/// What the rule of `result` (1 + rule index, 0 = none) does to packet
-/// `i`, and the answers it carries to egress (1 + each). Returns 1 when a
-/// rule matched.
+/// Each packet's answer acted on (no lookahead). Returns the packets that
+/// matched a rule.
 #[inline(always)]
-fn act(c: &Classify, burst: &mut HookBurst<'_, '_>, i: usize, result: u32, carried: &[u32]) -> u64 {
-    let e = c.effects.get(result as usize).copied().unwrap_or_default();
-    if e.drop {
+fn act_own(c: &Classify, burst: &mut HookBurst<'_, '_>, idx: &[u8], results: &[u32]) -> u64 {
+    let mut matched = 0;
+    let mut drops = 0u64;
+    let packets = burst.packets_mut();
+    for (&i, &r) in idx.iter().zip(results) {
+        let e = c.effect(r);
+        matched += u64::from(e.matched);
+        if e.drop {
+            drops |= 1 << (i % MAX_BURST as u8);
+        } else if let Some(p) = packets.get_mut(usize::from(i)) {
+            apply(e, p);
+        }
+    }
+    if drops != 0 {
+        drop_marked(burst, drops);
+    }
+    matched
+}
+
+/// What a matching rule's effect `e` (not a drop) does to packet `p`:
+/// its mark and class set.
+#[inline(always)]
+fn apply(e: Effect, p: &mut HookPacket<'_>) {
+    if e.set_mark {
+        p.set_mark(e.mark);
+    }
+    if e.set_class {
+        p.set_class(e.class);
+    }
+}
+
+/// Drop the packets of `mask` (a classify rule's drop).
+#[inline(never)]
+fn drop_marked(burst: &mut HookBurst<'_, '_>, mut mask: u64) {
+    while mask != 0 {
+        let i = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
         burst.set_verdict(i, Verdict::Drop(DropReason::ClassifyRule));
-        return 1;
     }
-    let Some(p) = burst.packet_mut(i) else {
-        return 0;
-    };
-    for (slot, answer) in carried.iter().enumerate() {
-        p.carry_answer(slot, answer + 1);
+}
+
+impl Classify {
+    /// The effect of `result` (1 + rule index, 0 = none).
+    #[inline(always)]
+    fn effect(&self, result: u32) -> Effect {
+        self.effects
+            .get(result as usize)
+            .copied()
+            .unwrap_or_default()
     }
-    if let Some(m) = e.mark {
-        p.set_mark(m);
-    }
-    if let Some(c) = e.class {
-        p.set_class(c);
-    }
-    u64::from(e.matched)
 }
 
 /// The action keys of classify rule `i`.

@@ -88,12 +88,12 @@ fn test_cx(point: HookPoint, now_ns: u64) -> HookContext {
     }
 }
 
-/// The test thread as worker 0: its store and its part of each hook it
+/// The test thread as worker 0: its store and its `HookWorker` of each hook it
 /// ran (by the hook's address; every test keeps its hooks alive).
 #[derive(Default)]
 struct TestWorker {
     store: WorkerStore,
-    parts: Vec<(*const (), Box<dyn HookWorker>)>,
+    hooks: Vec<(*const (), Box<dyn HookWorker>)>,
 }
 
 thread_local! {
@@ -101,7 +101,7 @@ thread_local! {
 }
 
 /// Run one burst of `pkts` through `hook` at time `now_ns`, as worker 0
-/// (the same part of the hook every time); returns the verdicts (metadata
+/// (the same `HookWorker` of the hook every time); returns the verdicts (metadata
 /// changes are written back into `pkts`).
 pub fn run(hook: &dyn Hook, point: HookPoint, pkts: &mut [Pkt], now_ns: u64) -> Vec<Verdict> {
     let mut views: Vec<HookPacket> = pkts
@@ -112,16 +112,16 @@ pub fn run(hook: &dyn Hook, point: HookPoint, pkts: &mut [Pkt], now_ns: u64) -> 
     let mut burst = HookBurst::new(&mut views, &mut verdicts);
     WORKER.with_borrow_mut(|w| {
         let at = hook as *const dyn Hook as *const ();
-        let i = match w.parts.iter().position(|(h, _)| *h == at) {
+        let i = match w.hooks.iter().position(|(h, _)| *h == at) {
             Some(i) => i,
             None => {
-                let part = hook.worker(0, &mut w.store);
-                w.parts.push((at, part));
-                w.parts.len() - 1
+                let on_worker = hook.worker(0, &mut w.store);
+                w.hooks.push((at, on_worker));
+                w.hooks.len() - 1
             }
         };
-        let TestWorker { store, parts } = w;
-        parts[i]
+        let TestWorker { store, hooks } = w;
+        hooks[i]
             .1
             .process(&test_cx(point, now_ns), store, &mut burst);
     });

@@ -1,7 +1,7 @@
 //! An exact-match cache in front of a [`Classifier`], like Open vSwitch's
 //! EMC: per worker, a direct-mapped table from a packet's whole 32-byte
 //! [`Key`] to the classifier's answer for it. The only exact-match cache
-//! of the hooks: each worker owns its [`FlowCache`] (in its part of the
+//! of the hooks: each worker owns its [`FlowCache`] (in its `HookWorker` of the
 //! hook) and hands it over as `&mut`, so a lookup takes no lock.
 //!
 //! # Never stale
@@ -93,7 +93,7 @@ const MISSES: usize = 1;
 const BYPASSED: usize = 2;
 
 /// One worker's cache: its slots and its bypass state. The worker owns it
-/// (a hook's part on that worker) and passes it as `&mut`: no lock.
+/// (a hook's `HookWorker` on that worker) and passes it as `&mut`: no lock.
 pub struct FlowCache<A = u32> {
     worker: usize,
     slots: Box<[Slot<A>]>,
@@ -121,6 +121,20 @@ impl<A> FlowCache<A> {
     /// Slots (0: no cache).
     pub fn slots(&self) -> usize {
         self.slots.len()
+    }
+}
+
+impl<A: Copy> FlowCache<A> {
+    /// The answer cached for `key`, if any: a hash, one slot read and a
+    /// 32-byte compare. For a caller that keys and acts on each packet in
+    /// one pass ([`CachedClassifier::begin`] first).
+    #[inline(always)]
+    pub fn get(&self, key: &Key) -> Option<A> {
+        let s = slot_of(key, self.mask);
+        match self.slots.get(s) {
+            Some(slot) if slot.key == *key => Some(slot.result),
+            _ => None,
+        }
     }
 }
 
@@ -236,7 +250,45 @@ impl CachedClassifier {
         {
             hits += self.classify_chunk(cache, keys, results);
         }
-        cache.window += n as u32;
+        self.end(cache, n, hits);
+    }
+
+    /// Whether this burst goes through `cache` ([`FlowCache::get`] per key,
+    /// then [`CachedClassifier::fill`] with the misses and
+    /// [`CachedClassifier::end`]): false when it has no slots or bypasses
+    /// them (this burst is then counted as one of the bypass), and the
+    /// caller asks [`CachedClassifier::classify`] instead.
+    #[inline(always)]
+    pub fn begin<A>(&self, cache: &FlowCache<A>) -> bool {
+        !cache.slots.is_empty() && cache.bypass_bursts == 0
+    }
+
+    /// The misses of a burst that went through `cache` (at most
+    /// [`MAX_BURST`]): their answers from the classifier in one call, into
+    /// `results` and the cache.
+    #[inline]
+    pub fn fill<A: Answer>(&self, cache: &mut FlowCache<A>, keys: &[Key], results: &mut [A]) {
+        let n = keys.len().min(results.len()).min(MAX_BURST);
+        if n == 0 {
+            return;
+        }
+        A::classify(&*self.inner, &keys[..n], &mut results[..n]);
+        for (k, r) in keys[..n].iter().zip(&results[..n]) {
+            let s = slot_of(k, cache.mask);
+            if let Some(slot) = cache.slots.get_mut(s) {
+                *slot = Slot {
+                    key: *k,
+                    result: *r,
+                };
+            }
+        }
+    }
+
+    /// The end of a burst that went through `cache`: `lookups` keys of
+    /// which `hits` hit, for the bypass rule's window and the counters.
+    #[inline]
+    pub fn end<A>(&self, cache: &mut FlowCache<A>, lookups: usize, hits: usize) {
+        cache.window += lookups as u32;
         cache.window_hits += hits as u32;
         if cache.window >= WINDOW {
             if cache.window_hits * BYPASS_BELOW < cache.window {
@@ -246,7 +298,8 @@ impl CachedClassifier {
             cache.window_hits = 0;
         }
         self.counts.add(cache.worker, HITS, hits as u64);
-        self.counts.add(cache.worker, MISSES, (n - hits) as u64);
+        self.counts
+            .add(cache.worker, MISSES, (lookups - hits) as u64);
     }
 
     /// Up to [`MAX_BURST`] keys: the hits from the cache, the misses from

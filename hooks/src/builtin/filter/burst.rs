@@ -1,0 +1,397 @@
+//! A filter's packet path: one burst on one worker. Gather the accepted
+//! packets (unreadable ones get the policy, fragments the rules cannot
+//! judge are dropped), look them up in the connection table when stateful,
+//! classify them through the worker's flow cache, and decide each.
+
+use super::counters::*;
+use super::rules::first_of;
+use super::rules::Rules;
+use super::{Action, Filter};
+use crate::conntrack::{ConnTable, CtCommit, CtHint, CtState};
+use crate::flow::FlowSummary;
+use crate::rules::{FlowCache, Key};
+use crate::rules::{CT_ESTABLISHED, CT_NEW as KEY_CT_NEW, CT_RELATED};
+use crate::{
+    DropReason, HookBurst, HookContext, HookWorker, Verdict, WorkerStore, LOOKAHEAD_SLOTS,
+    MAX_BURST,
+};
+use std::sync::Arc;
+
+/// The filter on one worker: the shared instance and the worker's
+/// flow cache. Its connection table is in the worker's store.
+pub(super) struct FilterWorker {
+    shared: Arc<Filter>,
+    cache: FlowCache,
+    worker: usize,
+    /// The arrays of one burst, kept between bursts (not set up per burst).
+    judged: Box<Judged>,
+}
+
+/// One burst's packets as the filter reads them: the `n` it judges by
+/// their rules, their burst index, summary, key and connection state.
+struct Judged {
+    n: usize,
+    idx: [u8; MAX_BURST],
+    sums: [FlowSummary; MAX_BURST],
+    keys: [Key; MAX_BURST],
+    /// Each packet's state, and where its entry is for its commit.
+    looked: [(CtState, CtHint); MAX_BURST],
+    results: [u32; MAX_BURST],
+    /// Stateful: the keys made (`keys[..keyed]`) and the packet of each,
+    /// the others being answered at ingress.
+    keyed: usize,
+    keyed_at: [u8; MAX_BURST],
+    tally: [u64; COUNTERS],
+}
+
+impl FilterWorker {
+    pub(super) fn new(shared: Arc<Filter>, worker: usize) -> Self {
+        FilterWorker {
+            cache: shared.classifier.cache(worker),
+            shared,
+            worker,
+            judged: Box::new(Judged::new()),
+        }
+    }
+}
+
+impl Judged {
+    fn new() -> Self {
+        Judged {
+            n: 0,
+            idx: [0; MAX_BURST],
+            sums: [FlowSummary::default(); MAX_BURST],
+            keys: [Key::default(); MAX_BURST],
+            looked: [(CtState::Untracked, CtHint::NONE); MAX_BURST],
+            results: [0; MAX_BURST],
+            keyed: 0,
+            keyed_at: [0; MAX_BURST],
+            tally: [0; COUNTERS],
+        }
+    }
+}
+
+impl Filter {
+    fn policy_verdict(&self) -> Option<Verdict> {
+        match self.policy {
+            Action::Accept => None,
+            Action::Drop => Some(Verdict::Drop(DropReason::FilterPolicy)),
+        }
+    }
+
+    /// Read every accepted packet: an unreadable one gets the policy, a
+    /// fragment the rules cannot judge is dropped, the rest are kept in
+    /// `j` (keyed now when stateless; stateful, the key waits for the
+    /// connection state).
+    fn gather(&self, burst: &mut HookBurst<'_, '_>, j: &mut Judged) {
+        let stateless = self.conntrack.is_none();
+        let mut rest = burst.accepted_mask();
+        if let (true, Some(&slot)) = (stateless, self.slot.get()) {
+            rest = self.decide_carried(burst, slot, &mut j.tally);
+        }
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let Some(p) = burst.packet(i) else { continue };
+            if stateless && j.keys[j.n].set_plain(p.l3(), p.meta(), 0) {
+                j.idx[j.n] = i as u8;
+                j.n += 1;
+                continue;
+            }
+            let Some(s) = FlowSummary::parse(p.l3()) else {
+                // Unreadable: the policy decides, counted as such too.
+                j.tally[UNPARSED] += 1;
+                match self.policy_verdict() {
+                    Some(v) => {
+                        j.tally[POLICY_DROP] += 1;
+                        burst.set_verdict(i, v);
+                    }
+                    None => j.tally[POLICY_ACCEPT] += 1,
+                }
+                continue;
+            };
+            if let Some(r) = self.fragments.check(&s) {
+                burst.set_verdict(i, Verdict::Drop(r));
+                continue;
+            }
+            let n = j.n;
+            if stateless {
+                j.keys[n] = Key::new(&s, p.meta(), 0);
+            } else {
+                j.sums[n] = s;
+            }
+            j.idx[n] = i as u8;
+            j.n += 1;
+        }
+    }
+
+    /// Stateful: look every gathered packet up in the worker's table (all
+    /// slots read first), count its state and make its key with it.
+    fn look_up(&self, burst: &HookBurst<'_, '_>, table: &mut ConnTable, now: u64, j: &mut Judged) {
+        let n = j.n;
+        let l3 = |k: usize| {
+            burst
+                .packet(usize::from(j.idx[k]))
+                .map_or(&[][..], |p| p.l3())
+        };
+        table.lookup_burst(&j.sums[..n], l3, now, &mut j.looked[..n]);
+        let slot = self.slot.get().copied();
+        j.keyed = 0;
+        for k in 0..n {
+            let (bits, counter) = ct_key(j.looked[k].0);
+            j.tally[counter] += 1;
+            let Some(p) = burst.packet(usize::from(j.idx[k])) else {
+                continue;
+            };
+            match slot.and_then(|s| p.meta().lookahead.get(s)) {
+                Some(&a) if a != 0 => {
+                    // The stateless rules answered at ingress; the
+                    // state-only rules answer for the state found here.
+                    let stateless = self.rules.of_ahead(a - 1);
+                    j.results[k] = first_of(stateless, self.rules.state_first(bits));
+                    j.tally[ANSWERED_AHEAD] += 1;
+                }
+                _ => {
+                    let m = j.keyed;
+                    j.keys[m] = Key::new(&j.sums[k], p.meta(), bits);
+                    j.keyed_at[m] = k as u8;
+                    j.keyed += 1;
+                }
+            }
+        }
+    }
+
+    /// Stateful: classify the keys `look_up` made and put each answer at
+    /// its packet.
+    fn classify_tracked(&self, cache: &mut FlowCache, j: &mut Judged) {
+        let m = j.keyed;
+        if m == 0 {
+            return;
+        }
+        let mut answers = [0u32; MAX_BURST];
+        self.classifier
+            .classify(cache, &j.keys[..m], &mut answers[..m]);
+        for (&k, a) in j.keyed_at[..m].iter().zip(answers) {
+            j.results[usize::from(k)] = a;
+        }
+    }
+
+    /// The `count` rules before the terminal rule that matched packet `k`
+    /// (all of them when none did) that its key matches.
+    fn counted(&self, j: &Judged, k: usize, hit: Option<usize>) -> u64 {
+        let r = &self.rules;
+        if r.count_rules.is_empty() {
+            return 0;
+        }
+        let limit = hit.map_or(usize::MAX, |h| r.terminal_index[h]);
+        r.count_rules
+            .iter()
+            .filter(|(ci, rule)| *ci < limit && rule.matches(&j.keys[k]))
+            .count() as u64
+    }
+
+    /// Decide packet `k` of `j` from its classifier result: count rules,
+    /// the action of its rule or the policy, a new flow committed to the
+    /// table when accepted (the policy when the table is full).
+    fn decide(
+        &self,
+        burst: &mut HookBurst<'_, '_>,
+        table: Option<&mut ConnTable>,
+        now: u64,
+        j: &mut Judged,
+        k: usize,
+    ) {
+        let i = usize::from(j.idx[k]);
+        if j.looked[k].0 == CtState::Invalid {
+            // A blind RST: dropped whatever the rules say (counted under
+            // ct_invalid_dropped by its lookup).
+            burst.set_verdict(i, Verdict::Drop(DropReason::CtInvalid));
+            return;
+        }
+        let hit = j.results[k].checked_sub(1).map(|r| r as usize);
+        j.tally[COUNTED] += self.counted(j, k, hit);
+        let (mut action, mut by_rule) = match hit.and_then(|r| self.rules.actions.get(r)) {
+            Some(a) => (*a, true),
+            None => (self.policy, false),
+        };
+        if action == Action::Accept && j.looked[k].0 == CtState::New {
+            if let Some(t) = table {
+                let l3 = burst.packet(i).map_or(&[][..], |p| p.l3());
+                if t.commit_hinted(&j.sums[k], l3, now, j.looked[k].1) == CtCommit::Full {
+                    // Table full: a new flow gets the default policy.
+                    j.tally[CT_FULL_POLICY] += 1;
+                    action = self.policy;
+                    by_rule &= action == Action::Accept;
+                }
+            }
+        }
+        j.tally[apply(burst, i, action, by_rule)] += 1;
+    }
+
+    /// Stateless: decide every accepted packet that carries an answer
+    /// from ingress in lookahead slot `slot` by the table made for it
+    /// ([`carried_table`]), counting per burst. Returns the packets that
+    /// carry none, for the rules.
+    #[inline(always)]
+    fn decide_carried(
+        &self,
+        burst: &mut HookBurst<'_, '_>,
+        slot: usize,
+        tally: &mut [u64; COUNTERS],
+    ) -> u64 {
+        // Never empty: `carried_table` makes the "none carried" entry
+        // first and the policy's for answers past the rules last.
+        let table = &self.carried[..];
+        let last = table.len().saturating_sub(1);
+        let slot = slot % LOOKAHEAD_SLOTS;
+        // Bit i of `by_counter[c]`: packet i counts under counter c.
+        let mut by_counter = [0u64; CARRIED_COUNTERS];
+        let mut mask = burst.accepted_mask();
+        let packets = burst.packets();
+        while mask != 0 {
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            let Some(p) = packets.get(i) else { break };
+            let a = (p.meta().lookahead[slot] as usize).min(last);
+            let c = table.get(a).copied().unwrap_or(NOT_CARRIED);
+            by_counter[usize::from(c) % CARRIED_COUNTERS] |= 1 << i;
+        }
+        for c in [RULE_ACCEPT, RULE_DROP, POLICY_ACCEPT, POLICY_DROP] {
+            tally[c] += u64::from(by_counter[c].count_ones());
+        }
+        let rest = by_counter[usize::from(NOT_CARRIED)];
+        tally[ANSWERED_AHEAD] += u64::from((burst.accepted_mask() & !rest).count_ones());
+        let (rule_drops, policy_drops) = (by_counter[RULE_DROP], by_counter[POLICY_DROP]);
+        drop_all(burst, rule_drops, Verdict::Drop(DropReason::FilterRule));
+        drop_all(burst, policy_drops, Verdict::Drop(DropReason::FilterPolicy));
+        rest
+    }
+}
+
+/// What a carried answer leads to, by the answer (`PacketMeta::lookahead`:
+/// 0 none, else 1 + the result of the rules offered ahead): the counter it
+/// counts under (`RULE_ACCEPT`, `RULE_DROP`, `POLICY_ACCEPT`,
+/// `POLICY_DROP`), [`NOT_CARRIED`] for 0. The verdict follows from the
+/// counter. The last entry, the policy's, stands for every answer past the
+/// rules.
+pub(super) fn carried_table(rules: &Rules, policy: Action) -> Vec<u8> {
+    let of = |result: u32| {
+        let rule = result
+            .checked_sub(1)
+            .and_then(|r| rules.actions.get(r as usize));
+        let (action, by_rule) = rule.map_or((policy, false), |a| (*a, true));
+        counter_of(action, by_rule) as u8
+    };
+    let mut table = vec![NOT_CARRIED];
+    table.extend((0..=rules.ahead.len() as u32).map(|a| of(rules.of_ahead(a))));
+    // Answers past the rules (none is made): the policy.
+    table.push(of(0));
+    table
+}
+
+/// A carried table's entry for "no answer carried".
+pub(super) const NOT_CARRIED: u8 = 4;
+const CARRIED_COUNTERS: usize = 8;
+
+/// Drop every packet of `mask` with verdict `v`.
+#[inline(always)]
+fn drop_all(burst: &mut HookBurst<'_, '_>, mut mask: u64, v: Verdict) {
+    while mask != 0 {
+        let i = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        burst.set_verdict(i, v);
+    }
+}
+
+/// The counter a verdict for `action`, by a rule or the policy, counts
+/// under.
+#[inline(always)]
+fn counter_of(action: Action, by_rule: bool) -> usize {
+    match (action, by_rule) {
+        (Action::Accept, true) => RULE_ACCEPT,
+        (Action::Accept, false) => POLICY_ACCEPT,
+        (Action::Drop, true) => RULE_DROP,
+        (Action::Drop, false) => POLICY_DROP,
+    }
+}
+
+/// Give packet `i` its verdict for `action`, by a rule or the policy;
+/// returns the counter it counts under.
+#[inline(always)]
+fn apply(burst: &mut HookBurst<'_, '_>, i: usize, action: Action, by_rule: bool) -> usize {
+    match (action, by_rule) {
+        (Action::Accept, true) => RULE_ACCEPT,
+        (Action::Accept, false) => POLICY_ACCEPT,
+        (Action::Drop, true) => {
+            burst.set_verdict(i, Verdict::Drop(DropReason::FilterRule));
+            RULE_DROP
+        }
+        (Action::Drop, false) => {
+            burst.set_verdict(i, Verdict::Drop(DropReason::FilterPolicy));
+            POLICY_DROP
+        }
+    }
+}
+
+/// A packet's connection state as key bits, and the counter it counts under.
+fn ct_key(state: CtState) -> (u8, usize) {
+    match state {
+        CtState::New => (KEY_CT_NEW, CT_NEW),
+        CtState::Established => (CT_ESTABLISHED, CT_EST),
+        CtState::Related => (CT_RELATED, CT_REL),
+        CtState::Untracked => (0, CT_UNTRACKED),
+        // Dropped before the rules (see `Filter::decide`).
+        CtState::Invalid => (0, CT_INVALID),
+    }
+}
+
+impl HookWorker for FilterWorker {
+    fn process(
+        &mut self,
+        cx: &HookContext,
+        store: &mut WorkerStore,
+        burst: &mut HookBurst<'_, '_>,
+    ) {
+        let f = &*self.shared;
+        // The worker's own arrays, reused burst after burst: every element a
+        // burst reads, it wrote first (`looked` is written by the lookup, or
+        // reset below when there is none).
+        let j = &mut *self.judged;
+        j.n = 0;
+        j.tally = [0; COUNTERS];
+        f.gather(burst, j);
+        let n = j.n;
+        // Stateful: the worker's table (made by `Hook::worker`).
+        let mut table = match (&f.conntrack, n) {
+            (Some(ct), 1..) => store.get_mut::<ConnTable>(ct.key),
+            _ => None,
+        };
+        if let Some(t) = table.as_deref_mut() {
+            f.look_up(burst, t, cx.now_ns, j);
+            f.classify_tracked(&mut self.cache, j);
+        } else {
+            if f.conntrack.is_some() {
+                // No table on this worker (none of the pipeline's): untracked.
+                j.looked[..n].fill((CtState::Untracked, CtHint::NONE));
+                for k in 0..n {
+                    if let Some(p) = burst.packet(usize::from(j.idx[k])) {
+                        j.keys[k] = Key::new(&j.sums[k], p.meta(), 0);
+                    }
+                }
+            }
+            if n > 0 {
+                f.classifier
+                    .classify(&mut self.cache, &j.keys[..n], &mut j.results[..n]);
+            }
+        }
+        for k in 0..n {
+            f.decide(burst, table.as_deref_mut(), cx.now_ns, j, k);
+        }
+        f.counts.add_all(self.worker, &j.tally);
+        if let (Some(ct), Some(t)) = (&f.conntrack, table) {
+            for (c, v) in table_values(t).into_iter().enumerate() {
+                ct.published.set(self.worker, c, v);
+            }
+        }
+    }
+}

@@ -5,7 +5,7 @@
 //! hooks configured the pipeline pays one branch per burst per point
 //! (`HookSet::any_ingress` / `any_egress`), never this code.
 
-use super::contract::{each, Cx, Mask};
+use super::contract::{all, each, Cx, Mask};
 use super::ip_input::header::{ipv4_input, CsumFlag};
 use crate::capture::DropSite;
 use crate::dpdk::{tsc, Mbuf, BURST_SIZE};
@@ -47,22 +47,30 @@ pub fn run_chain(cx: &mut Cx<'_>, chain: &Chain, hcx: HookContext, mask: Mask) {
         let s = &mut *cx.s;
         let mut pkts = ArrayVec::<HookPacket<'_>, BURST_SIZE>::new();
         let mbufs = cx.burst.as_mut_slice();
-        for (i, (m, meta)) in mbufs.iter_mut().zip(s.metas.iter_mut()).enumerate() {
-            if mask & (1 << i) != 0 {
-                at[pkts.len() % BURST_SIZE] = i as u8;
+        if mask == all(mbufs.len()) {
+            // The whole burst (the common case): no mask test, no index.
+            for (i, (m, meta)) in mbufs.iter_mut().zip(s.metas.iter_mut()).enumerate() {
+                at[i % BURST_SIZE] = i as u8;
                 pkts.push(HookPacket::new(m.data_mut(), meta));
+            }
+        } else {
+            for (i, (m, meta)) in mbufs.iter_mut().zip(s.metas.iter_mut()).enumerate() {
+                if mask & (1 << i) != 0 {
+                    at[pkts.len() % BURST_SIZE] = i as u8;
+                    pkts.push(HookPacket::new(m.data_mut(), meta));
+                }
             }
         }
         let n = pkts.len();
         let mut burst = HookBurst::new(&mut pkts, &mut verdicts);
-        // The worker's own part of each hook runs, as `&mut`.
+        // The worker's own state of each hook (its `HookWorker`) runs, as `&mut`.
         let log = chain.run(&hcx, &mut s.hooks, &mut burst);
         let judged = super::contract::all(n) & !burst.accepted_mask();
         let written = pkts.iter().any(|p| p.written());
         (n, judged, log.owner, written)
     };
     for k in each(judged) {
-        let i = usize::from(at[k]);
+        let i = usize::from(at[k]) % BURST_SIZE;
         let bit = 1 << i;
         let steps = &mut cx.s.steps;
         steps.ip_input &= !bit;
@@ -133,13 +141,13 @@ fn check_written(cx: &mut Cx<'_>, seen: &[u8]) {
     }
 }
 
-/// Hand a stolen packet to the hook that stole it (this worker's part of
+/// Hand a stolen packet to the hook that stole it (this worker's `HookWorker` of
 /// entry `entry` of the chain at `point` of `port`). Stealing is a slow
 /// path: one allocation and one dynamic call per packet.
 #[cold]
 pub fn hand_over(
     hooks: &HookSet,
-    parts: &mut WorkerHooks,
+    worker_hooks: &mut WorkerHooks,
     cx: HookContext,
     entry: u8,
     mut m: Mbuf,
@@ -147,7 +155,7 @@ pub fn hand_over(
 ) {
     *m.meta_mut() = meta;
     if let Some(chain) = hooks.chain(cx.point, cx.port) {
-        chain.hand_over(&cx, parts, entry, Box::new(m));
+        chain.hand_over(&cx, worker_hooks, entry, Box::new(m));
     }
 }
 

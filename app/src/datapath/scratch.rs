@@ -39,7 +39,7 @@ pub struct Scratch {
     pub stolen_by: [(HookPoint, u8); BURST_SIZE],
     /// How many more packets of each kind this worker may punt.
     pub budgets: PuntBudgets,
-    /// The worker's part of each hook of its hook set (refreshed at its
+    /// The worker's state of each hook of its hook set (refreshed at its
     /// quiescent point), run as `&mut`.
     pub hooks: WorkerHooks,
 }

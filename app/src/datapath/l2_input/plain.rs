@@ -44,7 +44,8 @@ pub fn plain_l2(frame: &[u8], port_mac: u64) -> bool {
     // The source MAC (bytes 6..12: the first word's top 16 bits and the
     // next 4 bytes) is not zero.
     let source = (eth >> 48) as u32 | u32::from_le_bytes(*source_tail);
-    eth & DST_AND_SOURCE_GROUP == port_mac && ty == Some(ethertype::IPV4) && source != 0
+    // `&`, not `&&`: one branch, not three.
+    (eth & DST_AND_SOURCE_GROUP == port_mac) & (ty == Some(ethertype::IPV4)) & (source != 0)
 }
 
 /// The metadata `eth_type_trans` gives a frame [`plain_l2`] accepted on

@@ -309,6 +309,12 @@ fn router_telemetry_and_metrics_equal_the_final_statistics() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let out = fastpath()
+        .args(["ctl", "--file-prefix", &prefix, "--json", "show", "stats"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let shown: Value = serde_json::from_slice(&out.stdout).expect("JSON answer");
     let mut after = telemetry(&prefix, &["/fastpath/routes", "/fastpath/neighbours"]);
     let (after, neigh_after) = (after.remove(0), after.remove(0));
     let (status, scrape) = http_get(&addr, "/metrics");
@@ -450,6 +456,10 @@ fn router_telemetry_and_metrics_equal_the_final_statistics() {
     );
 
     check_stage_drops(&answers[8], &report, &scrape);
+    assert_eq!(
+        shown["data"]["stage_drops"], report["stage_drops"],
+        "ctl show stats: {shown}"
+    );
 }
 
 /// Drops by stage: the runt at l2_input, the discard-port flow at the

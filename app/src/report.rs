@@ -2,7 +2,7 @@
 //! balance, and whether every mbuf came back. Printed as a table and, on
 //! request, written as JSON.
 
-use crate::counters::PortCount;
+use crate::counters::{LcoreCounters, PortCount};
 use crate::dpdk::PortStats;
 use hooks::{DropCounters, DropReason};
 use serde::Serialize;
@@ -83,6 +83,12 @@ pub struct Report {
     /// with `--stage-cycles`), summed over the worker lcores.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub stage_cycles_per_packet: BTreeMap<&'static str, f64>,
+    /// Packets each pipeline stage dropped, by reason, summed over the
+    /// worker lcores (router mode): every stage, with the reasons that
+    /// counted something. Drops outside the stages (control plane, a full
+    /// TX queue, shutdown) are only in the per-reason `drops`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub stage_drops: StageDrops,
     /// The neighbour table at exit (router mode): address, MAC, state.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub neighbours: Vec<String>,
@@ -148,6 +154,27 @@ impl HookReport {
         }
         line
     }
+}
+
+/// Packets dropped by stage name, then by reason name.
+pub type StageDrops = BTreeMap<&'static str, BTreeMap<&'static str, u64>>;
+
+/// What the stages dropped, summed over `lcores`: every stage, with the
+/// reasons that counted something.
+pub fn stage_drops<'a>(lcores: impl IntoIterator<Item = &'a LcoreCounters>) -> StageDrops {
+    let mut out: StageDrops = crate::counters::STAGES
+        .iter()
+        .map(|st| (*st, BTreeMap::new()))
+        .collect();
+    for c in lcores {
+        for (stage, reason, n) in c.stage_drops_snapshot() {
+            *out.entry(stage)
+                .or_default()
+                .entry(reason.name())
+                .or_default() += n;
+        }
+    }
+    out
 }
 
 fn by_reason(d: &DropCounters) -> BTreeMap<&'static str, u64> {
@@ -231,6 +258,7 @@ impl Report {
             },
             mbufs,
             stage_cycles_per_packet: BTreeMap::new(),
+            stage_drops: BTreeMap::new(),
             neighbours: Vec::new(),
             control: BTreeMap::new(),
             hooks: Vec::new(),
@@ -392,7 +420,8 @@ impl Report {
         }
     }
 
-    /// Stage cycles, control plane events, hooks and neighbours, where any.
+    /// Stage cycles, drops by stage, control plane events, hooks and
+    /// neighbours, where any.
     fn write_details(&self, s: &mut String) {
         if !self.stage_cycles_per_packet.is_empty() {
             let stages: Vec<String> = crate::counters::STAGES
@@ -404,6 +433,18 @@ impl Report {
                 })
                 .collect();
             let _ = writeln!(s, "cycles per packet: {}", stages.join(", "));
+        }
+        let by_stage: Vec<String> = crate::counters::STAGES
+            .iter()
+            .filter_map(|st| self.stage_drops.get(st).map(|d| (st, d)))
+            .flat_map(|(st, d)| {
+                d.iter()
+                    .filter(|(_, n)| **n != 0)
+                    .map(move |(r, n)| format!("{st} {r} {n}"))
+            })
+            .collect();
+        if !by_stage.is_empty() {
+            let _ = writeln!(s, "drops by stage: {}", by_stage.join(", "));
         }
         if !self.control.is_empty() {
             let parts: Vec<String> = self
@@ -491,6 +532,29 @@ mod tests {
         let text = r.to_text();
         assert!(
             text.contains("[balanced]") && text.contains("[no leak]"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn stage_drops_are_summed_over_lcores_by_stage_and_reason() {
+        let a = LcoreCounters::new(1, 1);
+        let b = LcoreCounters::new(2, 1);
+        a.stage_dropped(0, DropReason::Runt, 2);
+        b.stage_dropped(0, DropReason::Runt, 3);
+        b.stage_dropped(2, DropReason::Ipv4BadChecksum, 1);
+        let d = stage_drops([&a, &b]);
+        assert_eq!(d.len(), crate::counters::STAGES.len(), "{d:?}");
+        assert_eq!(d["l2_input"], BTreeMap::from([("runt", 5)]));
+        assert_eq!(d["ip_input"], BTreeMap::from([("ipv4_bad_checksum", 1)]));
+        assert!(d["tx"].is_empty(), "{d:?}");
+        let lcores = vec![(1, vec![count(1, 1, 0)])];
+        let ports = vec![(0, "a".to_string(), PortStats::default())];
+        let mut r = Report::build("v".into(), 1.0, &lcores, &ports, mbufs(0));
+        r.stage_drops = d;
+        let text = r.to_text();
+        assert!(
+            text.contains("drops by stage: l2_input runt 5, ip_input ipv4_bad_checksum 1"),
             "{text}"
         );
     }

@@ -5,7 +5,9 @@
 //! (`use crate::{other, ..}`), or reaches it through `super::`. No DPDK needed.
 //!
 //! Also the control plane's layout (router/control/): one concept a file,
-//! each file and function within a line budget.
+//! each file and function within a line budget; and the datapath's
+//! (datapath/): one stage a file keeping the stage contract, no function
+//! over its budget, no `stage/` folder, no re-export of it by the router.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -460,4 +462,148 @@ fn the_reader_resolves_super() {
     );
     // More `super`s than the file is deep: not a module of ours.
     assert_eq!(used("use super::super::cli;", &["ops"], &known), names(&[]));
+}
+
+/// The stage files of the datapath (under `src/datapath/`), one a stage.
+const STAGE_FILES: [&str; 7] = [
+    "l2_input/mod.rs",
+    "ingress_hook.rs",
+    "ip_input/mod.rs",
+    "egress_hook.rs",
+    "neigh_output.rs",
+    "local.rs",
+    "tx.rs",
+];
+
+/// Lines of any one datapath function, at most (unit tests aside).
+const DATAPATH_FN_LINES: usize = 60;
+
+/// Datapath files the function budget leaves out: test support only.
+const DATAPATH_BUDGET_EXEMPT: [&str; 2] = ["testing.rs", "fast_checks.rs"];
+
+/// What breaks the datapath's layout (docs/datapath.md) in the source tree
+/// `src`: a `stage/` folder beside `datapath/`; a stage file without the
+/// contract's `SPEC` and `run`; a function over the budget; the router
+/// re-exporting the datapath.
+fn datapath_layout_breaks(src: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    if src.join("stage").exists() {
+        out.push("src/stage/ exists: stages live in src/datapath/".to_string());
+    }
+    let dir = src.join("datapath");
+    for f in STAGE_FILES {
+        let path = dir.join(f);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            out.push(format!("{}: missing stage file", path.display()));
+            continue;
+        };
+        let code = code_only(before_tests(&text));
+        let has_line = |want: &str| code.lines().any(|l| l.trim_start().starts_with(want));
+        if !has_line("pub const SPEC: StageSpec") {
+            out.push(format!(
+                "{}: no `pub const SPEC: StageSpec`",
+                path.display()
+            ));
+        }
+        if !has_line("pub fn run(cx: &mut Cx<'_>)") {
+            out.push(format!(
+                "{}: no `pub fn run(cx: &mut Cx<'_>)`",
+                path.display()
+            ));
+        }
+    }
+    let mut files = Vec::new();
+    if dir.is_dir() {
+        rust_files(&dir, &mut files);
+    }
+    files.sort();
+    for f in &files {
+        let name = f.file_name().unwrap().to_string_lossy();
+        if DATAPATH_BUDGET_EXEMPT.contains(&name.as_ref()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(f).expect("read source");
+        for long in long_functions(before_tests(&text), DATAPATH_FN_LINES) {
+            out.push(format!("{}: fn {long}", f.display()));
+        }
+    }
+    let router = src.join("router/mod.rs");
+    let text = std::fs::read_to_string(&router).expect("read router/mod.rs");
+    let code = code_only(&text);
+    for line in code.lines() {
+        let t: String = line.split_whitespace().collect::<Vec<_>>().join(" ");
+        if t.contains("pub use crate::datapath") || t.contains("pub use crate::{datapath") {
+            out.push(format!(
+                "{}: re-exports the datapath: {}",
+                router.display(),
+                t
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_datapath_keeps_the_stage_contract() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let breaks = datapath_layout_breaks(&src);
+    assert!(
+        breaks.is_empty(),
+        "the datapath's layout is broken (docs/datapath.md: one stage a file, \
+         each with its SPEC and run, functions within {DATAPATH_FN_LINES} lines):\n{}",
+        breaks.join("\n")
+    );
+}
+
+/// The check above finds each kind of break, in a copy of the files it
+/// reads with one break of each kind made.
+#[test]
+fn the_datapath_check_finds_breaks() {
+    let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let src = tmp.path();
+    for f in STAGE_FILES {
+        let to = src.join("datapath").join(f);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(real.join("datapath").join(f), &to).unwrap();
+    }
+    std::fs::create_dir_all(src.join("router")).unwrap();
+    std::fs::copy(real.join("router/mod.rs"), src.join("router/mod.rs")).unwrap();
+    assert_eq!(datapath_layout_breaks(src), Vec::<String>::new());
+
+    let edit = |rel: &str, from: &str, to: &str| {
+        let p = src.join(rel);
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(text.contains(from), "{rel} has no {from:?}");
+        std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
+    };
+    std::fs::create_dir_all(src.join("stage")).unwrap();
+    edit(
+        "datapath/tx.rs",
+        "pub const SPEC: StageSpec",
+        "pub const SPEC2: StageSpec",
+    );
+    edit(
+        "datapath/local.rs",
+        "pub fn run(cx: &mut Cx<'_>)",
+        "pub fn run(cx: &mut Cx)",
+    );
+    let long = format!("\npub fn long() {{\n{}}}\n", "    let _ = 1;\n".repeat(60));
+    let p = src.join("datapath/egress_hook.rs");
+    let text = std::fs::read_to_string(&p).unwrap();
+    std::fs::write(&p, format!("{long}{text}")).unwrap();
+    let p = src.join("router/mod.rs");
+    let text = std::fs::read_to_string(&p).unwrap();
+    std::fs::write(&p, format!("{text}\npub use crate::datapath::Pipeline;\n")).unwrap();
+
+    let breaks = datapath_layout_breaks(src).join("\n");
+    for want in [
+        "src/stage/ exists",
+        "tx.rs: no `pub const SPEC: StageSpec`",
+        "local.rs: no `pub fn run(cx: &mut Cx<'_>)`",
+        "egress_hook.rs: fn long: 62 lines",
+        "re-exports the datapath: pub use crate::datapath::Pipeline;",
+    ] {
+        assert!(breaks.contains(want), "{want:?} not found in:\n{breaks}");
+    }
 }

@@ -264,7 +264,7 @@ fn check_counters(answers: &[Value], report: &Value, scrape: &str, mode: &str) {
     }
 }
 
-const ALL: [&str; 8] = [
+const ALL: [&str; 9] = [
     "/fastpath/stats",
     "/fastpath/ports",
     "/fastpath/lcores",
@@ -273,6 +273,7 @@ const ALL: [&str; 8] = [
     "/fastpath/neighbours",
     "/fastpath/hooks",
     "/fastpath/conntrack",
+    "/fastpath/stage_drops",
 ];
 
 #[test]
@@ -308,6 +309,12 @@ fn router_telemetry_and_metrics_equal_the_final_statistics() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let out = fastpath()
+        .args(["ctl", "--file-prefix", &prefix, "--json", "show", "stats"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let shown: Value = serde_json::from_slice(&out.stdout).expect("JSON answer");
     let mut after = telemetry(&prefix, &["/fastpath/routes", "/fastpath/neighbours"]);
     let (after, neigh_after) = (after.remove(0), after.remove(0));
     let (status, scrape) = http_get(&addr, "/metrics");
@@ -447,6 +454,70 @@ fn router_telemetry_and_metrics_equal_the_final_statistics() {
         metric(&scrape, "fastpath_conntrack_early_drop_total"),
         st["ct_early_drop"].as_u64().unwrap()
     );
+
+    check_stage_drops(&answers[8], &report, &scrape);
+    assert_eq!(
+        shown["data"]["stage_drops"], report["stage_drops"],
+        "ctl show stats: {shown}"
+    );
+}
+
+/// Drops by stage: the runt at l2_input, the discard-port flow at the
+/// egress hook; the TTL 1 and unrouted packets are the control plane's
+/// (ICMP errors) and in the totals only. Telemetry, the final statistics
+/// and the scrape agree.
+fn check_stage_drops(answer: &Value, report: &Value, scrape: &str) {
+    let stages = &report["stage_drops"];
+    assert_eq!(answer, stages, "/fastpath/stage_drops");
+    let names: Vec<&str> = stages
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "egress_hook",
+            "ingress_hook",
+            "ip_input",
+            "l2_input",
+            "local",
+            "neigh_output",
+            "tx"
+        ],
+        "every stage: {stages}"
+    );
+    assert_eq!(
+        stages["l2_input"],
+        serde_json::json!({"runt": 1}),
+        "{stages}"
+    );
+    assert_eq!(
+        stages["egress_hook"],
+        serde_json::json!({"filter_rule": 5}),
+        "{stages}"
+    );
+    let mut sum = 0;
+    for (stage, reasons) in stages.as_object().unwrap() {
+        for (reason, n) in reasons.as_object().unwrap() {
+            let series = format!(
+                "fastpath_stage_dropped_packets_total{{stage=\"{stage}\",reason=\"{reason}\"}}"
+            );
+            assert_eq!(metric(scrape, &series), n.as_u64().unwrap(), "{series}");
+            sum += n.as_u64().unwrap();
+        }
+    }
+    let drops = &report["totals"]["drops"];
+    assert_eq!(
+        (drops["ttl_exceeded"].as_u64(), drops["no_route"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(
+        report["totals"]["dropped"].as_u64().unwrap(),
+        sum + 2,
+        "the stages' drops and the control plane's two: {report}"
+    );
 }
 
 #[test]
@@ -471,4 +542,7 @@ fn forward_mode_answers_counters_and_says_it_does_not_route() {
         assert_eq!(a["routing"], "no", "{a}");
     }
     assert!(!scrape.contains("fastpath_hook_"), "{scrape}");
+    // No stages in plain forwarding.
+    assert!(!scrape.contains("fastpath_stage_dropped"), "{scrape}");
+    assert!(report.get("stage_drops").is_none(), "{report}");
 }

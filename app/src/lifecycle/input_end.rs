@@ -496,6 +496,7 @@ mod tests {
                 .collect(),
             workers: Vec::new(),
             total,
+            stage_drops: Default::default(),
         }
     }
 

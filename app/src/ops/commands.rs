@@ -17,7 +17,7 @@ use hooks::DropReason;
 pub const PAGE: usize = 100;
 
 /// Every command, its help line and its handler.
-pub const COMMANDS: [(&str, &str, Handler); 8] = [
+pub const COMMANDS: [(&str, &str, Handler); 9] = [
     (
         "/fastpath/stats",
         "Totals and the balance rx + originated = tx + dropped + consumed + stolen + in_flight",
@@ -34,6 +34,11 @@ pub const COMMANDS: [(&str, &str, Handler); 8] = [
         lcores,
     ),
     ("/fastpath/drops", "Packets dropped, by reason", drops),
+    (
+        "/fastpath/stage_drops",
+        "Packets each pipeline stage dropped, by stage and reason",
+        stage_drops,
+    ),
     (
         "/fastpath/routes",
         "The forwarding table. Parameters: first entry shown (100 per call)",
@@ -174,6 +179,23 @@ fn drops(_: &str) -> Tel {
             d.put_u64(r.name(), s.total.drops.get(r));
         }
         d
+    })
+}
+
+/// `{stage: {reason: packets}}`: every stage, with the reasons that counted
+/// something.
+fn stage_drops(_: &str) -> Tel {
+    routed(|ops, _| {
+        let s = Sample::take(ops);
+        let mut top = Tel::dict();
+        for (stage, by_reason) in &s.stage_drops {
+            let mut d = Tel::dict();
+            for (reason, n) in by_reason {
+                d.put_u64(*reason, *n);
+            }
+            top.put(stage.to_string(), d);
+        }
+        top
     })
 }
 

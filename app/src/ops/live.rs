@@ -237,6 +237,7 @@ mod tests {
                 idle_cycles: idle,
             }],
             total: PortCount::default(),
+            stage_drops: Default::default(),
         }
     }
 

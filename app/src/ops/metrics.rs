@@ -142,6 +142,7 @@ pub fn render(ops: &Ops, http: &HttpStats) -> String {
     t.sample(&[], s.in_flight());
     ports(&mut t, &s);
     drops(&mut t, &s);
+    stage_drops(&mut t, &s);
     lcores(&mut t, ops, &s);
     if ops.mode == Mode::Router {
         control(&mut t, &ops.view());
@@ -247,6 +248,21 @@ fn drops(t: &mut Text, s: &Sample) {
             )
         },
     );
+}
+
+/// What each stage dropped, by reason (router mode): a series for each
+/// stage and reason that counted something.
+fn stage_drops(t: &mut Text, s: &Sample) {
+    t.family(
+        "fastpath_stage_dropped_packets_total",
+        MetricType::COUNTER,
+        "Packets a pipeline stage dropped, by stage and reason (see docs/datapath.md)",
+    );
+    for (stage, by_reason) in &s.stage_drops {
+        for (reason, n) in by_reason {
+            t.sample(&[("stage", stage), ("reason", reason)], *n);
+        }
+    }
 }
 
 fn lcores(t: &mut Text, ops: &Ops, s: &Sample) {

@@ -3,9 +3,10 @@
 //! idle poll cycles), and the totals. Each counter is read once, relaxed:
 //! the sums are exact for a stopped stream and a moment's view otherwise.
 
-use super::state::Ops;
+use super::state::{Mode, Ops};
 use crate::counters::PortCount;
 use crate::dpdk::PortStats;
+use crate::report::StageDrops;
 use std::time::Instant;
 
 /// One port's counters.
@@ -52,6 +53,9 @@ pub struct Sample {
     pub workers: Vec<LcoreSample>,
     /// Over every port and lcore.
     pub total: PortCount,
+    /// What each pipeline stage dropped, by reason, over the workers
+    /// (router mode; empty in plain forwarding, which has no stages).
+    pub stage_drops: StageDrops,
 }
 
 impl Sample {
@@ -115,11 +119,16 @@ impl Sample {
                 }
             })
             .collect();
+        let stage_drops = match ops.mode {
+            Mode::Router => crate::report::stage_drops(ops.workers.iter().map(|c| &**c)),
+            Mode::Forward => StageDrops::new(),
+        };
         Sample {
             at: Instant::now(),
             ports,
             workers,
             total,
+            stage_drops,
         }
     }
 

@@ -200,7 +200,8 @@ impl CtlRequests<'_> {
         Reply::done(text, data)
     }
 
-    /// `show stats`: per port received, sent and dropped (by reason) so far.
+    /// `show stats`: per port received, sent and dropped (by reason) so far,
+    /// and the drops of each pipeline stage by reason.
     fn show_stats(&self) -> Reply {
         let mut ports: Vec<PortCount> = Vec::new();
         for c in &self.counters {
@@ -237,7 +238,15 @@ impl CtlRequests<'_> {
                 "dropped": p.drops.total(), "drops": drops,
             }));
         }
-        Reply::done(text, json!({ "ports": data }))
+        let by_stage = crate::report::stage_drops(self.counters.iter().map(|c| &**c));
+        let staged: Vec<String> = by_stage
+            .iter()
+            .flat_map(|(st, d)| d.iter().map(move |(r, n)| format!("{st} {r} {n}")))
+            .collect();
+        if !staged.is_empty() {
+            text.push_str(&format!("drops by stage: {}\n", staged.join(", ")));
+        }
+        Reply::done(text, json!({ "ports": data, "stage_drops": by_stage }))
     }
 }
 

@@ -10,7 +10,7 @@ use crate::capture::{DropSite, Stage, Summary};
 use crate::counters::{LcoreCounters, STAGES};
 use crate::dpdk::{MbufBurst, RingConsumer};
 use crate::lifecycle::{drain_rx, join_workers, snapshot, worker_failure, LcoreCounts, RunError};
-use crate::report::{HookReport, Report};
+use crate::report::{HookReport, Report, StageDrops};
 use hooks::DropReason;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,6 +25,7 @@ pub(super) struct Outcome {
     /// (`--until-input-done`).
     pub unfinished: Option<String>,
     stages: BTreeMap<&'static str, f64>,
+    stage_drops: StageDrops,
     neighbours: Vec<String>,
     events: BTreeMap<&'static str, u64>,
     hooks: Vec<HookReport>,
@@ -34,6 +35,7 @@ pub(super) struct Outcome {
 impl Outcome {
     pub fn add_to(&self, r: &mut Report) {
         r.stage_cycles_per_packet = self.stages.clone();
+        r.stage_drops = self.stage_drops.clone();
         r.neighbours = self.neighbours.clone();
         r.control = self.events.clone();
         r.hooks = self.hooks.clone();
@@ -95,6 +97,7 @@ pub(super) fn drain(
         counts: snapshot(&counters),
         unfinished: None,
         stages: stage_cycles(&counters),
+        stage_drops: crate::report::stage_drops(counters.iter().map(|c| &**c)),
         neighbours,
         events,
         hooks: hook_reports,

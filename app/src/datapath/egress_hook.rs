@@ -61,18 +61,10 @@ mod tests {
     use super::*;
     use crate::datapath::contract::Steps;
     use crate::datapath::l2_input::plain::plain_meta;
-    use crate::datapath::testing::{Bench, DROP_BYTE, PEER_MAC, PORT_MACS, STEAL_BYTE};
-    use hooks::testkit;
+    use crate::datapath::testing::{frame_ending as frame, Bench, DROP_BYTE, STEAL_BYTE};
 
     #[test]
     fn each_output_port_s_chain_sees_its_routed_packets() {
-        let frame = |last: u8| {
-            testkit::udp([10, 0, 1, 7], [198, 51, 100, 9], 1, 2)
-                .macs(PORT_MACS[0], PEER_MAC)
-                .pad(false)
-                .payload(&[1, 2, last])
-                .build()
-        };
         let mut b = Bench::new();
         b.frames(&[
             frame(DROP_BYTE),

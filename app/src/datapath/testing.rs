@@ -231,6 +231,16 @@ pub struct LastByteHook {
 }
 
 pub const DROP_BYTE: u8 = 0xd0;
+
+/// A UDP frame to 198.51.100.9 received on port 0 whose last byte is
+/// `last` (for [`LastByteHook`]).
+pub fn frame_ending(last: u8) -> Vec<u8> {
+    hooks::testkit::udp([10, 0, 1, 7], [198, 51, 100, 9], 1, 2)
+        .macs(PORT_MACS[0], PEER_MAC)
+        .pad(false)
+        .payload(&[1, 2, last])
+        .build()
+}
 pub const STEAL_BYTE: u8 = 0x57;
 
 struct LastBytePart(Arc<std::sync::atomic::AtomicUsize>);

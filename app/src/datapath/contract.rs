@@ -197,18 +197,33 @@ impl Cx<'_> {
     #[cold]
     #[inline(never)]
     pub fn drop_at(&mut self, i: usize, at: DropSite<'_>) {
+        self.drop_counted(i, at, self.port);
+    }
+
+    /// [`Cx::drop_at`], counted under port `port` (the output port of a
+    /// packet that cannot leave by it). The packet leaves whatever step it
+    /// was in for `steps.drop`.
+    #[cold]
+    #[inline(never)]
+    pub fn drop_counted(&mut self, i: usize, at: DropSite<'_>, port: u16) {
         debug_assert!(
             self.stage.drops.contains(&at.reason),
             "{:?} drops for {:?}, which its SPEC does not declare",
             self.stage.stage,
             at.reason
         );
-        self.counters.dropped(self.port, at.reason, 1);
+        self.counters.dropped(port, at.reason, 1);
         self.counters
             .stage_dropped(self.stage.stage as usize, at.reason, 1);
         if let Some(m) = self.burst.as_slice().get(i) {
             self.pipeline.capture.capture(m.data(), at);
         }
-        self.s.steps.drop |= 1 << i;
+        let steps = &mut self.s.steps;
+        let bit: Mask = 1 << i;
+        steps.ip_input &= !bit;
+        steps.neigh_output &= !bit;
+        steps.local &= !bit;
+        steps.tx &= !bit;
+        steps.drop |= bit;
     }
 }

@@ -30,11 +30,14 @@ pub fn run(cx: &mut Cx<'_>) {
 fn run_ports(cx: &mut Cx<'_>) {
     let hooks = cx.hooks;
     let routed = cx.s.steps.neigh_output;
+    if routed == 0 {
+        return;
+    }
     if cx.s.out_port != u16::MAX {
         // ip_input saw every routed packet leave by this one port.
         let port = cx.s.out_port;
         if let Some(chain) = hooks.chain(HookPoint::Egress, port) {
-            let hcx = context(cx, HookPoint::Egress, port);
+            let hcx = context(cx.pipeline, HookPoint::Egress, port);
             run_chain(cx, chain, hcx, routed);
         }
         return;
@@ -50,7 +53,7 @@ fn run_ports(cx: &mut Cx<'_>) {
         }
         left &= !at_port;
         if let Some(chain) = hooks.chain(HookPoint::Egress, port) {
-            let hcx = context(cx, HookPoint::Egress, port);
+            let hcx = context(cx.pipeline, HookPoint::Egress, port);
             run_chain(cx, chain, hcx, at_port & cx.s.steps.neigh_output);
         }
     }

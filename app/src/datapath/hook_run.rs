@@ -7,6 +7,7 @@
 
 use super::contract::{all, each, Cx, Mask};
 use super::ip_input::header::{ipv4_input, CsumFlag};
+use super::Pipeline;
 use crate::capture::DropSite;
 use crate::dpdk::{tsc, Mbuf, BURST_SIZE};
 use arrayvec::ArrayVec;
@@ -26,12 +27,12 @@ pub fn now_ns(ns_per_tick: u64) -> u64 {
 
 /// The context of the chain at `point` of `port` on this worker.
 #[inline(always)]
-pub fn context(cx: &Cx<'_>, point: HookPoint, port: u16) -> HookContext {
+pub fn context(p: &Pipeline, point: HookPoint, port: u16) -> HookContext {
     HookContext {
-        worker: cx.pipeline.worker,
+        worker: p.worker,
         point,
         port,
-        now_ns: now_ns(cx.pipeline.ns_per_tick),
+        now_ns: now_ns(p.ns_per_tick),
     }
 }
 
@@ -41,6 +42,9 @@ pub fn context(cx: &Cx<'_>, point: HookPoint, port: u16) -> HookContext {
 /// checked again (`check_written`); `routable` is the mask whose packets
 /// ip_input or neigh_output will still read as IPv4.
 pub fn run_chain(cx: &mut Cx<'_>, chain: &Chain, hcx: HookContext, mask: Mask) {
+    if mask == 0 {
+        return;
+    }
     let mut at = [0u8; BURST_SIZE];
     let mut verdicts = [Verdict::Accept; BURST_SIZE];
     let (n, judged, owner, written) = {
@@ -65,23 +69,24 @@ pub fn run_chain(cx: &mut Cx<'_>, chain: &Chain, hcx: HookContext, mask: Mask) {
         let mut burst = HookBurst::new(&mut pkts, &mut verdicts);
         // The worker's own state of each hook (its `HookWorker`) runs, as `&mut`.
         let log = chain.run(&hcx, &mut s.hooks, &mut burst);
-        let judged = super::contract::all(n) & !burst.accepted_mask();
+        let judged = all(n) & !burst.accepted_mask();
         let written = pkts.iter().any(|p| p.written());
         (n, judged, log.owner, written)
     };
     for k in each(judged) {
         let i = usize::from(at[k]) % BURST_SIZE;
         let bit = 1 << i;
-        let steps = &mut cx.s.steps;
-        steps.ip_input &= !bit;
-        steps.local &= !bit;
-        steps.neigh_output &= !bit;
         match verdicts[k] {
-            Verdict::Accept => {}
+            // (`judged` holds no accepted packet: they stay where they were.)
+            Verdict::Accept => debug_assert!(false, "an accepted packet among the judged"),
             Verdict::Drop(r) => hook_drop(cx, chain, &hcx, owner[k], i, r),
             Verdict::Stolen => {
+                let steps = &mut cx.s.steps;
+                steps.ip_input &= !bit;
+                steps.local &= !bit;
+                steps.neigh_output &= !bit;
                 cx.s.stolen_by[i] = (hcx.point, owner[k]);
-                cx.s.steps.stolen |= bit;
+                steps.stolen |= bit;
             }
         }
     }
@@ -134,8 +139,6 @@ fn check_written(cx: &mut Cx<'_>, seen: &[u8]) {
             continue;
         };
         if let Err(r) = ipv4_input(m.data(), &cx.s.metas[i], CsumFlag::Unknown) {
-            cx.s.steps.ip_input &= !(1 << i);
-            cx.s.steps.neigh_output &= !(1 << i);
             cx.drop(i, r);
         }
     }

@@ -33,7 +33,7 @@ fn run_port(cx: &mut Cx<'_>) {
     // Until ip_input, `local` holds ARP only.
     let mask = cx.s.steps.ip_input | cx.s.steps.local;
     if mask != 0 {
-        let hcx = context(cx, HookPoint::Ingress, cx.port);
+        let hcx = context(cx.pipeline, HookPoint::Ingress, cx.port);
         run_chain(cx, chain, hcx, mask);
     }
 }

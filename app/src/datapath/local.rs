@@ -54,7 +54,6 @@ fn budget_punts(cx: &mut Cx<'_>) {
                 Punt::Resolve | Punt::FragNeeded => at.to_port(meta.out_port),
                 _ => at,
             };
-            cx.s.steps.local &= !(1 << i);
             cx.drop_at(i, at);
         }
     }

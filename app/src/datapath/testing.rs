@@ -174,8 +174,17 @@ impl Bench {
             stage: spec,
         };
         let before = cx.s.steps;
+        let n = cx.burst.len();
         stage(&mut cx);
         let steps = cx.s.steps;
+        // A stage that is given every packet in exactly one step leaves it so.
+        if before.is_partition(n) {
+            assert!(
+                steps.is_partition(n) || spec.stage == super::Stage::Tx,
+                "{:?} lost or doubled a packet: {steps:?}",
+                spec.stage
+            );
+        }
         // Packets only join the steps the stage declares it sets.
         for step in Steps::ALL {
             let joined = steps.of(step) & !before.of(step);

@@ -9,7 +9,7 @@ use super::hook_run::hand_over;
 use super::punt::Punt;
 use crate::capture::DropSite;
 use crate::dpdk::{Mbuf, MbufBurst};
-use hooks::{DropReason, HookContext, HookPoint, PacketMeta};
+use hooks::{DropReason, HookPoint, PacketMeta};
 
 pub const SPEC: StageSpec = StageSpec {
     stage: Stage::Tx,
@@ -63,12 +63,7 @@ fn scatter(cx: &mut Cx<'_>) {
                 HookPoint::Ingress => port,
                 HookPoint::Egress => meta.out_port,
             };
-            let hcx = HookContext {
-                worker: cx.pipeline.worker,
-                point,
-                port: chain_port,
-                now_ns: super::hook_run::now_ns(cx.pipeline.ns_per_tick),
-            };
+            let hcx = super::hook_run::context(cx.pipeline, point, chain_port);
             hand_over(cx.hooks, &mut cx.s.hooks, hcx, entry, m, *meta);
         } else if let Err(m) = freed.push(m) {
             drop(m);

@@ -11,8 +11,10 @@ pub mod route;
 use super::contract::{all, each, Cx, Mask, Stage, StageSpec, Step};
 use crate::dpdk::{Mbuf, BURST_SIZE};
 use header::{ipv4_input_into, is_martian_first_octet, is_martian_source, plain_ipv4, CsumFlag};
+use hooks::wire::ethernet::HEADER_LEN;
 use hooks::wire::ipv4::field;
 use hooks::DropReason;
+use hooks::PacketMeta;
 
 pub const SPEC: StageSpec = StageSpec {
     stage: Stage::IpInput,
@@ -69,14 +71,14 @@ fn check(cx: &mut Cx<'_>, mask: Mask) -> (usize, Mask) {
     let mut k = 0;
     let mut refused: Mask = 0;
     if mask == all(mbufs.len()) {
-        for (i, m) in mbufs.iter().enumerate() {
-            let dst = check_one(m);
+        for (i, (m, meta)) in mbufs.iter().zip(s.metas.iter()).enumerate() {
+            let dst = check_one(m, meta);
             gather(&mut s.lpm_at, &mut s.lpm_dst, &mut k, &mut refused, i, dst);
         }
     } else {
         for i in each(mask) {
-            if let Some(m) = mbufs.get(i) {
-                let dst = check_one(m);
+            if let (Some(m), Some(meta)) = (mbufs.get(i), s.metas.get(i)) {
+                let dst = check_one(m, meta);
                 gather(&mut s.lpm_at, &mut s.lpm_dst, &mut k, &mut refused, i, dst);
             }
         }
@@ -84,14 +86,13 @@ fn check(cx: &mut Cx<'_>, mask: Mask) -> (usize, Mask) {
     (k, refused)
 }
 
-/// The fast checks of one packet: its destination if it passes. A frame
-/// l2_input passed with a VLAN tag (a priority tag) never has a plain
-/// header at byte 14: the tag's VLAN id would be 0x5xx, which l2_input
-/// drops; so the L3 offset is not asked.
+/// The fast checks of one packet: its destination if it passes. The L3
+/// offset is asked too: l2_input never passes a tagged frame that looks
+/// plain at byte 14, but an ingress hook may rewrite its bytes.
 #[inline(always)]
-fn check_one(m: &Mbuf) -> Option<u32> {
+fn check_one(m: &Mbuf, meta: &PacketMeta) -> Option<u32> {
     let ip = plain_ipv4(m.data(), csum_flag(m))?;
-    if is_martian_first_octet(ip[field::SRC]) {
+    if is_martian_first_octet(ip[field::SRC]) | (meta.l3_offset != HEADER_LEN as u16) {
         return None;
     }
     let d = field::DST;

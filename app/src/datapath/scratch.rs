@@ -14,6 +14,9 @@ use hooks::{HookPoint, PacketMeta, WorkerHooks};
 pub struct Scratch {
     /// The packets by next step.
     pub steps: Steps,
+    /// Set by l2_input: the IPv4 packets whose L3 header is not at byte 14
+    /// (a priority-tagged frame).
+    pub tagged: u64,
     /// Set by l2_input (and by ip_input, the hooks).
     pub metas: [PacketMeta; BURST_SIZE],
     /// For a packet in `steps.local`: why it goes to the control plane.
@@ -58,6 +61,7 @@ impl Default for Scratch {
     fn default() -> Self {
         Scratch {
             steps: Steps::default(),
+            tagged: 0,
             metas: [PacketMeta::default(); BURST_SIZE],
             punt: [Punt::Arp; BURST_SIZE],
             neigh: [0; BURST_SIZE],

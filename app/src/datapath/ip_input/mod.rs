@@ -11,10 +11,8 @@ pub mod route;
 use super::contract::{all, each, Cx, Mask, Stage, StageSpec, Step};
 use crate::dpdk::{Mbuf, BURST_SIZE};
 use header::{ipv4_input_into, is_martian_first_octet, is_martian_source, plain_ipv4, CsumFlag};
-use hooks::wire::ethernet::HEADER_LEN;
 use hooks::wire::ipv4::field;
 use hooks::DropReason;
-use hooks::PacketMeta;
 
 pub const SPEC: StageSpec = StageSpec {
     stage: Stage::IpInput,
@@ -42,7 +40,12 @@ pub fn run(cx: &mut Cx<'_>) {
         return;
     }
     cx.s.full = 0;
-    let (k, refused) = check(cx, mask);
+    // Tagged frames (l2_input says which: their L3 offset is not 14) go
+    // the full way. l2_input never passes one that looks plain at byte 14,
+    // but an ingress hook may rewrite its bytes.
+    let tagged = mask & cx.s.tagged;
+    let (k, refused) = check(cx, mask & !tagged);
+    let refused = refused | tagged;
     // Every packet of the burst plain, in order: the LPM keys' places are
     // the burst's.
     let identity = refused == 0 && mask == all(cx.burst.len());
@@ -71,14 +74,14 @@ fn check(cx: &mut Cx<'_>, mask: Mask) -> (usize, Mask) {
     let mut k = 0;
     let mut refused: Mask = 0;
     if mask == all(mbufs.len()) {
-        for (i, (m, meta)) in mbufs.iter().zip(s.metas.iter()).enumerate() {
-            let dst = check_one(m, meta);
+        for (i, m) in mbufs.iter().enumerate() {
+            let dst = check_one(m);
             gather(&mut s.lpm_at, &mut s.lpm_dst, &mut k, &mut refused, i, dst);
         }
     } else {
         for i in each(mask) {
-            if let (Some(m), Some(meta)) = (mbufs.get(i), s.metas.get(i)) {
-                let dst = check_one(m, meta);
+            if let Some(m) = mbufs.get(i) {
+                let dst = check_one(m);
                 gather(&mut s.lpm_at, &mut s.lpm_dst, &mut k, &mut refused, i, dst);
             }
         }
@@ -86,13 +89,12 @@ fn check(cx: &mut Cx<'_>, mask: Mask) -> (usize, Mask) {
     (k, refused)
 }
 
-/// The fast checks of one packet: its destination if it passes. The L3
-/// offset is asked too: l2_input never passes a tagged frame that looks
-/// plain at byte 14, but an ingress hook may rewrite its bytes.
+/// The fast checks of one packet (its header at byte 14: `run` leaves the
+/// tagged frames to the full checks): its destination if it passes.
 #[inline(always)]
-fn check_one(m: &Mbuf, meta: &PacketMeta) -> Option<u32> {
+fn check_one(m: &Mbuf) -> Option<u32> {
     let ip = plain_ipv4(m.data(), csum_flag(m))?;
-    if is_martian_first_octet(ip[field::SRC]) | (meta.l3_offset != HEADER_LEN as u16) {
+    if is_martian_first_octet(ip[field::SRC]) {
         return None;
     }
     let d = field::DST;
@@ -292,6 +294,7 @@ mod tests {
             },
             &[tagged_meta, plain_meta(0)],
         );
+        b.scratch.tagged = 0b01;
         let steps = b.run(&SPEC, run);
         assert_eq!(
             steps,

@@ -10,7 +10,7 @@ use super::contract::{each, Cx, Mask, Stage, StageSpec, Step};
 use super::punt::Punt;
 use crate::dpdk::{Mbuf, MbufBurst, BURST_SIZE};
 use eth_type_trans::eth_type_trans;
-use hooks::wire::ethernet::{ethertype, MIN_FRAME_LEN};
+use hooks::wire::ethernet::{ethertype, HEADER_LEN, MIN_FRAME_LEN};
 use hooks::{DropReason, PacketMeta, PacketType};
 use plain::{mac_word, plain_l2, plain_meta};
 
@@ -70,6 +70,7 @@ pub fn run(cx: &mut Cx<'_>) {
         i += 1;
     }
     cx.s.steps.ip_input = ipv4;
+    cx.s.tagged = 0;
     let others = super::contract::all(mbufs.len()) & !ipv4;
     if others != 0 {
         translate_all(cx, others);
@@ -87,7 +88,12 @@ fn translate_all(cx: &mut Cx<'_>, others: Mask) {
         let meta = &mut cx.s.metas[i];
         *meta = PacketMeta::received_on(cx.port);
         match translate(m, &port_mac, meta) {
-            Ok(Step::IpInput) => cx.s.steps.ip_input |= 1 << i,
+            Ok(Step::IpInput) => {
+                cx.s.steps.ip_input |= 1 << i;
+                if meta.l3_offset != HEADER_LEN as u16 {
+                    cx.s.tagged |= 1 << i;
+                }
+            }
             Ok(_) => {
                 cx.s.punt[i] = Punt::Arp;
                 cx.s.steps.local |= 1 << i;
@@ -191,6 +197,7 @@ mod tests {
         assert_eq!(b.scratch.punt[4], Punt::Arp);
         assert_eq!(b.scratch.metas[0], plain_meta(0));
         assert_eq!(b.scratch.metas[2].l3_offset, 18, "the priority tag's IPv4");
+        assert_eq!(b.scratch.tagged, 0b100, "ip_input is told it is not at 14");
         for (reason, n) in [
             (DropReason::VlanNotConfigured, 1),
             (DropReason::OtherHost, 1),

@@ -12,8 +12,8 @@ use fastpath::router::control::frames::{
     arp_reply_in_place, echo_reply_in_place, icmp_error, may_send_icmp_error, set_next_hop_mtu,
     ARP_FRAME_LEN, ICMP_ERROR_MAX, OWN_TTL,
 };
-use fastpath::stage::ip::{ipv4_input, CsumFlag};
-use fastpath::stage::l2::eth_type_trans;
+use fastpath::datapath::ip_input::header::{ipv4_input, CsumFlag};
+use fastpath::datapath::l2_input::eth_type_trans::eth_type_trans;
 use hooks::testkit;
 use hooks::wire::arp::{self, ArpPacket, ArpRepr};
 use hooks::wire::ethernet::{ethertype, EthernetFrame, HEADER_LEN};

@@ -2,17 +2,19 @@
 //! the datapath's fast checks against them: `eth_type_trans` sets only
 //! what it owns and an L3 offset inside the frame; `ipv4_input` (at any L3
 //! offset) accepts only a header it can vouch for, with lengths inside the
-//! frame; `ipv4_forward_ttl` and its fixed-size twin agree and keep the
-//! checksum right; `plain_l2` and `plain_header` take exactly the frames
-//! `eth_type_trans` and `ipv4_input` accept untagged without options (the
-//! property test of `stage::plain`, on the fuzzer's inputs).
+//! frame; the one TTL decrement (`hooks::wire::ipv4::decrement_ttl`) agrees
+//! with `Ipv4Packet::decrement_ttl` and keeps the checksum right;
+//! `plain_l2` and `plain_header` take exactly the frames `eth_type_trans`
+//! and `ipv4_input` accept untagged without options (the property test of
+//! `datapath/fast_checks.rs`, on the fuzzer's inputs).
 
 #![no_main]
 
 use arbitrary::Arbitrary;
-use fastpath::stage::ip::{ipv4_forward_ttl, ipv4_forward_ttl_fixed, ipv4_input, CsumFlag, Ipv4Ok};
-use fastpath::stage::l2::{eth_type_trans, packet_type};
-use fastpath::stage::plain::{mac_word, plain_header, plain_l2, plain_meta};
+use fastpath::datapath::ip_input::header::{ipv4_input, plain_header, CsumFlag, Ipv4Fields};
+use fastpath::datapath::l2_input::eth_type_trans::{eth_type_trans, packet_type};
+use fastpath::datapath::l2_input::plain::{mac_word, plain_l2, plain_meta};
+use hooks::wire::ipv4::decrement_ttl;
 use hooks::testkit;
 use hooks::wire::checksum;
 use hooks::wire::ethernet::{ethertype, HEADER_LEN, MIN_FRAME_LEN};
@@ -183,7 +185,7 @@ fn check_ipv4_input(frame: &[u8], meta: &PacketMeta, csum: CsumFlag) {
     if csum == CsumFlag::Unknown {
         assert!(ip.verify_checksum());
     }
-    let Ipv4Ok {
+    let Ipv4Fields {
         trimmed_len,
         l4_offset,
         dst,
@@ -200,28 +202,24 @@ fn check_ipv4_input(frame: &[u8], meta: &PacketMeta, csum: CsumFlag) {
     );
 }
 
-/// `ipv4_forward_ttl` at `l3` and `ipv4_forward_ttl_fixed` on the same 20
-/// bytes agree; a decrement changes the TTL and the checksum only, and a
-/// checksum right before is right after.
+/// The TTL decrement the stages use, at `l3`, on a header with TTL above 1:
+/// the same bytes as `Ipv4Packet::decrement_ttl`; it changes the TTL and the
+/// checksum only, and a checksum right before is right after.
 fn check_forward_ttl(frame: &[u8], l3: usize) {
-    let mut a = frame.to_vec();
-    let slow = ipv4_forward_ttl(&mut a, l3);
     let Ok(ip) = Ipv4Packet::new_checked(frame.get(l3..).unwrap_or(&[])) else {
-        assert!(slow.is_err());
-        assert_eq!(a, frame);
         return;
     };
-    let mut b = frame.to_vec();
-    let h: &mut [u8; 20] = (&mut b[l3..l3 + 20]).try_into().unwrap();
-    let fast = ipv4_forward_ttl_fixed(h);
-    assert_eq!(slow, fast);
-    assert_eq!(a, b);
-    let Ok(ttl) = slow else {
-        assert!(ip.ttl() <= 1);
-        assert_eq!(a, frame);
+    if ip.ttl() <= 1 {
         return;
-    };
+    }
+    let mut a = frame.to_vec();
+    let h: &mut [u8; 20] = (&mut a[l3..l3 + 20]).try_into().unwrap();
+    let ttl = decrement_ttl(h, ip.ttl());
     assert_eq!(ttl, ip.ttl() - 1);
+    let mut b = frame.to_vec();
+    let mut p = Ipv4Packet::new_checked(&mut b[l3..]).expect("checked above");
+    assert_eq!(p.decrement_ttl(), Some(ttl));
+    assert_eq!(a, b);
     for (i, (x, y)) in a.iter().zip(frame).enumerate() {
         if ![l3 + 8, l3 + 10, l3 + 11].contains(&i) {
             assert_eq!(x, y, "byte {i} changed");
@@ -249,7 +247,7 @@ fn check_lane(frame: &[u8], port_mac: &[u8; 6], port: u16, csum: CsumFlag, words
     }
     assert_eq!(meta, plain_meta(port));
     let full = ipv4_input(frame, &meta, csum).ok().filter(|ok| ok.l4_offset == 34);
-    let mut ok = Ipv4Ok::EMPTY;
+    let mut ok = Ipv4Fields::EMPTY;
     let fast = plain_header(frame, csum, &mut ok).then_some(ok);
     assert_eq!(fast, full, "ip_input's fast check disagrees");
 }

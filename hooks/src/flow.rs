@@ -10,6 +10,7 @@ pub mod proto {
     pub const ICMP: u8 = 1;
     pub const TCP: u8 = 6;
     pub const UDP: u8 = 17;
+    pub const SCTP: u8 = 132;
 }
 
 /// TCP flag bits (byte 13 of the TCP header).

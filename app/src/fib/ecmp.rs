@@ -25,8 +25,7 @@ pub fn tuple_hash(src: u32, dst: u32, protocol: u8, ports: u32) -> u32 {
 mod tests {
     use super::*;
 
-    const TCP: u8 = 6;
-    const UDP: u8 = 17;
+    use hooks::flow::proto::{TCP, UDP};
 
     /// Over 4 members, by the writer's multiply-shift: 1,000 flows that
     /// differ in their source port land within 10 % of even.

@@ -8,9 +8,7 @@ use crate::dpdk::Mbuf;
 use crate::fib::tuple_hash;
 use hooks::wire::ipv4::field;
 
-const TCP: u8 = 6;
-const UDP: u8 = 17;
-const SCTP: u8 = 132;
+use hooks::flow::proto::{SCTP, TCP, UDP};
 
 /// The flow hash of a checked IPv4 packet (`ok` from the ip stage's checks,
 /// `l3` its header's offset).

@@ -154,10 +154,7 @@ static MARTIAN_FIRST_OCTET: [bool; 256] = {
 /// length from 20 to the frame's end, a right checksum.
 #[inline(always)]
 pub fn plain_ipv4(frame: &[u8], csum: CsumFlag) -> Option<&[u8; MIN_HEADER_LEN]> {
-    // One range, one length compare.
-    let ip = frame
-        .get(HEADER_LEN..HEADER_LEN + MIN_HEADER_LEN)?
-        .first_chunk::<MIN_HEADER_LEN>()?;
+    let ip = header_at_14(frame)?;
     let total_len = total_len(ip);
     let fits = (usize::from(total_len) >= MIN_HEADER_LEN)
         & (HEADER_LEN + usize::from(total_len) <= frame.len());
@@ -195,6 +192,23 @@ pub fn plain_header(frame: &[u8], csum: CsumFlag, out: &mut Ipv4Fields) -> bool 
         }
         None => false,
     }
+}
+
+/// The 20 bytes of an IPv4 header at byte 14 (one range, one length
+/// compare).
+#[inline(always)]
+pub fn header_at_14(frame: &[u8]) -> Option<&[u8; MIN_HEADER_LEN]> {
+    frame
+        .get(HEADER_LEN..HEADER_LEN + MIN_HEADER_LEN)?
+        .first_chunk()
+}
+
+/// [`header_at_14`], to write.
+#[inline(always)]
+pub fn header_at_14_mut(frame: &mut [u8]) -> Option<&mut [u8; MIN_HEADER_LEN]> {
+    frame
+        .get_mut(HEADER_LEN..HEADER_LEN + MIN_HEADER_LEN)?
+        .first_chunk_mut()
 }
 
 /// The total length of a header.

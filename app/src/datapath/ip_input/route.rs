@@ -4,18 +4,16 @@
 //! on it: TTL, MTU, TTL - 1, padding.
 
 use super::flow_hash::flow_hash;
-use super::header::{plain_fields, total_len, Ipv4Fields};
+use super::header::{header_at_14, header_at_14_mut, plain_fields, total_len, Ipv4Fields};
 use crate::datapath::contract::{Cx, Mask};
 use crate::datapath::punt::Punt;
 use crate::dpdk::{Mbuf, BURST_SIZE};
 use crate::fib::{HopKind, NextHop};
+use hooks::flow::proto;
 use hooks::wire::ethernet::HEADER_LEN;
 use hooks::wire::ipv4::{self, field, DONT_FRAGMENT, MIN_HEADER_LEN};
 use hooks::{DropReason, PacketMeta};
 use std::ops::Range;
-
-/// IP protocol number of ICMP.
-const IPPROTO_ICMP: u8 = 1;
 
 /// Where one packet goes from ip_input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,21 +137,6 @@ fn forward_plain(m: &mut Mbuf, meta: &mut PacketMeta, hop: NextHop, neigh: &mut 
     true
 }
 
-/// The 20 bytes of an IPv4 header at byte 14 (one length compare).
-#[inline(always)]
-fn header_at_14(frame: &[u8]) -> Option<&[u8; MIN_HEADER_LEN]> {
-    frame
-        .get(HEADER_LEN..HEADER_LEN + MIN_HEADER_LEN)?
-        .first_chunk()
-}
-
-#[inline(always)]
-fn header_at_14_mut(frame: &mut [u8]) -> Option<&mut [u8; MIN_HEADER_LEN]> {
-    frame
-        .get_mut(HEADER_LEN..HEADER_LEN + MIN_HEADER_LEN)?
-        .first_chunk_mut()
-}
-
 /// The packets of a forward run that could not simply be forwarded: TTL
 /// exceeded, too big, a header the full checks took, or a frame that
 /// cannot be trimmed.
@@ -262,7 +245,7 @@ fn route(
         HopKind::Forward => {}
         HopKind::Group => return Routed::Punt(Punt::NoRoute),
         HopKind::Martian => return Routed::Drop(DropReason::Martian),
-        HopKind::Local if f.protocol == IPPROTO_ICMP => return Routed::Punt(Punt::LocalIcmp),
+        HopKind::Local if f.protocol == proto::ICMP => return Routed::Punt(Punt::LocalIcmp),
         HopKind::Local => return Routed::Drop(DropReason::LocalUnsupported),
         HopKind::NotUnicast => return Routed::Drop(DropReason::NotUnicast),
     }

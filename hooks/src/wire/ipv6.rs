@@ -685,9 +685,9 @@ pub fn walk_extension_headers(first: u8, payload: &[u8]) -> Result<UpperLayer, E
                 ident,
                 at,
             };
-            // A second Fragment header keeps the first's meaning: the outer
-            // one says where this data sits.
-            fragment.get_or_insert(f);
+            // A second Fragment header (RFC 8200 allows one) is read as
+            // Linux's ipv6_skip_exthdr reads it: the last one counts.
+            fragment = Some(f);
             if f.offset != 0 {
                 return Ok(UpperLayer {
                     protocol: nh,
@@ -1069,6 +1069,13 @@ mod tests {
         assert!(u.is_non_first_fragment());
         assert_eq!(u.fragment.unwrap().offset, 1232);
         assert!(u.fragment.unwrap().more);
+        // Two Fragment headers: the last one says where the data sits.
+        let mut p = frag(FRAGMENT, 0, true, 7);
+        p.extend(frag(UDP, 8, false, 7));
+        p.extend([0u8; 8]);
+        let u = walk_extension_headers(FRAGMENT, &p).unwrap();
+        assert!(u.is_non_first_fragment());
+        assert_eq!((u.offset, u.fragment.unwrap().at), (16, 8));
     }
 
     /// RFC 7112: the first fragment must hold the whole chain and the

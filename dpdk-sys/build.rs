@@ -44,6 +44,7 @@ const FUNCTIONS: &[&str] = &[
     "rte_vdev_.*",
     "rte_ring_.*",
     "rte_lpm_.*",
+    "rte_lpm6_.*",
     "rte_rcu_qsbr_.*",
     "rte_acl_.*",
     "rte_seqlock_.*",

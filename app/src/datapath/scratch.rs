@@ -29,11 +29,11 @@ pub struct Scratch {
     /// its header's fields. A plain header's are read from byte 14.
     pub ipv4: [Ipv4Fields; BURST_SIZE],
     pub full: u64,
-    /// ip_input's LPM keys in burst order: the packets' places, their
-    /// destinations, and the lookup's results.
+    /// ip_input's LPM entries (`FibLookup::entry`): at the packets' places
+    /// when the whole burst passed the fast checks, else gathered in
+    /// burst order with the packets' places in `lpm_at`.
     pub lpm_at: [u8; BURST_SIZE],
-    pub lpm_dst: [u32; BURST_SIZE],
-    pub lpm_result: [u32; BURST_SIZE],
+    pub lpm_entry: [u32; BURST_SIZE],
     /// Set by ip_input: the one output port of every packet it routed
     /// (`u16::MAX` when they leave by several, or none).
     pub out_port: u16,
@@ -68,8 +68,7 @@ impl Default for Scratch {
             ipv4: [Ipv4Fields::EMPTY; BURST_SIZE],
             full: 0,
             lpm_at: [0; BURST_SIZE],
-            lpm_dst: [0; BURST_SIZE],
-            lpm_result: [0; BURST_SIZE],
+            lpm_entry: [0; BURST_SIZE],
             out_port: u16::MAX,
             stolen_by: [(HookPoint::Ingress, 0); BURST_SIZE],
             budgets: PuntBudgets::default(),

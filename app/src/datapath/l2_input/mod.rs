@@ -51,27 +51,16 @@ pub fn run(cx: &mut Cx<'_>) {
         m.prefetch_data();
     }
     let mut ipv4: Mask = 0;
-    let mut state = mbufs.iter().zip(cx.s.metas.iter_mut());
-    // Each packet with the one PREFETCH_AHEAD places on (`ahead` first: it
-    // ends first, and then takes no packet from `state`), then the last few.
-    let ahead = mbufs.get(PREFETCH_AHEAD..).unwrap_or_default();
-    let mut i = 0;
-    for (ahead, (m, meta)) in ahead.iter().zip(state.by_ref()) {
-        ahead.prefetch_data();
-        let is_plain = plain_l2(m.data(), word);
+    for (i, (m, meta)) in mbufs.iter().zip(cx.s.metas.iter_mut()).enumerate() {
+        if let Some(ahead) = mbufs.get(i + PREFETCH_AHEAD) {
+            ahead.prefetch_data();
+        }
         *meta = plain;
-        ipv4 |= Mask::from(is_plain) << i;
-        i += 1;
+        ipv4 |= Mask::from(plain_l2(m.data(), word)) << i;
     }
-    for (m, meta) in state {
-        let is_plain = plain_l2(m.data(), word);
-        *meta = plain;
-        ipv4 |= Mask::from(is_plain) << i;
-        i += 1;
-    }
+    let others = super::contract::all(mbufs.len()) & !ipv4;
     cx.s.steps.ip_input = ipv4;
     cx.s.tagged = 0;
-    let others = super::contract::all(mbufs.len()) & !ipv4;
     if others != 0 {
         translate_all(cx, others);
     }

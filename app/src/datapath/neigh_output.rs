@@ -32,6 +32,8 @@ pub fn run(cx: &mut Cx<'_>) {
     s.steps.tx |= sent;
     let waiting = mask & !sent;
     if waiting != 0 {
+        // To the control plane, with their metadata.
+        s.fill_metas(waiting, cx.port, true);
         for i in each(waiting) {
             s.punt[i] = Punt::Resolve;
         }
@@ -210,6 +212,10 @@ mod tests {
             &metas,
         );
         b.scratch.neigh[..3].copy_from_slice(&[gateway, NEIGH_BY_DST, NEIGH_BY_DST]);
+        // Packet 2's metadata left unset by l2_input (a burst without
+        // hooks) but its route: written as it waits, the route kept.
+        b.scratch.unset = 0b100;
+        b.scratch.metas[2].in_port = 9;
         let steps = b.run(&SPEC, run);
         assert_eq!(
             steps,
@@ -220,6 +226,11 @@ mod tests {
             }
         );
         assert_eq!(b.scratch.punt[2], Punt::Resolve);
+        let mut waiting = plain_meta(0);
+        waiting.out_port = 1;
+        waiting.next_hop = metas[2].next_hop;
+        assert_eq!(b.scratch.metas[2], waiting);
+        assert_eq!(b.scratch.unset, 0);
         for i in 0..2 {
             assert_eq!(&b.data(i)[..6], &GATEWAY_MAC);
             assert_eq!(&b.data(i)[6..12], &PORT_MACS[1]);

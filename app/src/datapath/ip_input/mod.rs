@@ -53,6 +53,8 @@ pub fn run(cx: &mut Cx<'_>) {
     let k = if identity {
         n
     } else {
+        // Not every packet forwarded in place: each is read in full.
+        cx.s.fill_metas(mask, cx.port, false);
         let k = gather(cx.s, mask & !refused);
         if refused != 0 {
             check_refused(cx, refused, k)

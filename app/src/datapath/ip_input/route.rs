@@ -84,26 +84,50 @@ fn forward_range(cx: &mut Cx<'_>, from: usize, k: usize, entry: u32, hop: &NextH
     let packets = mbufs.get_mut(from..k).unwrap_or_default();
     let metas = s.metas.get_mut(from..k).unwrap_or_default();
     let entries = s.lpm_entry.get(from..k).unwrap_or_default();
-    let mut other: Mask = 0;
-    let mut end = from;
-    for ((m, meta), &e) in packets.iter_mut().zip(metas).zip(entries) {
-        if e != entry {
-            break;
-        }
-        if !forward_plain(m, meta, hop) {
-            other |= 1 << end;
-        }
-        end += 1;
-    }
+    // A loop for each kind of next hop: no test of the gateway per packet.
+    let (end, other) = if hop.gateway == 0 {
+        forward_each::<true>(packets, metas, entries, entry, hop, from)
+    } else {
+        forward_each::<false>(packets, metas, entries, entry, hop, from)
+    };
     // The run's neighbour, in one fill (vector stores), not a store per packet.
     if let Some(neigh) = s.neigh.get_mut(from..end) {
         neigh.fill(hop.neigh);
     }
     s.steps.neigh_output |= (all(end) & !all(from)) & !other;
     if other != 0 {
+        cx.s.fill_metas(other, cx.port, false);
         forward_refused(cx, other, &hop);
     }
     end
+}
+
+/// [`forward_range`]'s loop, for a next hop on-link (`ON_LINK`: the
+/// destination is the neighbour) or by a gateway: forward each packet
+/// from the first while its LPM entry is `entry`. Returns where the run
+/// ends (the place of the first packet after `from`) and the packets it
+/// could not simply forward.
+#[inline(always)]
+fn forward_each<const ON_LINK: bool>(
+    packets: &mut [Mbuf],
+    metas: &mut [PacketMeta],
+    entries: &[u32],
+    entry: u32,
+    hop: NextHop,
+    from: usize,
+) -> (usize, Mask) {
+    let mut other: Mask = 0;
+    let mut end = from;
+    for ((m, meta), &e) in packets.iter_mut().zip(metas).zip(entries) {
+        if e != entry {
+            break;
+        }
+        if !forward_plain(m, meta, hop, ON_LINK) {
+            other |= 1 << end;
+        }
+        end += 1;
+    }
+    (end, other)
 }
 
 /// A run of packets (places in `s.lpm_at`) whose route is a forward by
@@ -120,7 +144,7 @@ fn forward_run(cx: &mut Cx<'_>, run: Range<usize>, hop: &NextHop) {
         let i = usize::from(i) % BURST_SIZE;
         let Some(m) = mbufs.get_mut(i) else { continue };
         let plain = s.full & (1 << i) == 0;
-        if plain && forward_plain(m, &mut s.metas[i], hop) {
+        if plain && forward_plain(m, &mut s.metas[i], hop, hop.gateway == 0) {
             s.neigh[i] = hop.neigh;
             neigh |= 1 << i;
         } else {
@@ -135,10 +159,10 @@ fn forward_run(cx: &mut Cx<'_>, run: Range<usize>, hop: &NextHop) {
 
 /// Forward a packet with a plain header (at byte 14, checked) by `hop`:
 /// TTL above 1 and within the MTU, padding trimmed, TTL - 1, the next hop
-/// in the metadata (the caller sets its neighbour index). False, with the
-/// packet as it was, for any other.
+/// in the metadata (the caller sets its neighbour index; `on_link`: the
+/// hop has no gateway). False, with the packet as it was, for any other.
 #[inline(always)]
-fn forward_plain(m: &mut Mbuf, meta: &mut PacketMeta, hop: NextHop) -> bool {
+fn forward_plain(m: &mut Mbuf, meta: &mut PacketMeta, hop: NextHop, on_link: bool) -> bool {
     let frame = m.data();
     let len = frame.len();
     let Some(h) = header_at_14(frame) else {
@@ -157,11 +181,11 @@ fn forward_plain(m: &mut Mbuf, meta: &mut PacketMeta, hop: NextHop) -> bool {
         return false;
     };
     ipv4::decrement_ttl(h, ttl);
-    meta.next_hop = if hop.gateway != 0 {
-        hop.gateway
-    } else {
+    meta.next_hop = if on_link {
         let d = field::DST;
         u32::from_be_bytes([h[d], h[d + 1], h[d + 2], h[d + 3]])
+    } else {
+        hop.gateway
     };
     meta.out_port = hop.port;
     true
@@ -214,6 +238,9 @@ fn route_run(
     identity: bool,
 ) -> Option<u16> {
     let mut out_port = None;
+    if identity {
+        cx.s.fill_metas(all(run.end) & !all(run.start), cx.port, false);
+    }
     for j in run {
         let at = if identity {
             j

@@ -14,6 +14,7 @@ pub use ecmp::{tuple_hash, MAX_PATHS};
 pub use writer::{FibWriter, Origin, Rule, HOP_CAPACITY};
 
 use crate::config::{NextHopSpec, RouterConfig};
+use crate::dpdk::lpm::entry_next_hop;
 use crate::dpdk::{DpdkError, Lpm, Qsbr, LPM_MISS};
 use hops::HopTable;
 use std::net::Ipv4Addr;
@@ -210,6 +211,33 @@ pub struct Fib {
     default: AtomicU32,
 }
 
+/// A burst's view of the FIB ([`Fib::lookups`]): the LPM looked up where
+/// the destination is read ([`FibLookup::entry`]), no second pass over the
+/// keys; the next-hop id decoded once per run of equal entries
+/// ([`FibLookup::id`]).
+pub struct FibLookup<'a> {
+    lpm: &'a Lpm,
+    default: u32,
+}
+
+impl FibLookup<'_> {
+    /// The LPM entry of `dst` (host order): equal entries, equal ids.
+    #[inline(always)]
+    pub fn entry(&self, dst: u32) -> u32 {
+        self.lpm.entry(dst)
+    }
+
+    /// The next-hop id of an entry from [`FibLookup::entry`], as
+    /// [`Fib::lookup_bulk`] gives it for the same destination.
+    #[inline(always)]
+    pub fn id(&self, entry: u32) -> u32 {
+        match entry_next_hop(entry) {
+            LPM_MISS => self.default,
+            id => id,
+        }
+    }
+}
+
 impl Fib {
     /// A table of `entries` that nothing changes later (later entries
     /// replace earlier identical prefixes; identical next hops share an id).
@@ -230,6 +258,16 @@ impl Fib {
                     *id = default;
                 }
             }
+        }
+    }
+
+    /// The table for one burst's lookups one at a time ([`FibLookup::id`]),
+    /// the default route's id read once.
+    #[inline(always)]
+    pub fn lookups(&self) -> FibLookup<'_> {
+        FibLookup {
+            lpm: &self.lpm,
+            default: self.default.load(Relaxed),
         }
     }
 

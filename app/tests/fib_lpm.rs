@@ -105,13 +105,20 @@ fn longest_prefix_wins() {
         [198, 51, 100, 8],
         [8, 8, 8, 8],
         [10, 0, 2, 1],
+        [192, 0, 2, 100],
+        [192, 0, 2, 200],
+        [10, 0, 1, 255],
+        [240, 0, 0, 1],
     ]
     .iter()
     .map(|a| gw(*a))
     .collect();
     let mut ids = vec![0u32; dsts.len()];
     fib.lookup_bulk(&dsts, &mut ids);
+    // And one at a time, as the stages look up (tbl8 for the /32 and /25).
+    let one = fib.lookups();
     for (d, id) in dsts.iter().zip(&ids) {
+        assert_eq!(one.id(one.entry(*d)), *id, "{}", Ipv4Addr::from(*d));
         assert_eq!(
             fib.hop(*id),
             fib.lookup(Ipv4Addr::from(*d)),
@@ -147,6 +154,11 @@ fn a_miss_is_no_route(eal: &Eal) {
         &mut ids,
     );
     assert_eq!(fib.hop(ids[0]), None);
+    let one = fib.lookups();
+    assert_eq!(
+        one.id(one.entry(u32::from(Ipv4Addr::new(203, 0, 113, 1)))),
+        ids[0]
+    );
     assert!(fib.hop(ids[1]).is_some());
     drop(fib);
 }

@@ -7,6 +7,7 @@
 use super::contract::{all, each, Cx, Mask, Stage, StageSpec, Step};
 use super::punt::Punt;
 use super::Pipeline;
+use crate::dpdk::{Mbuf, BURST_SIZE};
 use crate::fib::NEIGH_BY_DST;
 use crate::neigh::store_header;
 use std::net::Ipv4Addr;
@@ -22,51 +23,137 @@ pub const SPEC: StageSpec = StageSpec {
 #[inline(always)]
 pub fn run(cx: &mut Cx<'_>) {
     let mask = std::mem::take(&mut cx.s.steps.neigh_output);
-    let s = &mut *cx.s;
-    let mbufs = cx.burst.as_mut_slice();
-    let p = cx.pipeline;
-    // (neighbour index, its header words if usable); u32::MAX: none yet.
-    let mut cached: (u32, Option<[u64; 2]>) = (u32::MAX, None);
-    // (next hop, its neighbour index) of the last packet found by address.
-    let mut last_dst: (u32, u32) = (0, u32::MAX);
-    let mut sent: Mask = 0;
-    let mut one = |i: usize, m: &mut crate::dpdk::Mbuf, index: u32, next_hop: u32| {
-        let index = if index != NEIGH_BY_DST {
-            index
-        } else {
-            if next_hop != last_dst.0 {
-                last_dst = (next_hop, p.by_address(next_hop));
-            }
-            last_dst.1
-        };
-        if index != cached.0 {
-            cached = (index, p.header_of(index));
-        }
-        if let (Some(words), Some(slot)) = (cached.1, m.eth_header_mut()) {
-            store_header(slot, words);
-            sent |= 1 << i;
-        }
-    };
-    if mask == all(mbufs.len()) {
-        // The whole burst (the common case): no index.
-        let state = s.neigh.iter().zip(s.metas.iter());
-        for (i, (m, (&index, meta))) in mbufs.iter_mut().zip(state).enumerate() {
-            one(i, m, index, meta.next_hop);
-        }
+    let sent = if mask == all(cx.burst.len()) {
+        whole_burst(cx)
     } else {
-        for i in each(mask) {
-            if let Some(m) = mbufs.get_mut(i) {
-                one(i, m, s.neigh[i], s.metas[i].next_hop);
-            }
-        }
-    }
+        some(cx, mask)
+    };
+    let s = &mut *cx.s;
     s.steps.tx |= sent;
     let waiting = mask & !sent;
     if waiting != 0 {
+        // To the control plane, with their metadata.
+        s.fill_metas(waiting, cx.port, true);
         for i in each(waiting) {
             s.punt[i] = Punt::Resolve;
         }
         s.steps.local |= waiting;
+    }
+}
+
+/// Every packet of the burst (the common case), by runs of packets to one
+/// neighbour: the neighbour's header is read once per run, and each packet
+/// of the run costs its test and its two stores. Returns the packets sent.
+#[inline(always)]
+fn whole_burst(cx: &mut Cx<'_>) -> Mask {
+    let s = &mut *cx.s;
+    let mut found = Found::new(cx.pipeline);
+    let mbufs = cx.burst.as_mut_slice();
+    let n = mbufs.len().min(BURST_SIZE);
+    let mut sent: Mask = 0;
+    let mut i = 0;
+    while i < n {
+        let index = s.neigh[i];
+        let words = found.words(index, s.metas[i].next_hop);
+        let packets = mbufs.get_mut(i..n).unwrap_or_default();
+        let indexes = s.neigh.get(i..n).unwrap_or_default();
+        let (len, written) = match words {
+            // On-link (by the packet's own next hop): a run of one.
+            _ if index == NEIGH_BY_DST => {
+                let one = packets.get_mut(..1).unwrap_or_default();
+                (1, words.map_or(0, |w| write_run(one, indexes, index, w).1))
+            }
+            Some(w) => write_run(packets, indexes, index, w),
+            None => (run_len(indexes, index), 0),
+        };
+        sent |= written << i;
+        i += len.max(1);
+    }
+    sent
+}
+
+/// Write the header `words` into the packets from the first on whose
+/// neighbour index is `index`; returns how many and the mask (from bit 0)
+/// of those written.
+#[inline(always)]
+fn write_run(packets: &mut [Mbuf], indexes: &[u32], index: u32, words: [u64; 2]) -> (usize, Mask) {
+    let mut unsent: Mask = 0;
+    let mut j = 0;
+    for (m, &x) in packets.iter_mut().zip(indexes) {
+        if x != index {
+            break;
+        }
+        match m.eth_header_mut() {
+            Some(slot) => store_header(slot, words),
+            None => unsent |= 1 << j,
+        }
+        j += 1;
+    }
+    (j, all(j) & !unsent)
+}
+
+/// How many of `indexes`, from the first, are `index`.
+#[inline]
+fn run_len(indexes: &[u32], index: u32) -> usize {
+    indexes.iter().take_while(|&&x| x == index).count()
+}
+
+/// The packets of `mask`, a part of the burst, one at a time. Returns the
+/// packets sent.
+#[inline(never)]
+fn some(cx: &mut Cx<'_>, mask: Mask) -> Mask {
+    let s = &mut *cx.s;
+    let mut found = Found::new(cx.pipeline);
+    let mbufs = cx.burst.as_mut_slice();
+    let mut sent: Mask = 0;
+    for i in each(mask) {
+        let Some(m) = mbufs.get_mut(i) else { continue };
+        if let (Some(words), Some(slot)) = (
+            found.words(s.neigh[i], s.metas[i].next_hop),
+            m.eth_header_mut(),
+        ) {
+            store_header(slot, words);
+            sent |= 1 << i;
+        }
+    }
+    sent
+}
+
+/// The neighbours a burst's packets go to, each looked up once per run of
+/// packets to it.
+struct Found<'a> {
+    p: &'a Pipeline,
+    /// (neighbour index, its header words if usable); u32::MAX: none yet.
+    cached: (u32, Option<[u64; 2]>),
+    /// (next hop, its neighbour index) of the last packet found by address.
+    last_dst: (u32, u32),
+}
+
+impl<'a> Found<'a> {
+    fn new(p: &'a Pipeline) -> Self {
+        Found {
+            p,
+            cached: (u32::MAX, None),
+            last_dst: (0, u32::MAX),
+        }
+    }
+
+    /// The header of neighbour `index` (by `next_hop`'s address when it is
+    /// [`NEIGH_BY_DST`]), if it has a usable one.
+    #[inline(always)]
+    fn words(&mut self, index: u32, next_hop: u32) -> Option<[u64; 2]> {
+        let index = if index != NEIGH_BY_DST {
+            index
+        } else {
+            if next_hop != self.last_dst.0 {
+                self.last_dst = (next_hop, self.p.by_address(next_hop));
+            }
+            self.last_dst.1
+        };
+        if index != self.cached.0 {
+            self.cached = (index, self.p.header_of(index));
+        }
+        self.cached.1
     }
 }
 
@@ -125,6 +212,10 @@ mod tests {
             &metas,
         );
         b.scratch.neigh[..3].copy_from_slice(&[gateway, NEIGH_BY_DST, NEIGH_BY_DST]);
+        // Packet 2's metadata left unset by l2_input (a burst without
+        // hooks) but its route: written as it waits, the route kept.
+        b.scratch.unset = 0b100;
+        b.scratch.metas[2].in_port = 9;
         let steps = b.run(&SPEC, run);
         assert_eq!(
             steps,
@@ -135,6 +226,11 @@ mod tests {
             }
         );
         assert_eq!(b.scratch.punt[2], Punt::Resolve);
+        let mut waiting = plain_meta(0);
+        waiting.out_port = 1;
+        waiting.next_hop = metas[2].next_hop;
+        assert_eq!(b.scratch.metas[2], waiting);
+        assert_eq!(b.scratch.unset, 0);
         for i in 0..2 {
             assert_eq!(&b.data(i)[..6], &GATEWAY_MAC);
             assert_eq!(&b.data(i)[6..12], &PORT_MACS[1]);

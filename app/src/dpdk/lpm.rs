@@ -14,6 +14,7 @@ use dpdk_sys as sys;
 use std::ffi::CString;
 use std::net::Ipv4Addr;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// A next-hop value no route has: what [`Lpm::lookup_bulk`] stores on a miss.
@@ -21,6 +22,24 @@ pub const LPM_MISS: u32 = u32::MAX;
 
 /// Largest next-hop value `rte_lpm` stores (24 bits).
 pub const LPM_MAX_NEXT_HOP: u32 = (1 << 24) - 1;
+
+/// A tbl24 entry's bits "valid" and "extended": its next hop is a tbl8
+/// group's index.
+const LPM_VALID_EXT: u32 = sys::RTE_LPM_VALID_EXT_ENTRY_BITMASK;
+
+/// Entries of a tbl8 group.
+const TBL8_GROUP_ENTRIES: usize = sys::RTE_LPM_TBL8_GROUP_NUM_ENTRIES as usize;
+
+/// The next hop of a table entry from [`Lpm::entry`], or [`LPM_MISS`]: what
+/// [`Lpm::lookup_bulk`] gives for the same address.
+#[inline(always)]
+pub const fn entry_next_hop(e: u32) -> u32 {
+    if e & sys::RTE_LPM_LOOKUP_SUCCESS != 0 {
+        e & LPM_MAX_NEXT_HOP
+    } else {
+        LPM_MISS
+    }
+}
 
 /// An LPM table. Changes take `&mut self`; lookups take `&self`, so once it is
 /// shared (`Arc<Lpm>`) only its [`LpmWriter`] changes it.
@@ -165,6 +184,44 @@ impl Lpm {
         // SAFETY: read-only lookup into the table; hop is a valid out-parameter.
         let ret = unsafe { sys::rte_lpm_lookup(self.raw.as_ptr(), u32::from(addr), &mut hop) };
         (ret == 0).then_some(hop)
+    }
+
+    /// The table entry of `addr` (host byte order), by `rte_lpm_lookup`'s
+    /// own steps (a `static inline` in rte_lpm.h, here so that it is
+    /// inlined in a burst loop: one tbl24 load, a tbl8 load for prefixes
+    /// longer than /24). Its next hop is [`entry_next_hop`]'s; equal
+    /// entries have equal next hops, so a burst compares entries and
+    /// decodes one per run.
+    #[inline(always)]
+    pub fn entry(&self, addr: u32) -> u32 {
+        let lpm = self.raw.as_ptr();
+        // SAFETY: the table lives as long as self; tbl24 has 2^24 entries,
+        // so `addr >> 8` is in bounds. Each entry is one u32 that the writer
+        // changes with one atomic store (rte_lpm), read here as an atomic
+        // (a plain load on x86), never through a reference to the array.
+        let e = unsafe {
+            let tbl24 = std::ptr::addr_of!((*lpm).tbl24).cast::<AtomicU32>();
+            (*tbl24.add((addr >> 8) as usize)).load(Relaxed)
+        };
+        if e & LPM_VALID_EXT == LPM_VALID_EXT {
+            self.tbl8_entry(e, addr)
+        } else {
+            e
+        }
+    }
+
+    /// The tbl8 entry of `addr` whose tbl24 entry `e` points to a group.
+    #[inline(never)]
+    fn tbl8_entry(&self, e: u32, addr: u32) -> u32 {
+        let at = (e & LPM_MAX_NEXT_HOP) as usize * TBL8_GROUP_ENTRIES + (addr & 0xff) as usize;
+        // SAFETY: as in lookup_one: an extended entry holds the index of a
+        // tbl8 group (256 entries) the table allocated, which a reader may
+        // follow until the QSBR grace period after its delete; tbl8 is
+        // set at creation and never moves.
+        unsafe {
+            let tbl8 = (*self.raw.as_ptr()).tbl8.cast::<AtomicU32>();
+            (*tbl8.add(at)).load(Relaxed)
+        }
     }
 
     /// Look up `addrs` (host byte order) in one call; `hops[i]` becomes the next

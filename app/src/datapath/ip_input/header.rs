@@ -155,9 +155,10 @@ static MARTIAN_FIRST_OCTET: [bool; 256] = {
 #[inline(always)]
 pub fn plain_ipv4(frame: &[u8], csum: CsumFlag) -> Option<&[u8; MIN_HEADER_LEN]> {
     let ip = header_at_14(frame)?;
-    let total_len = total_len(ip);
-    let fits = (usize::from(total_len) >= MIN_HEADER_LEN)
-        & (HEADER_LEN + usize::from(total_len) <= frame.len());
+    // 20 <= total length <= the bytes after the Ethernet header, in one
+    // compare: below 20, the difference wraps to above any frame's length.
+    let room = frame.len() - (HEADER_LEN + MIN_HEADER_LEN);
+    let fits = usize::from(total_len(ip)).wrapping_sub(MIN_HEADER_LEN) <= room;
     let checksum_ok = match csum {
         CsumFlag::Good => true,
         CsumFlag::Bad => false,

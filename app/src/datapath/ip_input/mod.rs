@@ -1,5 +1,5 @@
 //! ip_input: the IPv4 header checks of every packet l2_input passed, with
-//! the LPM key gathered in the same pass; ONE LPM bulk lookup for the burst;
+//! its LPM lookup in the same pass (DPDK's DIR-24-8 steps, inlined);
 //! then the route of each (`route.rs`: the next hop read once per run of
 //! packets with the same LPM result), TTL - 1 with the incremental
 //! checksum, padding trimmed.
@@ -9,6 +9,7 @@ pub mod header;
 pub mod route;
 
 use super::contract::{all, each, Cx, Mask, Stage, StageSpec, Step};
+use super::scratch::Scratch;
 use crate::dpdk::{Mbuf, BURST_SIZE};
 use header::{ipv4_input_into, is_martian_first_octet, is_martian_source, plain_ipv4, CsumFlag};
 use hooks::wire::ipv4::field;
@@ -44,49 +45,55 @@ pub fn run(cx: &mut Cx<'_>) {
     // the full way. l2_input never passes one that looks plain at byte 14,
     // but an ingress hook may rewrite its bytes.
     let tagged = mask & cx.s.tagged;
-    let (k, refused) = check(cx, mask & !tagged);
-    let refused = refused | tagged;
-    // Every packet of the burst plain, in order: the LPM keys' places are
-    // the burst's.
-    let identity = refused == 0 && mask == all(cx.burst.len());
-    let k = if refused != 0 {
-        check_refused(cx, refused, k)
+    let refused = check(cx, mask & !tagged) | tagged;
+    // Every packet of the burst plain, in order: the LPM entries are at
+    // the packets' places already.
+    let n = cx.burst.len();
+    let identity = refused == 0 && mask == all(n);
+    let k = if identity {
+        n
     } else {
-        k
+        // Not every packet forwarded in place: each is read in full.
+        cx.s.fill_metas(mask, cx.port, false);
+        let k = gather(cx.s, mask & !refused);
+        if refused != 0 {
+            check_refused(cx, refused, k)
+        } else {
+            k
+        }
     };
-    let s = &mut *cx.s;
-    cx.pipeline
-        .fib
-        .lookup_bulk(&s.lpm_dst[..k], &mut s.lpm_result[..k]);
     route::route_all(cx, k, identity);
 }
 
-/// The fast checks of every packet of `mask`, its destination gathered for
-/// the LPM in the same pass (`s.lpm_dst`, its place in `s.lpm_at`); the
+/// The fast checks of every packet of `mask`, its destination looked up in
+/// the same pass (its LPM entry at its place in `s.lpm_entry`); the
 /// header's other fields are read again where they are needed, from the
-/// cache line this pass brought in. Returns how many were gathered, and the
-/// packets the fast checks refused (not plain, or bad) or whose source is
-/// martian. The whole burst (the common case) in one pass over the mbufs.
+/// cache line this pass brought in. Returns the packets the fast checks
+/// refused (not plain, or bad) or whose source is martian. The whole burst
+/// (the common case) in one pass over the mbufs.
 #[inline(always)]
-fn check(cx: &mut Cx<'_>, mask: Mask) -> (usize, Mask) {
-    let s = &mut *cx.s;
+fn check(cx: &mut Cx<'_>, mask: Mask) -> Mask {
+    let results = &mut cx.s.lpm_entry;
     let mbufs = cx.burst.as_slice();
-    let mut k = 0;
+    let fib = cx.pipeline.fib.lookups();
     let mut refused: Mask = 0;
     if mask == all(mbufs.len()) {
-        for (i, m) in mbufs.iter().enumerate() {
-            let dst = check_one(m);
-            gather(&mut s.lpm_at, &mut s.lpm_dst, &mut k, &mut refused, i, dst);
+        for (i, (m, result)) in mbufs.iter().zip(results.iter_mut()).enumerate() {
+            match check_one(m) {
+                Some(dst) => *result = fib.entry(dst),
+                None => refused |= 1 << i,
+            }
         }
     } else {
         for i in each(mask) {
-            if let Some(m) = mbufs.get(i) {
-                let dst = check_one(m);
-                gather(&mut s.lpm_at, &mut s.lpm_dst, &mut k, &mut refused, i, dst);
+            let Some(m) = mbufs.get(i) else { continue };
+            match check_one(m) {
+                Some(dst) => results[i] = fib.entry(dst),
+                None => refused |= 1 << i,
             }
         }
     }
-    (k, refused)
+    refused
 }
 
 /// The fast checks of one packet (its header at byte 14: `run` leaves the
@@ -101,31 +108,28 @@ fn check_one(m: &Mbuf) -> Option<u32> {
     Some(u32::from_be_bytes([ip[d], ip[d + 1], ip[d + 2], ip[d + 3]]))
 }
 
-/// Gather packet `i`'s LPM key (the next one overwrites it if it has none),
-/// or note it refused.
-#[inline(always)]
-fn gather(
-    at: &mut [u8; BURST_SIZE],
-    dst: &mut [u32; BURST_SIZE],
-    k: &mut usize,
-    refused: &mut Mask,
-    i: usize,
-    key: Option<u32>,
-) {
-    at[*k % BURST_SIZE] = i as u8;
-    dst[*k % BURST_SIZE] = key.unwrap_or(0);
-    *k += usize::from(key.is_some());
-    if key.is_none() {
-        *refused |= 1 << i;
+/// A burst that is not plain and whole: the LPM entries of the packets of
+/// `passed` moved to the front, in order, their places in `s.lpm_at`.
+/// Returns how many.
+#[cold]
+#[inline(never)]
+fn gather(s: &mut Scratch, passed: Mask) -> usize {
+    let mut k = 0;
+    for i in each(passed) {
+        s.lpm_at[k % BURST_SIZE] = i as u8;
+        s.lpm_entry[k % BURST_SIZE] = s.lpm_entry[i];
+        k += 1;
     }
+    k
 }
 
 /// The packets the fast checks refused: the full checks (a tagged frame, a
 /// header with options), a drop for a bad header or a martian source.
-/// Those that pass join the LPM keys after the `k` gathered.
+/// Those that pass join the LPM entries after the `k` gathered.
 #[cold]
 #[inline(never)]
 fn check_refused(cx: &mut Cx<'_>, refused: Mask, mut k: usize) -> usize {
+    let fib = cx.pipeline.fib.lookups();
     for i in each(refused) {
         let Some(m) = cx.burst.as_slice().get(i) else {
             continue;
@@ -137,8 +141,8 @@ fn check_refused(cx: &mut Cx<'_>, refused: Mask, mut k: usize) -> usize {
             Ok(()) => {
                 // Its fields are in `s.ipv4`, not to be read from byte 14.
                 cx.s.full |= 1 << i;
-                cx.s.lpm_at[k % cx.s.lpm_at.len()] = i as u8;
-                cx.s.lpm_dst[k % cx.s.lpm_dst.len()] = u32::from(f.dst);
+                cx.s.lpm_at[k % BURST_SIZE] = i as u8;
+                cx.s.lpm_entry[k % BURST_SIZE] = fib.entry(u32::from(f.dst));
                 k += 1;
             }
         }

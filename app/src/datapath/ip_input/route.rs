@@ -5,7 +5,7 @@
 
 use super::flow_hash::flow_hash;
 use super::header::{header_at_14, header_at_14_mut, plain_fields, total_len, Ipv4Fields};
-use crate::datapath::contract::{Cx, Mask};
+use crate::datapath::contract::{all, Cx, Mask};
 use crate::datapath::punt::Punt;
 use crate::dpdk::{Mbuf, BURST_SIZE};
 use crate::fib::{HopKind, NextHop};
@@ -25,76 +25,130 @@ pub enum Routed {
     Drop(DropReason),
 }
 
-/// Route the `k` packets gathered, by runs of equal LPM results; leaves
-/// in `s.out_port` the one output port of every packet routed.
+/// Route the `k` packets looked up, by runs of equal LPM entries (the
+/// next hop decoded once per run); leaves in `s.out_port` the one output
+/// port of every packet routed. `identity`: the LPM entries are the whole
+/// burst's, in order, all plain (the common case): the place of entry `j`
+/// is packet `j`.
 #[inline(always)]
 pub fn route_all(cx: &mut Cx<'_>, k: usize, identity: bool) {
+    let fib = cx.pipeline.fib.lookups();
     let mut out_port = None;
     let mut j = 0;
     while j < k {
-        let id = cx.s.lpm_result[j];
-        let end = j + cx.s.lpm_result[j..k]
-            .iter()
-            .take_while(|&&x| x == id)
-            .count();
-        let port = match cx.pipeline.fib.hop(id) {
-            Some(hop) if hop.kind == HopKind::Forward => {
-                forward_run(cx, j..end, &hop, identity);
-                hop.port
+        let entry = cx.s.lpm_entry[j % BURST_SIZE];
+        let hop = cx.pipeline.fib.hop(fib.id(entry));
+        let (end, port) = match hop {
+            Some(hop) if hop.kind == HopKind::Forward && identity => {
+                (forward_range(cx, j, k, entry, &hop), Some(hop.port))
             }
-            hop => match route_run(cx, j..end, hop) {
-                Some(port) => port,
-                None => {
-                    j = end;
-                    continue;
-                }
-            },
+            _ => {
+                let end = run_end(&cx.s.lpm_entry, j, k);
+                let port = match hop {
+                    Some(hop) if hop.kind == HopKind::Forward => {
+                        forward_run(cx, j..end, &hop);
+                        Some(hop.port)
+                    }
+                    hop => route_run(cx, j..end, hop, identity),
+                };
+                (end, port)
+            }
         };
-        out_port = Some(same_port(out_port, port));
+        if let Some(port) = port {
+            out_port = Some(same_port(out_port, port));
+        }
         j = end;
     }
     cx.s.out_port = out_port.unwrap_or(u16::MAX);
 }
 
-/// A run of packets whose route is a forward by `hop`: a plain header is
-/// forwarded in place ([`forward_plain`]); the rest go the general way.
-/// `identity`: the LPM keys are the burst in order, all plain (the common
-/// case), so the run is a range of the burst, walked without an index.
+/// Where the run of LPM entries equal to `entries[from]` ends (before `k`).
+#[inline]
+fn run_end(entries: &[u32; BURST_SIZE], from: usize, k: usize) -> usize {
+    let entry = entries[from % BURST_SIZE];
+    let rest = entries.get(from..k).unwrap_or_default();
+    from + rest.iter().take_while(|&&x| x == entry).count()
+}
+
+/// The whole burst plain, in order: the packets from `from` on whose LPM
+/// entry is `entry`, a forward by `hop`, forwarded in place
+/// ([`forward_plain`]), walked without an index; the rest of the run
+/// (TTL exceeded, too big) the general way. Returns where the run ends.
 #[inline(always)]
-fn forward_run(cx: &mut Cx<'_>, run: Range<usize>, hop: &NextHop, identity: bool) {
+fn forward_range(cx: &mut Cx<'_>, from: usize, k: usize, entry: u32, hop: &NextHop) -> usize {
     // By value: its fields stay in registers over the run.
+    let hop = *hop;
+    let s = &mut *cx.s;
+    let mbufs = cx.burst.as_mut_slice();
+    let k = k.min(mbufs.len());
+    let packets = mbufs.get_mut(from..k).unwrap_or_default();
+    let metas = s.metas.get_mut(from..k).unwrap_or_default();
+    let entries = s.lpm_entry.get(from..k).unwrap_or_default();
+    // A loop for each kind of next hop: no test of the gateway per packet.
+    let (end, other) = if hop.gateway == 0 {
+        forward_each::<true>(packets, metas, entries, entry, hop, from)
+    } else {
+        forward_each::<false>(packets, metas, entries, entry, hop, from)
+    };
+    // The run's neighbour, in one fill (vector stores), not a store per packet.
+    if let Some(neigh) = s.neigh.get_mut(from..end) {
+        neigh.fill(hop.neigh);
+    }
+    s.steps.neigh_output |= (all(end) & !all(from)) & !other;
+    if other != 0 {
+        cx.s.fill_metas(other, cx.port, false);
+        forward_refused(cx, other, &hop);
+    }
+    end
+}
+
+/// [`forward_range`]'s loop, for a next hop on-link (`ON_LINK`: the
+/// destination is the neighbour) or by a gateway: forward each packet
+/// from the first while its LPM entry is `entry`. Returns where the run
+/// ends (the place of the first packet after `from`) and the packets it
+/// could not simply forward.
+#[inline(always)]
+fn forward_each<const ON_LINK: bool>(
+    packets: &mut [Mbuf],
+    metas: &mut [PacketMeta],
+    entries: &[u32],
+    entry: u32,
+    hop: NextHop,
+    from: usize,
+) -> (usize, Mask) {
+    let mut other: Mask = 0;
+    let mut end = from;
+    for ((m, meta), &e) in packets.iter_mut().zip(metas).zip(entries) {
+        if e != entry {
+            break;
+        }
+        if !forward_plain(m, meta, hop, ON_LINK) {
+            other |= 1 << end;
+        }
+        end += 1;
+    }
+    (end, other)
+}
+
+/// A run of packets (places in `s.lpm_at`) whose route is a forward by
+/// `hop`: a plain header is forwarded in place ([`forward_plain`]); the
+/// rest go the general way.
+#[inline(never)]
+fn forward_run(cx: &mut Cx<'_>, run: Range<usize>, hop: &NextHop) {
     let hop = *hop;
     let s = &mut *cx.s;
     let mbufs = cx.burst.as_mut_slice();
     let mut neigh: Mask = 0;
     let mut other: Mask = 0;
-    if identity {
-        let first = run.start;
-        let packets = mbufs.get_mut(run.clone()).unwrap_or_default();
-        let metas = s.metas.get_mut(run.clone()).unwrap_or_default();
-        let neighs = s.neigh.get_mut(run).unwrap_or_default();
-        for (j, (m, (meta, n))) in packets
-            .iter_mut()
-            .zip(metas.iter_mut().zip(neighs))
-            .enumerate()
-        {
-            let bit = 1 << (first + j);
-            if forward_plain(m, meta, hop, n) {
-                neigh |= bit;
-            } else {
-                other |= bit;
-            }
-        }
-    } else {
-        for &i in s.lpm_at.get(run).unwrap_or_default() {
-            let i = usize::from(i) % BURST_SIZE;
-            let Some(m) = mbufs.get_mut(i) else { continue };
-            let plain = s.full & (1 << i) == 0;
-            if plain && forward_plain(m, &mut s.metas[i], hop, &mut s.neigh[i]) {
-                neigh |= 1 << i;
-            } else {
-                other |= 1 << i;
-            }
+    for &i in s.lpm_at.get(run).unwrap_or_default() {
+        let i = usize::from(i) % BURST_SIZE;
+        let Some(m) = mbufs.get_mut(i) else { continue };
+        let plain = s.full & (1 << i) == 0;
+        if plain && forward_plain(m, &mut s.metas[i], hop, hop.gateway == 0) {
+            s.neigh[i] = hop.neigh;
+            neigh |= 1 << i;
+        } else {
+            other |= 1 << i;
         }
     }
     s.steps.neigh_output |= neigh;
@@ -105,9 +159,10 @@ fn forward_run(cx: &mut Cx<'_>, run: Range<usize>, hop: &NextHop, identity: bool
 
 /// Forward a packet with a plain header (at byte 14, checked) by `hop`:
 /// TTL above 1 and within the MTU, padding trimmed, TTL - 1, the next hop
-/// in the metadata. False, with the packet as it was, for any other.
+/// in the metadata (the caller sets its neighbour index; `on_link`: the
+/// hop has no gateway). False, with the packet as it was, for any other.
 #[inline(always)]
-fn forward_plain(m: &mut Mbuf, meta: &mut PacketMeta, hop: NextHop, neigh: &mut u32) -> bool {
+fn forward_plain(m: &mut Mbuf, meta: &mut PacketMeta, hop: NextHop, on_link: bool) -> bool {
     let frame = m.data();
     let len = frame.len();
     let Some(h) = header_at_14(frame) else {
@@ -126,14 +181,13 @@ fn forward_plain(m: &mut Mbuf, meta: &mut PacketMeta, hop: NextHop, neigh: &mut 
         return false;
     };
     ipv4::decrement_ttl(h, ttl);
-    meta.next_hop = if hop.gateway != 0 {
-        hop.gateway
-    } else {
+    meta.next_hop = if on_link {
         let d = field::DST;
         u32::from_be_bytes([h[d], h[d + 1], h[d + 2], h[d + 3]])
+    } else {
+        hop.gateway
     };
     meta.out_port = hop.port;
-    *neigh = hop.neigh;
     true
 }
 
@@ -175,12 +229,25 @@ fn fields_of(cx: &Cx<'_>, i: usize) -> Option<Ipv4Fields> {
 /// A run of packets whose LPM result is anything but a plain forward (no
 /// route, an ECMP group, a local address, martian or not unicast).
 /// Returns the output port of the packets it routed (u16::MAX if they
-/// differ; none if it routed none).
+/// differ; none if it routed none). `identity`: as for [`route_all`].
 #[inline(never)]
-fn route_run(cx: &mut Cx<'_>, run: Range<usize>, hop: Option<NextHop>) -> Option<u16> {
+fn route_run(
+    cx: &mut Cx<'_>,
+    run: Range<usize>,
+    hop: Option<NextHop>,
+    identity: bool,
+) -> Option<u16> {
     let mut out_port = None;
+    if identity {
+        cx.s.fill_metas(all(run.end) & !all(run.start), cx.port, false);
+    }
     for j in run {
-        let i = usize::from(cx.s.lpm_at[j % BURST_SIZE]) % BURST_SIZE;
+        let at = if identity {
+            j
+        } else {
+            usize::from(cx.s.lpm_at[j % BURST_SIZE])
+        };
+        let i = at % BURST_SIZE;
         let Some(f) = fields_of(cx, i) else { continue };
         let Some(m) = cx.burst.as_mut_slice().get_mut(i) else {
             continue;

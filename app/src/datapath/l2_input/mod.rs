@@ -50,31 +50,51 @@ pub fn run(cx: &mut Cx<'_>) {
     for m in mbufs.iter().take(PREFETCH_AHEAD) {
         m.prefetch_data();
     }
-    let mut ipv4: Mask = 0;
-    let mut state = mbufs.iter().zip(cx.s.metas.iter_mut());
-    // Each packet with the one PREFETCH_AHEAD places on (`ahead` first: it
-    // ends first, and then takes no packet from `state`), then the last few.
-    let ahead = mbufs.get(PREFETCH_AHEAD..).unwrap_or_default();
-    let mut i = 0;
-    for (ahead, (m, meta)) in ahead.iter().zip(state.by_ref()) {
-        ahead.prefetch_data();
-        let is_plain = plain_l2(m.data(), word);
-        *meta = plain;
-        ipv4 |= Mask::from(is_plain) << i;
-        i += 1;
-    }
-    for (m, meta) in state {
-        let is_plain = plain_l2(m.data(), word);
-        *meta = plain;
-        ipv4 |= Mask::from(is_plain) << i;
-        i += 1;
-    }
+    // The metadata is read by hooks and by the control plane; a burst that
+    // meets no hook has it written only where it is read (`Scratch::unset`).
+    let hooks = cx.hooks.any_ingress() || cx.hooks.any_egress();
+    let ipv4 = if hooks {
+        plain_all::<true>(mbufs, &mut cx.s.metas, word, &plain)
+    } else {
+        plain_all::<false>(mbufs, &mut cx.s.metas, word, &plain)
+    };
+    cx.s.unset = if hooks { 0 } else { ipv4 };
+    let others = super::contract::all(mbufs.len()) & !ipv4;
     cx.s.steps.ip_input = ipv4;
     cx.s.tagged = 0;
-    let others = super::contract::all(mbufs.len()) & !ipv4;
     if others != 0 {
         translate_all(cx, others);
     }
+}
+
+/// The plain frames of `mbufs`, each with its metadata `plain` written if
+/// `META`; each frame's first line asked for PREFETCH_AHEAD packets ahead.
+#[inline(always)]
+fn plain_all<const META: bool>(
+    mbufs: &[Mbuf],
+    metas: &mut [PacketMeta; BURST_SIZE],
+    word: u64,
+    plain: &PacketMeta,
+) -> Mask {
+    let mut ipv4: Mask = 0;
+    let mut state = mbufs.iter().zip(metas.iter_mut()).enumerate();
+    // Each packet with the one PREFETCH_AHEAD places on (`ahead` first: it
+    // ends first, and then takes no packet from `state`), then the last few.
+    let ahead = mbufs.get(PREFETCH_AHEAD..).unwrap_or_default();
+    for (ahead, (i, (m, meta))) in ahead.iter().zip(state.by_ref()) {
+        ahead.prefetch_data();
+        if META {
+            *meta = *plain;
+        }
+        ipv4 |= Mask::from(plain_l2(m.data(), word)) << i;
+    }
+    for (i, (m, meta)) in state {
+        if META {
+            *meta = *plain;
+        }
+        ipv4 |= Mask::from(plain_l2(m.data(), word)) << i;
+    }
+    ipv4
 }
 
 /// The frames that are not plain untagged IPv4 to us: the full translation.
@@ -195,7 +215,13 @@ mod tests {
             }
         );
         assert_eq!(b.scratch.punt[4], Punt::Arp);
+        // Without hooks, the plain packet's metadata is written where it
+        // is read, and then it is the translation's.
+        assert_eq!(b.scratch.unset, 0b1, "the plain packet's is left unset");
+        b.scratch.metas[0].next_hop = 7;
+        b.scratch.fill_metas(0b1, 0, false);
         assert_eq!(b.scratch.metas[0], plain_meta(0));
+        assert_eq!(b.scratch.unset, 0);
         assert_eq!(b.scratch.metas[2].l3_offset, 18, "the priority tag's IPv4");
         assert_eq!(b.scratch.tagged, 0b100, "ip_input is told it is not at 14");
         for (reason, n) in [

@@ -25,27 +25,30 @@ pub fn mac_word(mac: &[u8; 6]) -> u64 {
 /// compare says "to us, and not from a multicast or broadcast source".
 const DST_AND_SOURCE_GROUP: u64 = 0x0001_ffff_ffff_ffff;
 
+/// A frame's bytes 6..14 (little-endian: the source MAC in the low 48 bits,
+/// the ethertype's two bytes in the top 16) that are a non-zero source and
+/// ethertype IPv4 lie in `[SOURCE_IPV4_MIN, SOURCE_IPV4_MIN + SOURCE_SPAN)`:
+/// one subtraction and one compare for both.
+const SOURCE_IPV4_MIN: u64 = ((ethertype::IPV4.swap_bytes() as u64) << 48) | 1;
+const SOURCE_SPAN: u64 = (1 << 48) - 1;
+
 /// Whether `frame` is plain at l2 on a port whose MAC word is `port_mac`
 /// (from [`mac_word`]): see the module's doc. Its metadata is then
-/// [`plain_meta`].
+/// [`plain_meta`]. Two loads, two compares: the destination with the
+/// source's group bit, then the source and the ethertype.
 #[inline(always)]
 pub fn plain_l2(frame: &[u8], port_mac: u64) -> bool {
     let Some(head) = frame.first_chunk::<MIN_FRAME_LEN>() else {
         return false;
     };
-    let Some((eth, rest)) = head.split_first_chunk::<8>() else {
-        return false;
+    let word = |at: usize| {
+        let bytes = head.get(at..at + 8).and_then(|b| b.first_chunk::<8>());
+        u64::from_le_bytes(bytes.copied().unwrap_or_default())
     };
-    let eth = u64::from_le_bytes(*eth);
-    let Some((source_tail, rest)) = rest.split_first_chunk::<4>() else {
-        return false;
-    };
-    let ty = rest.first_chunk::<2>().map(|t| u16::from_be_bytes(*t));
-    // The source MAC (bytes 6..12: the first word's top 16 bits and the
-    // next 4 bytes) is not zero.
-    let source = (eth >> 48) as u32 | u32::from_le_bytes(*source_tail);
-    // `&`, not `&&`: one branch, not three.
-    (eth & DST_AND_SOURCE_GROUP == port_mac) & (ty == Some(ethertype::IPV4)) & (source != 0)
+    let (dst, source_type) = (word(0), word(6));
+    // `&`, not `&&`: one branch, not two.
+    (dst & DST_AND_SOURCE_GROUP == port_mac)
+        & (source_type.wrapping_sub(SOURCE_IPV4_MIN) < SOURCE_SPAN)
 }
 
 /// The metadata `eth_type_trans` gives a frame [`plain_l2`] accepted on

@@ -44,6 +44,8 @@ impl Default for StealLog {
 #[derive(Default)]
 pub struct Chain {
     entries: Box<[ChainEntry]>,
+    /// Some entry's hook may write frame bytes ([`Hook::writes_frames`]).
+    may_write: bool,
 }
 
 impl Chain {
@@ -53,8 +55,18 @@ impl Chain {
         entries.sort_by_key(|e| e.priority);
         entries.truncate(u8::MAX as usize);
         Chain {
+            may_write: entries.iter().any(|e| e.hook.writes_frames()),
             entries: entries.into_boxed_slice(),
         }
+    }
+
+    /// Whether some hook of the chain may change frame bytes: when none
+    /// may, no frame of a burst it ran over was written
+    /// ([`HookPacket::written`](crate::HookPacket::written)), and the
+    /// pipeline need not look.
+    #[inline(always)]
+    pub fn may_write(&self) -> bool {
+        self.may_write
     }
 
     pub fn is_empty(&self) -> bool {
@@ -85,7 +97,16 @@ impl Chain {
                 break;
             }
             let mask = burst.accepted_mask();
+            let written_before = cfg!(debug_assertions).then(|| burst.written());
             h.worker.process(cx, store, burst);
+            if let Some(before) = written_before {
+                debug_assert!(
+                    e.hook.writes_frames() || burst.written() == before,
+                    "hook {:?} ({}) wrote frames but says it never does",
+                    e.name,
+                    e.kind
+                );
+            }
             let after = burst.tally();
             e.counters.record(cx.worker, before, after);
             if after.stolen != before.stolen {

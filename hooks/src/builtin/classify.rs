@@ -36,7 +36,7 @@ use crate::wire::ethernet::ethertype;
 use crate::worker_counters::{CounterStore, WorkerCounters};
 use crate::{
     BuildContext, DropReason, Hook, HookArgs, HookBuildError, HookBurst, HookContext, HookKind,
-    HookPacket, HookPoint, HookWorker, Verdict, WorkerStore, MAX_BURST,
+    HookPacket, HookPoint, HookWorker, Verdict, WorkerStore, LOOKAHEAD_SLOTS, MAX_BURST,
 };
 use std::sync::{Arc, OnceLock};
 
@@ -140,36 +140,60 @@ struct Ahead {
     slots: usize,
 }
 
+impl Ahead {
+    /// [`keep_slots`] of this classifier's slots.
+    #[inline(always)]
+    fn keep(&self) -> u64 {
+        keep_slots(self.slots)
+    }
+}
+
 /// A rule's action as the packet path applies it: `effects[0]` of a
-/// [`Classify`] is the no-match one (nothing set, not counted). Plain
-/// fields, no `Option`s: one load and a test each.
+/// [`Classify`] is the no-match one (nothing set, not counted). Eight
+/// bytes, no `Option`s: one load, then a test of a bit per step.
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(8))]
 struct Effect {
-    matched: bool,
-    drop: bool,
-    set_mark: bool,
-    set_class: bool,
     mark: u32,
     class: u16,
+    /// `E_*` bits.
+    bits: u8,
 }
+
+/// [`Effect::bits`]: a rule matched (counted under `matched`).
+const E_MATCHED: u8 = 1;
+/// The packet is dropped.
+const E_DROP: u8 = 2;
+/// The mark is set to [`Effect::mark`].
+const E_SET_MARK: u8 = 4;
+/// The class is set to [`Effect::class`].
+const E_SET_CLASS: u8 = 8;
 
 impl Effect {
     fn of(action: ClassifyAction) -> Effect {
         match action {
             ClassifyAction::Drop => Effect {
-                matched: true,
-                drop: true,
+                bits: E_MATCHED | E_DROP,
                 ..Effect::default()
             },
             ClassifyAction::Set { mark, class } => Effect {
-                matched: true,
-                drop: false,
-                set_mark: mark.is_some(),
-                set_class: class.is_some(),
                 mark: mark.unwrap_or(0),
                 class: class.unwrap_or(0),
+                bits: E_MATCHED
+                    | if mark.is_some() { E_SET_MARK } else { 0 }
+                    | if class.is_some() { E_SET_CLASS } else { 0 },
             },
         }
+    }
+
+    #[inline(always)]
+    fn matched(self) -> u64 {
+        u64::from(self.bits & E_MATCHED)
+    }
+
+    #[inline(always)]
+    fn drop(self) -> bool {
+        self.bits & E_DROP != 0
     }
 }
 
@@ -197,6 +221,10 @@ impl Hook for ClassifyHook {
 
     fn lookahead(&self) -> Option<&dyn Lookahead> {
         Some(&*self.0)
+    }
+
+    fn writes_frames(&self) -> bool {
+        false
     }
 
     fn stats(&self) -> Vec<(&'static str, u64)> {
@@ -267,8 +295,8 @@ impl ClassifyWorker {
         } = &mut *self.scratch;
         match (&mut self.cache, c.ahead.get()) {
             (PartCache::Ahead(cache), Some(a)) => {
-                let slots = a.slots.min(MAX_SETS - 1);
-                let carry = |p: &mut HookPacket<'_>, a: &Answers| p.carry_answers(&a[1..1 + slots]);
+                let keep = a.keep();
+                let carry = |p: &mut HookPacket<'_>, a: &Answers| p.carry_all(carried(a, keep));
                 let scratch = (keys, idx, answers);
                 one_pass(c, &a.classifier, cache, burst, scratch, |a| a[0], carry)
             }
@@ -346,23 +374,28 @@ fn one_pass<A: Answer>(
         }
         // `m` counts misses, at most one per mask bit: it stays in range.
         let k = m % MAX_BURST;
-        let key = &mut keys[k];
-        let plain = match key_of(c, p, key) {
-            Ok(plain) => plain,
-            Err(refuse) => {
-                refused |= u64::from(refuse.is_some()) << i;
-                unparsed += u64::from(refuse.is_none());
-                continue;
-            }
+        // A plain packet's key stays in registers for the lookup and is
+        // stored only when it misses.
+        let (words, plain) = match Key::plain_words(p.l3(), p.meta(), 0) {
+            Some(w) => (w, true),
+            None => match key_parsed(c, p, &mut keys[k]) {
+                Ok(()) => (keys[k].words(), false),
+                Err(refuse) => {
+                    refused |= u64::from(refuse.is_some()) << i;
+                    unparsed += u64::from(refuse.is_none());
+                    continue;
+                }
+            },
         };
         lookups += 1;
-        match cache.get(key) {
+        match cache.get_words(&words) {
             Some(a) => {
                 let e = c.effect(own(&a));
-                matched += u64::from(e.matched);
+                matched += e.matched();
                 drops |= act_on(e, p, i, plain.then_some(&a), &carry);
             }
             None => {
+                keys[k] = Key::from_words(words);
                 idx[k] = i as u8;
                 plain_missed |= u64::from(plain) << k;
                 m += 1;
@@ -403,7 +436,7 @@ fn act_on_misses<A>(
             continue;
         };
         let e = c.effect(own(a));
-        matched += u64::from(e.matched);
+        matched += e.matched();
         let carried = (plain & 1 << k != 0).then_some(a);
         drops |= act_on(e, p, usize::from(i), carried, carry);
     }
@@ -421,7 +454,7 @@ fn act_on<A>(
     carried: Option<&A>,
     carry: impl Fn(&mut HookPacket<'_>, &A),
 ) -> u64 {
-    if e.drop {
+    if e.drop() {
         return 1 << (i % MAX_BURST);
     }
     if let Some(a) = carried {
@@ -495,16 +528,6 @@ fn refuse_fragments(c: &Classify, burst: &mut HookBurst<'_, '_>, mut mask: u64) 
     }
 }
 
-/// Packet `p`'s key into `key`: `Ok(true)` for a plain packet, `Ok(false)`
-/// for one keyed through its flow summary, else as [`key_parsed`].
-#[inline(always)]
-fn key_of(c: &Classify, p: &HookPacket<'_>, key: &mut Key) -> Result<bool, Option<DropReason>> {
-    if key.set_plain(p.l3(), p.meta(), 0) {
-        return Ok(true);
-    }
-    key_parsed(c, p, key).map(|()| false)
-}
-
 /// The key of a packet that is not plain (options, fragments, other
 /// protocols), through its flow summary, into `key`. `Err(Some(reason))`:
 /// a fragment the rules cannot judge, to drop; `Err(None)`: unreadable.
@@ -533,20 +556,20 @@ fn act_ahead(
 ) -> u64 {
     let mut matched = 0;
     let mut drops = 0u64;
-    let slots = slots.min(MAX_SETS - 1);
+    let keep = keep_slots(slots);
     let packets = burst.packets_mut();
     for (k, (&i, a)) in idx.iter().zip(answers).enumerate() {
         let e = c.effect(a[0]);
-        matched += u64::from(e.matched);
+        matched += e.matched();
         let Some(p) = packets.get_mut(usize::from(i)) else {
             continue;
         };
-        if e.drop {
+        if e.drop() {
             drops |= 1 << (i % MAX_BURST as u8);
             continue;
         }
         if plain & 1 << k != 0 {
-            p.carry_answers(&a[1..1 + slots]);
+            p.carry_all(carried(a, keep));
         }
         apply(e, p);
     }
@@ -565,8 +588,8 @@ fn act_own(c: &Classify, burst: &mut HookBurst<'_, '_>, idx: &[u8], results: &[u
     let packets = burst.packets_mut();
     for (&i, &r) in idx.iter().zip(results) {
         let e = c.effect(r);
-        matched += u64::from(e.matched);
-        if e.drop {
+        matched += e.matched();
+        if e.drop() {
             drops |= 1 << (i % MAX_BURST as u8);
         } else if let Some(p) = packets.get_mut(usize::from(i)) {
             apply(e, p);
@@ -582,12 +605,32 @@ fn act_own(c: &Classify, burst: &mut HookBurst<'_, '_>, idx: &[u8], results: &[u
 /// its mark and class set.
 #[inline(always)]
 fn apply(e: Effect, p: &mut HookPacket<'_>) {
-    if e.set_mark {
+    if e.bits & E_SET_MARK != 0 {
         p.set_mark(e.mark);
     }
-    if e.set_class {
+    if e.bits & E_SET_CLASS != 0 {
         p.set_class(e.class);
     }
+}
+
+/// The lookahead slots as one word (slot s in bits 32 s..): all ones in
+/// the `slots` slots linked, 0 in the others (which then carry 0, "none").
+#[inline(always)]
+fn keep_slots(slots: usize) -> u64 {
+    const _: () = assert!(LOOKAHEAD_SLOTS == 2 && MAX_SETS == 3);
+    match slots {
+        0 => 0,
+        1 => u64::from(u32::MAX),
+        _ => u64::MAX,
+    }
+}
+
+/// What a plain packet carries of answers `a`: 1 + the answer of each
+/// egress set (sets 1..), in the slots `keep` keeps.
+#[inline(always)]
+fn carried(a: &Answers, keep: u64) -> [u32; LOOKAHEAD_SLOTS] {
+    let w = (u64::from(a[1].wrapping_add(1)) | u64::from(a[2].wrapping_add(1)) << 32) & keep;
+    [w as u32, (w >> 32) as u32]
 }
 
 /// Drop the packets of `mask` (a classify rule's drop).

@@ -130,11 +130,17 @@ impl<A: Copy> FlowCache<A> {
     /// one pass ([`CachedClassifier::begin`] first).
     #[inline(always)]
     pub fn get(&self, key: &Key) -> Option<A> {
-        let s = slot_of(key, self.mask);
-        match self.slots.get(s) {
-            Some(slot) if slot.key == *key => Some(slot.result),
-            _ => None,
-        }
+        self.get_words(&key.words())
+    }
+
+    /// [`FlowCache::get`] of the key of words `w` ([`Key::words`]), as
+    /// [`Key::plain_words`] makes them: hashed and compared in registers.
+    #[inline(always)]
+    pub fn get_words(&self, w: &[u64; 4]) -> Option<A> {
+        let slot = self.slots.get(slot_of_words(w, self.mask))?;
+        let k = slot.key.words();
+        let differ = (k[0] ^ w[0]) | (k[1] ^ w[1]) | (k[2] ^ w[2]) | (k[3] ^ w[3]);
+        (differ == 0).then_some(slot.result)
     }
 }
 
@@ -374,14 +380,14 @@ impl CachedClassifier {
 /// high bits folded down.
 #[inline(always)]
 fn slot_of(k: &Key, mask: usize) -> usize {
-    let b = k.as_bytes();
-    let w = |i: usize| {
-        let mut x = [0u8; 8];
-        x.copy_from_slice(&b[i * 8..i * 8 + 8]);
-        u64::from_le_bytes(x)
-    };
-    let a = (w(0) ^ w(2).rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    let c = (w(1) ^ w(3).rotate_left(41)).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+    slot_of_words(&k.words(), mask)
+}
+
+/// [`slot_of`] the key of words `w` ([`Key::words`]).
+#[inline(always)]
+fn slot_of_words(w: &[u64; 4], mask: usize) -> usize {
+    let a = (w[0] ^ w[2].rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let c = (w[1] ^ w[3].rotate_left(41)).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
     let h = a ^ c.rotate_left(31);
     ((h ^ (h >> 29)) >> 16) as usize & mask
 }

@@ -140,9 +140,13 @@ impl<'p> HookPacket<'p> {
     /// The L3 (IPv4) bytes: from `meta().l3_offset` to the end of the
     /// frame; empty when the offset is beyond the frame.
     pub fn l3(&self) -> &[u8] {
-        self.data
-            .get(usize::from(self.meta.l3_offset)..)
-            .unwrap_or_default()
+        self.l3_if_any().unwrap_or_default()
+    }
+
+    /// [`HookPacket::l3`], `None` when the offset is beyond the frame.
+    #[inline(always)]
+    pub fn l3_if_any(&self) -> Option<&[u8]> {
+        self.data.get(usize::from(self.meta.l3_offset)..)
     }
 }
 

@@ -361,33 +361,38 @@ fn one_pass<A: Answer>(
     own: impl Fn(&A) -> u32,
     carry: impl Fn(&mut HookPacket<'_>, &A),
 ) -> (u64, u64) {
-    let (mut m, mut lookups, mut matched, mut unparsed) = (0, 0, 0u64, 0u64);
+    let (mut m, mut matched, mut unparsed) = (0, 0u64, 0u64);
     let (mut drops, mut refused, mut plain_missed) = (0u64, 0u64, 0u64);
     let mut mask = burst.accepted_mask();
+    // Every packet is looked up but those skipped (counted as they are).
+    let mut lookups = mask.count_ones() as usize;
     let packets = burst.packets_mut();
     while mask != 0 {
         let i = mask.trailing_zeros() as usize;
         mask &= mask - 1;
         let Some(p) = packets.get_mut(i) else { break };
         if p.meta().protocol != ethertype::IPV4 {
+            lookups -= 1;
             continue;
         }
-        // `m` counts misses, at most one per mask bit: it stays in range.
-        let k = m % MAX_BURST;
         // A plain packet's key stays in registers for the lookup and is
         // stored only when it misses.
-        let (words, plain) = match Key::plain_words(p.l3(), p.meta(), 0) {
+        let plain_key = p
+            .l3_if_any()
+            .and_then(|l3| Key::plain_words(l3, p.meta(), 0));
+        let (words, plain) = match plain_key {
             Some(w) => (w, true),
-            None => match key_parsed(c, p, &mut keys[k]) {
-                Ok(()) => (keys[k].words(), false),
+            // `m` counts misses, at most one per mask bit: it stays in range.
+            None => match key_parsed(c, p, &mut keys[m % MAX_BURST]) {
+                Ok(()) => (keys[m % MAX_BURST].words(), false),
                 Err(refuse) => {
                     refused |= u64::from(refuse.is_some()) << i;
                     unparsed += u64::from(refuse.is_none());
+                    lookups -= 1;
                     continue;
                 }
             },
         };
-        lookups += 1;
         match cache.get_words(&words) {
             Some(a) => {
                 let e = c.effect(own(&a));
@@ -395,6 +400,7 @@ fn one_pass<A: Answer>(
                 drops |= act_on(e, p, i, plain.then_some(&a), &carry);
             }
             None => {
+                let k = m % MAX_BURST;
                 keys[k] = Key::from_words(words);
                 idx[k] = i as u8;
                 plain_missed |= u64::from(plain) << k;

@@ -138,6 +138,10 @@ impl Key {
     #[inline(always)]
     pub fn plain_words(l3: &[u8], meta: &PacketMeta, ct: CtBits) -> Option<[u64; 4]> {
         const IHL5: usize = 20;
+        // A UDP header's 8 bytes at least (what any plain packet has).
+        if l3.len() < IHL5 + 8 {
+            return None;
+        }
         let ip = l3.first_chunk::<24>()?;
         let word = |at: usize| {
             let mut x = [0u8; 8];
@@ -150,13 +154,15 @@ impl Key {
         if h0 & 0xff3f_0000_0000_00ff != 0x45 {
             return None;
         }
-        // The L4 bytes inside both the datagram and the frame.
+        // The L4 header inside both the datagram and the frame (the frame
+        // holds a UDP header's, checked above).
         let total_len = usize::from(((h0 >> 16) as u16).swap_bytes());
-        let l4_end = total_len.min(l3.len());
         let proto = (h1 >> 8) as u8;
         let tcp_flags = match proto {
-            crate::flow::proto::UDP if l4_end >= IHL5 + 8 => 0,
-            crate::flow::proto::TCP if l4_end >= IHL5 + 20 => *l3.get(IHL5 + 13)?,
+            crate::flow::proto::UDP if total_len >= IHL5 + 8 => 0,
+            crate::flow::proto::TCP if total_len.min(l3.len()) >= IHL5 + 20 => {
+                *l3.get(IHL5 + 13)?
+            }
             _ => return None,
         };
         let dscp = (h0 >> 10) & 0x3f;

@@ -125,12 +125,28 @@ struct Keyed {
     plain: u64,
     results: [u32; MAX_BURST],
     answers: [Answers; MAX_BURST],
+    /// What the answers of the misses lead to (the flow cache's entries).
+    outcomes: [Outcome; MAX_BURST],
 }
 
-/// The flow cache of a classify instance on one worker (see `ClassifyWorker::cache`).
+/// The flow cache of a classify instance on one worker (see
+/// `ClassifyWorker::cache`): in front of the hook's own classifier or of
+/// the lookahead one. Either holds what the answer of a key leads to
+/// ([`Outcome`]), worked out once, when the key missed.
 enum PartCache {
-    Own(FlowCache),
-    Ahead(FlowCache<Answers>),
+    Own(FlowCache<Outcome>),
+    Ahead(FlowCache<Outcome>),
+}
+
+/// What the answers for one key lead to: the effect of the hook's own
+/// answer and, linked, what a plain packet carries for the egress
+/// filters. A hit reads these 16 bytes and acts: no table lookup, no
+/// arithmetic on the answers.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(8))]
+struct Outcome {
+    effect: Effect,
+    carried: [u32; LOOKAHEAD_SLOTS],
 }
 
 /// The lookahead classifier: this hook's rules in set 0, the egress rule
@@ -215,6 +231,7 @@ impl Hook for ClassifyHook {
                 plain: 0,
                 results: [0; MAX_BURST],
                 answers: [Answers::default(); MAX_BURST],
+                outcomes: [Outcome::default(); MAX_BURST],
             }),
         })
     }
@@ -291,19 +308,26 @@ impl ClassifyWorker {
             idx,
             results,
             answers,
+            outcomes,
             ..
         } = &mut *self.scratch;
         match (&mut self.cache, c.ahead.get()) {
             (PartCache::Ahead(cache), Some(a)) => {
                 let keep = a.keep();
-                let carry = |p: &mut HookPacket<'_>, a: &Answers| p.carry_all(carried(a, keep));
-                let scratch = (keys, idx, answers);
-                one_pass(c, &a.classifier, cache, burst, scratch, |a| a[0], carry)
+                let outcome = |a: &Answers| Outcome {
+                    effect: c.effect(a[0]),
+                    carried: carried(a, keep),
+                };
+                let scratch = (keys, idx, answers, outcomes);
+                one_pass::<_, true>(c, &a.classifier, cache, burst, scratch, outcome)
             }
             (PartCache::Own(cache), _) => {
-                let carry = |_: &mut HookPacket<'_>, _: &u32| {};
-                let scratch = (keys, idx, results);
-                one_pass(c, &c.classifier, cache, burst, scratch, |r| *r, carry)
+                let outcome = |r: &u32| Outcome {
+                    effect: c.effect(*r),
+                    carried: [0; LOOKAHEAD_SLOTS],
+                };
+                let scratch = (keys, idx, results, outcomes);
+                one_pass::<_, false>(c, &c.classifier, cache, burst, scratch, outcome)
             }
             (PartCache::Ahead(_), None) => (0, 0),
         }
@@ -321,15 +345,18 @@ impl ClassifyWorker {
             plain,
             results,
             answers,
+            ..
         } = &mut *self.scratch;
         let matched = match (&mut self.cache, c.ahead.get()) {
             _ if n == 0 => 0,
             (PartCache::Ahead(cache), Some(a)) => {
-                a.classifier.classify(cache, &keys[..n], &mut answers[..n]);
+                a.classifier
+                    .classify_past(cache, &keys[..n], &mut answers[..n]);
                 act_ahead(c, burst, &idx[..n], *plain, &answers[..n], a.slots)
             }
             (PartCache::Own(cache), _) => {
-                c.classifier.classify(cache, &keys[..n], &mut results[..n]);
+                c.classifier
+                    .classify_past(cache, &keys[..n], &mut results[..n]);
                 act_own(c, burst, &idx[..n], &results[..n])
             }
             // Not reached: a worker gets this cache only once `ahead` is set,
@@ -341,25 +368,26 @@ impl ClassifyWorker {
 }
 
 /// One pass over the burst through the worker's flow cache: each accepted
-/// IPv4 packet keyed, looked up and, on a hit, acted on at once (`own`:
-/// the packet's own result of an answer; `carry`: what a plain packet that
-/// is not dropped carries of it); the misses keyed into the scratch
-/// arrays (keys, burst indices, answers), classified in one
-/// call and acted on after. Returns the packets that matched a rule and
-/// those that could not be read.
+/// IPv4 packet keyed, looked up and, on a hit, acted on at once by its
+/// cached [`Outcome`] (`CARRY`: a plain packet not dropped carries the
+/// outcome's answers for the egress filters); the misses keyed into the
+/// scratch arrays (keys, burst indices, answers, outcomes), classified in
+/// one call, their outcomes (`outcome` of the answers) cached and acted
+/// on after. Returns the packets that matched a rule and those that could
+/// not be read.
 #[inline(always)]
-fn one_pass<A: Answer>(
+fn one_pass<A: Answer, const CARRY: bool>(
     c: &Classify,
     classifier: &CachedClassifier,
-    cache: &mut FlowCache<A>,
+    cache: &mut FlowCache<Outcome>,
     burst: &mut HookBurst<'_, '_>,
-    (keys, idx, answers): (
+    (keys, idx, answers, outcomes): (
         &mut [Key; MAX_BURST],
         &mut [u8; MAX_BURST],
         &mut [A; MAX_BURST],
+        &mut [Outcome; MAX_BURST],
     ),
-    own: impl Fn(&A) -> u32,
-    carry: impl Fn(&mut HookPacket<'_>, &A),
+    outcome: impl Fn(&A) -> Outcome,
 ) -> (u64, u64) {
     let (mut m, mut matched, mut unparsed) = (0, 0u64, 0u64);
     let (mut drops, mut refused, mut plain_missed) = (0u64, 0u64, 0u64);
@@ -394,10 +422,9 @@ fn one_pass<A: Answer>(
             },
         };
         match cache.get_words(&words) {
-            Some(a) => {
-                let e = c.effect(own(&a));
-                matched += e.matched();
-                drops |= act_on(e, p, i, plain.then_some(&a), &carry);
+            Some(o) => {
+                matched += o.effect.matched();
+                drops |= act_on(&o, p, i, CARRY && plain);
             }
             None => {
                 let k = m % MAX_BURST;
@@ -409,9 +436,10 @@ fn one_pass<A: Answer>(
         }
     }
     if m > 0 {
-        classifier.fill(cache, &keys[..m], &mut answers[..m]);
-        let missed = (&idx[..m], &answers[..m], plain_missed);
-        let (more, dropped) = act_on_misses(c, packets, missed, &own, &carry);
+        let (answers, outcomes) = (&mut answers[..m], &mut outcomes[..m]);
+        classifier.fill_mapped(cache, &keys[..m], answers, outcomes, outcome);
+        let missed = (&idx[..m], &outcomes[..], plain_missed);
+        let (more, dropped) = act_on_misses::<CARRY>(packets, missed);
         matched += more;
         drops |= dropped;
     }
@@ -426,47 +454,36 @@ fn one_pass<A: Answer>(
 }
 
 /// The misses of `one_pass` acted on once classified: their burst
-/// indices, answers and which were plain (bit k: miss k). Returns the
+/// indices, outcomes and which were plain (bit k: miss k). Returns the
 /// packets that matched a rule and the bits of those to drop.
 #[inline(always)]
-fn act_on_misses<A>(
-    c: &Classify,
+fn act_on_misses<const CARRY: bool>(
     packets: &mut [HookPacket<'_>],
-    (idx, answers, plain): (&[u8], &[A], u64),
-    own: &impl Fn(&A) -> u32,
-    carry: &impl Fn(&mut HookPacket<'_>, &A),
+    (idx, outcomes, plain): (&[u8], &[Outcome], u64),
 ) -> (u64, u64) {
     let (mut matched, mut drops) = (0, 0);
-    for (k, (&i, a)) in idx.iter().zip(answers).enumerate() {
+    for (k, (&i, o)) in idx.iter().zip(outcomes).enumerate() {
         let Some(p) = packets.get_mut(usize::from(i)) else {
             continue;
         };
-        let e = c.effect(own(a));
-        matched += e.matched();
-        let carried = (plain & 1 << k != 0).then_some(a);
-        drops |= act_on(e, p, usize::from(i), carried, carry);
+        matched += o.effect.matched();
+        drops |= act_on(o, p, usize::from(i), CARRY && plain & 1 << k != 0);
     }
     (matched, drops)
 }
 
-/// What effect `e` does to packet `p` (burst index `i`): the bit of `i`
-/// when it is to be dropped; else the answers it carries (`carried`: a
-/// plain packet's answer) and its mark and class set.
+/// What outcome `o` does to packet `p` (burst index `i`): the bit of `i`
+/// when it is to be dropped; else the answers it carries (`carry`: a
+/// plain packet of a linked hook) and its mark and class set.
 #[inline(always)]
-fn act_on<A>(
-    e: Effect,
-    p: &mut HookPacket<'_>,
-    i: usize,
-    carried: Option<&A>,
-    carry: impl Fn(&mut HookPacket<'_>, &A),
-) -> u64 {
-    if e.drop() {
+fn act_on(o: &Outcome, p: &mut HookPacket<'_>, i: usize, carry: bool) -> u64 {
+    if o.effect.drop() {
         return 1 << (i % MAX_BURST);
     }
-    if let Some(a) = carried {
-        carry(p, a);
+    if carry {
+        p.carry_all(o.carried);
     }
-    apply(e, p);
+    apply(o.effect, p);
     0
 }
 

@@ -211,7 +211,7 @@ impl CachedClassifier {
 
     /// An empty cache for worker `worker` (allocates its slots: at the
     /// worker's quiescent point, never per burst).
-    pub fn cache<A: Answer>(&self, worker: usize) -> FlowCache<A> {
+    pub fn cache<A: Copy + Default>(&self, worker: usize) -> FlowCache<A> {
         FlowCache {
             worker,
             slots: vec![Slot::default(); self.slots].into_boxed_slice(),
@@ -288,6 +288,61 @@ impl CachedClassifier {
                 };
             }
         }
+    }
+
+    /// [`CachedClassifier::fill`] for a cache of what the answers lead
+    /// to rather than the answers: the misses' answers from the classifier
+    /// in one call into `answers`, `map` of each into `results` and the
+    /// cache (`map` runs once per miss, never per hit).
+    #[inline]
+    pub fn fill_mapped<A: Answer, O: Copy>(
+        &self,
+        cache: &mut FlowCache<O>,
+        keys: &[Key],
+        answers: &mut [A],
+        results: &mut [O],
+        map: impl Fn(&A) -> O,
+    ) {
+        let n = keys
+            .len()
+            .min(answers.len())
+            .min(results.len())
+            .min(MAX_BURST);
+        if n == 0 {
+            return;
+        }
+        A::classify(&*self.inner, &keys[..n], &mut answers[..n]);
+        for ((k, a), r) in keys[..n].iter().zip(&answers[..n]).zip(&mut results[..n]) {
+            *r = map(a);
+            let s = slot_of(k, cache.mask);
+            if let Some(slot) = cache.slots.get_mut(s) {
+                *slot = Slot {
+                    key: *k,
+                    result: *r,
+                };
+            }
+        }
+    }
+
+    /// The classifier's answers for `keys`, past a worker's `cache` of any
+    /// kind: for a burst [`CachedClassifier::begin`] turned away (no
+    /// slots, or bypassing them), counted as bypassed as
+    /// [`CachedClassifier::classify`] counts it. A cache in use is not
+    /// read or filled either: the answers are the classifier's all the
+    /// same.
+    #[inline]
+    pub fn classify_past<A: Answer, O>(
+        &self,
+        cache: &mut FlowCache<O>,
+        keys: &[Key],
+        results: &mut [A],
+    ) {
+        let n = keys.len().min(results.len());
+        if !cache.slots.is_empty() && cache.bypass_bursts > 0 {
+            cache.bypass_bursts -= 1;
+            self.counts.add(cache.worker, BYPASSED, n as u64);
+        }
+        A::classify(&*self.inner, &keys[..n], &mut results[..n]);
     }
 
     /// The end of a burst that went through `cache`: `lookups` keys of

@@ -32,11 +32,13 @@ use crate::worker_counters::WorkerCounters;
 use crate::{HookArgs, HookBuildError, MAX_BURST};
 
 /// Slots per worker unless a hook's `flow_cache` says otherwise: 4,096 x
-/// 36 bytes = 144 KiB, well inside a core's L2.
+/// 36 bytes (a filter's; a classify's holds 48) = 144 KiB, well inside a
+/// core's L2.
 pub const DEFAULT_SLOTS: usize = 4096;
 /// The most slots a hook may ask for per worker: 1,048,576 x 36 bytes =
-/// 36 MiB (allocated at each worker's quiescent point when the hook
-/// arrives; a reload makes the new hook's before the old one's is freed).
+/// 36 MiB (48 MiB for a classify; allocated at each worker's quiescent
+/// point when the hook arrives; a reload makes the new hook's before the
+/// old one's is freed).
 pub const MAX_SLOTS: usize = 1 << 20;
 /// Lookups a worker's hit rate is judged over.
 pub const WINDOW: u32 = 4096;

@@ -508,7 +508,11 @@ fn key_burst(c: &Classify, burst: &mut HookBurst<'_, '_>, keyed: &mut Keyed) -> 
         }
         // At most MAX_BURST packets (one per mask bit): `n` stays in range.
         let k = n % MAX_BURST;
-        if keyed.keys[k].set_plain(p.l3(), p.meta(), 0) {
+        let plain_key = p
+            .l3_if_any()
+            .and_then(|l3| Key::plain_words(l3, p.meta(), 0));
+        if let Some(w) = plain_key {
+            keyed.keys[k] = Key::from_words(w);
             plain |= 1 << k;
         } else {
             match key_parsed(c, p, &mut keyed.keys[k]) {

@@ -379,4 +379,61 @@ mod tests {
         assert_eq!(a_h.calls.load(Ordering::Relaxed), 2);
         assert_eq!(chain.entries()[0].counters.read().seen, 5);
     }
+
+    /// Writes byte 0 of every packet while saying it never writes.
+    struct Liar;
+    struct LiarPart;
+    impl Hook for Liar {
+        fn worker(&self, _: usize, _: &mut WorkerStore) -> Box<dyn HookWorker> {
+            Box::new(LiarPart)
+        }
+        fn writes_frames(&self) -> bool {
+            false
+        }
+    }
+    impl HookWorker for LiarPart {
+        fn process(&mut self, _: &HookContext, _: &mut WorkerStore, burst: &mut HookBurst<'_, '_>) {
+            burst.for_each_accepted(|_, p| {
+                p.data_mut()[0] = 0;
+                None
+            });
+        }
+    }
+
+    fn liar() -> ChainEntry {
+        ChainEntry {
+            name: "liar".into(),
+            kind: "liar".into(),
+            priority: 0,
+            hook: Arc::new(Liar),
+            counters: Arc::new(HookCounters::new(1)),
+        }
+    }
+
+    #[test]
+    fn a_chain_may_write_when_one_of_its_hooks_may() {
+        assert!(!Chain::new(vec![liar()]).may_write());
+        assert!(!Chain::default().may_write());
+        let (byte, _) = entry("byte", 0, 1, 2);
+        assert!(
+            Chain::new(vec![liar(), byte]).may_write(),
+            "the default is true"
+        );
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "wrote frames but says it never does")]
+    fn a_hook_that_writes_after_saying_it_never_does_is_caught() {
+        let chain = Chain::new(vec![liar()]);
+        let mut buf = [1u8, 2];
+        let mut meta = PacketMeta::default();
+        let mut pkts = [HookPacket::new(&mut buf, &mut meta)];
+        let mut v = [Verdict::Accept; 1];
+        chain.run(
+            &CX,
+            &mut WorkerHooks::new(0),
+            &mut HookBurst::new(&mut pkts, &mut v),
+        );
+    }
 }

@@ -44,6 +44,8 @@ impl Default for StealLog {
 #[derive(Default)]
 pub struct Chain {
     entries: Box<[ChainEntry]>,
+    /// Some entry's hook may write frame bytes ([`Hook::writes_frames`]).
+    may_write: bool,
 }
 
 impl Chain {
@@ -53,8 +55,18 @@ impl Chain {
         entries.sort_by_key(|e| e.priority);
         entries.truncate(u8::MAX as usize);
         Chain {
+            may_write: entries.iter().any(|e| e.hook.writes_frames()),
             entries: entries.into_boxed_slice(),
         }
+    }
+
+    /// Whether some hook of the chain may change frame bytes: when none
+    /// may, no frame of a burst it ran over was written
+    /// ([`HookPacket::written`](crate::HookPacket::written)), and the
+    /// pipeline need not look.
+    #[inline(always)]
+    pub fn may_write(&self) -> bool {
+        self.may_write
     }
 
     pub fn is_empty(&self) -> bool {
@@ -85,7 +97,16 @@ impl Chain {
                 break;
             }
             let mask = burst.accepted_mask();
+            let written_before = cfg!(debug_assertions).then(|| burst.written());
             h.worker.process(cx, store, burst);
+            if let Some(before) = written_before {
+                debug_assert!(
+                    e.hook.writes_frames() || burst.written() == before,
+                    "hook {:?} ({}) wrote frames but says it never does",
+                    e.name,
+                    e.kind
+                );
+            }
             let after = burst.tally();
             e.counters.record(cx.worker, before, after);
             if after.stolen != before.stolen {
@@ -357,5 +378,62 @@ mod tests {
         // The last to run (worker 1's) counted its own 2 calls.
         assert_eq!(a_h.calls.load(Ordering::Relaxed), 2);
         assert_eq!(chain.entries()[0].counters.read().seen, 5);
+    }
+
+    /// Writes byte 0 of every packet while saying it never writes.
+    struct Liar;
+    struct LiarPart;
+    impl Hook for Liar {
+        fn worker(&self, _: usize, _: &mut WorkerStore) -> Box<dyn HookWorker> {
+            Box::new(LiarPart)
+        }
+        fn writes_frames(&self) -> bool {
+            false
+        }
+    }
+    impl HookWorker for LiarPart {
+        fn process(&mut self, _: &HookContext, _: &mut WorkerStore, burst: &mut HookBurst<'_, '_>) {
+            burst.for_each_accepted(|_, p| {
+                p.data_mut()[0] = 0;
+                None
+            });
+        }
+    }
+
+    fn liar() -> ChainEntry {
+        ChainEntry {
+            name: "liar".into(),
+            kind: "liar".into(),
+            priority: 0,
+            hook: Arc::new(Liar),
+            counters: Arc::new(HookCounters::new(1)),
+        }
+    }
+
+    #[test]
+    fn a_chain_may_write_when_one_of_its_hooks_may() {
+        assert!(!Chain::new(vec![liar()]).may_write());
+        assert!(!Chain::default().may_write());
+        let (byte, _) = entry("byte", 0, 1, 2);
+        assert!(
+            Chain::new(vec![liar(), byte]).may_write(),
+            "the default is true"
+        );
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "wrote frames but says it never does")]
+    fn a_hook_that_writes_after_saying_it_never_does_is_caught() {
+        let chain = Chain::new(vec![liar()]);
+        let mut buf = [1u8, 2];
+        let mut meta = PacketMeta::default();
+        let mut pkts = [HookPacket::new(&mut buf, &mut meta)];
+        let mut v = [Verdict::Accept; 1];
+        chain.run(
+            &CX,
+            &mut WorkerHooks::new(0),
+            &mut HookBurst::new(&mut pkts, &mut v),
+        );
     }
 }

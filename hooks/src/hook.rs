@@ -149,6 +149,16 @@ pub trait Hook: Send + Sync {
     fn lookahead(&self) -> Option<&dyn crate::lookahead::Lookahead> {
         None
     }
+
+    /// Whether this hook's workers may change frame bytes
+    /// ([`HookPacket::data_mut`](crate::HookPacket::data_mut)). After a
+    /// chain the pipeline looks for written frames, to check them again,
+    /// only when some hook of the chain may write ([`Chain::may_write`](crate::Chain::may_write)):
+    /// a hook that answers `false` must never ask for the bytes to change
+    /// them (debug builds assert it after each call). True by default.
+    fn writes_frames(&self) -> bool {
+        true
+    }
 }
 
 /// A [`Hook`] on one worker: a packet function with the worker's

@@ -50,7 +50,7 @@ pub use hook::{Hook, HookContext, HookPoint, HookWorker, OwnedPacket};
 pub use hook_counters::{HookCounters, HookStats};
 pub use hook_set::HookSet;
 pub use meta::{PacketMeta, PacketType, LOOKAHEAD_SLOTS};
-pub use packet::{HookBurst, HookPacket, Tally, MAX_BURST};
+pub use packet::{each_index, HookBurst, HookPacket, Tally, MAX_BURST};
 pub use registry::{
     BuildContext, DuplicateKind, HookArgs, HookBuildError, HookKind, KindHandle, Registry,
 };

@@ -120,6 +120,13 @@ impl<'p> HookPacket<'p> {
         }
     }
 
+    /// Carry `answers` (each 0, none, or 1 + a classifier result) in the
+    /// lookahead slots, one each, all at once.
+    #[inline(always)]
+    pub fn carry_all(&mut self, answers: [u32; crate::LOOKAHEAD_SLOTS]) {
+        self.meta.lookahead = answers;
+    }
+
     /// Carry `answer` (1 + a classifier result) in lookahead slot `slot`
     /// for the egress hook of that slot (`hooks::lookahead`). Out of range
     /// slots are ignored.
@@ -133,9 +140,40 @@ impl<'p> HookPacket<'p> {
     /// The L3 (IPv4) bytes: from `meta().l3_offset` to the end of the
     /// frame; empty when the offset is beyond the frame.
     pub fn l3(&self) -> &[u8] {
-        self.data
-            .get(usize::from(self.meta.l3_offset)..)
-            .unwrap_or_default()
+        self.l3_if_any().unwrap_or_default()
+    }
+
+    /// [`HookPacket::l3`], `None` when the offset is beyond the frame.
+    #[inline(always)]
+    pub fn l3_if_any(&self) -> Option<&[u8]> {
+        self.data.get(usize::from(self.meta.l3_offset)..)
+    }
+}
+
+/// The mask of a burst of `n` packets, all accepted.
+#[inline(always)]
+fn all_of(n: usize) -> u64 {
+    if n >= MAX_BURST {
+        u64::MAX
+    } else {
+        (1u64 << n) - 1
+    }
+}
+
+/// Call `f` with each index of `mask` (bits of packets `0..n`), in order:
+/// a plain count when `mask` holds all `n` (no bit scan per packet).
+#[inline(always)]
+pub fn each_index(mut mask: u64, n: usize, mut f: impl FnMut(usize)) {
+    if n <= MAX_BURST && mask == all_of(n) {
+        for i in 0..n {
+            f(i);
+        }
+        return;
+    }
+    while mask != 0 {
+        let i = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        f(i);
     }
 }
 
@@ -167,11 +205,7 @@ impl<'b, 'p> HookBurst<'b, 'p> {
         let (packets, _) = packets.split_at_mut(n);
         let (verdicts, _) = verdicts.split_at_mut(n);
         verdicts.fill(Verdict::Accept);
-        let accepted = if n == MAX_BURST {
-            u64::MAX
-        } else {
-            (1u64 << n) - 1
-        };
+        let accepted = all_of(n);
         HookBurst {
             packets,
             verdicts,
@@ -212,6 +246,13 @@ impl<'b, 'p> HookBurst<'b, 'p> {
 
     pub fn is_accepted(&self, i: usize) -> bool {
         i < MAX_BURST && self.accepted & (1 << i) != 0
+    }
+
+    /// Whether every packet of the burst is still accepted (the common
+    /// case: a hook may then walk the packets in order, without the mask).
+    #[inline(always)]
+    pub fn all_accepted(&self) -> bool {
+        self.accepted == all_of(self.packets.len())
     }
 
     /// Every packet of the burst, whatever its verdict (index them by the
@@ -272,6 +313,12 @@ impl<'b, 'p> HookBurst<'b, 'p> {
                 self.set_verdict(i, v);
             }
         }
+    }
+
+    /// How many packets of the burst were asked for their bytes to change
+    /// them ([`HookPacket::written`]).
+    pub fn written(&self) -> usize {
+        self.packets.iter().filter(|p| p.written()).count()
     }
 
     /// Counts of the verdicts so far.

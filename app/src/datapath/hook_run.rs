@@ -70,7 +70,8 @@ pub fn run_chain(cx: &mut Cx<'_>, chain: &Chain, hcx: HookContext, mask: Mask) {
         // The worker's own state of each hook (its `HookWorker`) runs, as `&mut`.
         let log = chain.run(&hcx, &mut s.hooks, &mut burst);
         let judged = all(n) & !burst.accepted_mask();
-        let written = pkts.iter().any(|p| p.written());
+        // No hook of the chain writes frames (classify, filter): nothing to look for.
+        let written = chain.may_write() && pkts.iter().any(|p| p.written());
         (n, judged, log.owner, written)
     };
     for k in each(judged) {

@@ -745,6 +745,25 @@ impl Classifier for AclClassifier {
         let n = keys.len().min(results.len());
         let per_key = self.categories as usize;
         let mut raw = [0u32; ACL_BURST * CATEGORIES as usize];
+        if let ([ctx], CATEGORIES) = (&self.ctxs[..], self.categories) {
+            // One context of several sets (the common case): its answers
+            // are the sets' own, copied without merging.
+            for (keys, results) in keys[..n]
+                .chunks(ACL_BURST)
+                .zip(results[..n].chunks_mut(ACL_BURST))
+            {
+                ctx.classify(keys, &mut raw, CATEGORIES);
+                for (r, got) in results
+                    .iter_mut()
+                    .zip(raw.chunks_exact(CATEGORIES as usize))
+                {
+                    if let Some(got) = got.first_chunk::<MAX_SETS>() {
+                        *r = *got;
+                    }
+                }
+            }
+            return;
+        }
         for (keys, results) in keys[..n]
             .chunks(ACL_BURST)
             .zip(results[..n].chunks_mut(ACL_BURST))

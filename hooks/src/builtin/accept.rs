@@ -15,6 +15,10 @@ impl Hook for Accept {
     fn worker(&self, _worker: usize, _store: &mut WorkerStore) -> Box<dyn HookWorker> {
         Box::new(Accept)
     }
+
+    fn writes_frames(&self) -> bool {
+        false
+    }
 }
 
 impl HookWorker for Accept {

@@ -36,7 +36,7 @@ use crate::wire::ethernet::ethertype;
 use crate::worker_counters::{CounterStore, WorkerCounters};
 use crate::{
     BuildContext, DropReason, Hook, HookArgs, HookBuildError, HookBurst, HookContext, HookKind,
-    HookPacket, HookPoint, HookWorker, Verdict, WorkerStore, MAX_BURST,
+    HookPacket, HookPoint, HookWorker, Verdict, WorkerStore, LOOKAHEAD_SLOTS, MAX_BURST,
 };
 use std::sync::{Arc, OnceLock};
 
@@ -125,12 +125,28 @@ struct Keyed {
     plain: u64,
     results: [u32; MAX_BURST],
     answers: [Answers; MAX_BURST],
+    /// What the answers of the misses lead to (the flow cache's entries).
+    outcomes: [Outcome; MAX_BURST],
 }
 
-/// The flow cache of a classify instance on one worker (see `ClassifyWorker::cache`).
+/// The flow cache of a classify instance on one worker (see
+/// `ClassifyWorker::cache`): in front of the hook's own classifier or of
+/// the lookahead one. Either holds what the answer of a key leads to
+/// ([`Outcome`]), worked out once, when the key missed.
 enum PartCache {
-    Own(FlowCache),
-    Ahead(FlowCache<Answers>),
+    Own(FlowCache<Outcome>),
+    Ahead(FlowCache<Outcome>),
+}
+
+/// What the answers for one key lead to: the effect of the hook's own
+/// answer and, linked, what a plain packet carries for the egress
+/// filters. A hit reads these 16 bytes and acts: no table lookup, no
+/// arithmetic on the answers.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(8))]
+struct Outcome {
+    effect: Effect,
+    carried: [u32; LOOKAHEAD_SLOTS],
 }
 
 /// The lookahead classifier: this hook's rules in set 0, the egress rule
@@ -140,36 +156,60 @@ struct Ahead {
     slots: usize,
 }
 
+impl Ahead {
+    /// [`keep_slots`] of this classifier's slots.
+    #[inline(always)]
+    fn keep(&self) -> u64 {
+        keep_slots(self.slots)
+    }
+}
+
 /// A rule's action as the packet path applies it: `effects[0]` of a
-/// [`Classify`] is the no-match one (nothing set, not counted). Plain
-/// fields, no `Option`s: one load and a test each.
+/// [`Classify`] is the no-match one (nothing set, not counted). Eight
+/// bytes, no `Option`s: one load, then a test of a bit per step.
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(8))]
 struct Effect {
-    matched: bool,
-    drop: bool,
-    set_mark: bool,
-    set_class: bool,
     mark: u32,
     class: u16,
+    /// `E_*` bits.
+    bits: u8,
 }
+
+/// [`Effect::bits`]: a rule matched (counted under `matched`).
+const E_MATCHED: u8 = 1;
+/// The packet is dropped.
+const E_DROP: u8 = 2;
+/// The mark is set to [`Effect::mark`].
+const E_SET_MARK: u8 = 4;
+/// The class is set to [`Effect::class`].
+const E_SET_CLASS: u8 = 8;
 
 impl Effect {
     fn of(action: ClassifyAction) -> Effect {
         match action {
             ClassifyAction::Drop => Effect {
-                matched: true,
-                drop: true,
+                bits: E_MATCHED | E_DROP,
                 ..Effect::default()
             },
             ClassifyAction::Set { mark, class } => Effect {
-                matched: true,
-                drop: false,
-                set_mark: mark.is_some(),
-                set_class: class.is_some(),
                 mark: mark.unwrap_or(0),
                 class: class.unwrap_or(0),
+                bits: E_MATCHED
+                    | if mark.is_some() { E_SET_MARK } else { 0 }
+                    | if class.is_some() { E_SET_CLASS } else { 0 },
             },
         }
+    }
+
+    #[inline(always)]
+    fn matched(self) -> u64 {
+        u64::from(self.bits & E_MATCHED)
+    }
+
+    #[inline(always)]
+    fn drop(self) -> bool {
+        self.bits & E_DROP != 0
     }
 }
 
@@ -191,12 +231,17 @@ impl Hook for ClassifyHook {
                 plain: 0,
                 results: [0; MAX_BURST],
                 answers: [Answers::default(); MAX_BURST],
+                outcomes: [Outcome::default(); MAX_BURST],
             }),
         })
     }
 
     fn lookahead(&self) -> Option<&dyn Lookahead> {
         Some(&*self.0)
+    }
+
+    fn writes_frames(&self) -> bool {
+        false
     }
 
     fn stats(&self) -> Vec<(&'static str, u64)> {
@@ -263,19 +308,26 @@ impl ClassifyWorker {
             idx,
             results,
             answers,
+            outcomes,
             ..
         } = &mut *self.scratch;
         match (&mut self.cache, c.ahead.get()) {
             (PartCache::Ahead(cache), Some(a)) => {
-                let slots = a.slots.min(MAX_SETS - 1);
-                let carry = |p: &mut HookPacket<'_>, a: &Answers| p.carry_answers(&a[1..1 + slots]);
-                let scratch = (keys, idx, answers);
-                one_pass(c, &a.classifier, cache, burst, scratch, |a| a[0], carry)
+                let keep = a.keep();
+                let outcome = |a: &Answers| Outcome {
+                    effect: c.effect(a[0]),
+                    carried: carried(a, keep),
+                };
+                let scratch = (keys, idx, answers, outcomes);
+                one_pass::<_, true>(c, &a.classifier, cache, burst, scratch, outcome)
             }
             (PartCache::Own(cache), _) => {
-                let carry = |_: &mut HookPacket<'_>, _: &u32| {};
-                let scratch = (keys, idx, results);
-                one_pass(c, &c.classifier, cache, burst, scratch, |r| *r, carry)
+                let outcome = |r: &u32| Outcome {
+                    effect: c.effect(*r),
+                    carried: [0; LOOKAHEAD_SLOTS],
+                };
+                let scratch = (keys, idx, results, outcomes);
+                one_pass::<_, false>(c, &c.classifier, cache, burst, scratch, outcome)
             }
             (PartCache::Ahead(_), None) => (0, 0),
         }
@@ -293,15 +345,18 @@ impl ClassifyWorker {
             plain,
             results,
             answers,
+            ..
         } = &mut *self.scratch;
         let matched = match (&mut self.cache, c.ahead.get()) {
             _ if n == 0 => 0,
             (PartCache::Ahead(cache), Some(a)) => {
-                a.classifier.classify(cache, &keys[..n], &mut answers[..n]);
+                a.classifier
+                    .classify_past(cache, &keys[..n], &mut answers[..n]);
                 act_ahead(c, burst, &idx[..n], *plain, &answers[..n], a.slots)
             }
             (PartCache::Own(cache), _) => {
-                c.classifier.classify(cache, &keys[..n], &mut results[..n]);
+                c.classifier
+                    .classify_past(cache, &keys[..n], &mut results[..n]);
                 act_own(c, burst, &idx[..n], &results[..n])
             }
             // Not reached: a worker gets this cache only once `ahead` is set,
@@ -313,56 +368,67 @@ impl ClassifyWorker {
 }
 
 /// One pass over the burst through the worker's flow cache: each accepted
-/// IPv4 packet keyed, looked up and, on a hit, acted on at once (`own`:
-/// the packet's own result of an answer; `carry`: what a plain packet that
-/// is not dropped carries of it); the misses keyed into the scratch
-/// arrays (keys, burst indices, answers), classified in one
-/// call and acted on after. Returns the packets that matched a rule and
-/// those that could not be read.
+/// IPv4 packet keyed, looked up and, on a hit, acted on at once by its
+/// cached [`Outcome`] (`CARRY`: a plain packet not dropped carries the
+/// outcome's answers for the egress filters); the misses keyed into the
+/// scratch arrays (keys, burst indices, answers, outcomes), classified in
+/// one call, their outcomes (`outcome` of the answers) cached and acted
+/// on after. Returns the packets that matched a rule and those that could
+/// not be read.
 #[inline(always)]
-fn one_pass<A: Answer>(
+fn one_pass<A: Answer, const CARRY: bool>(
     c: &Classify,
     classifier: &CachedClassifier,
-    cache: &mut FlowCache<A>,
+    cache: &mut FlowCache<Outcome>,
     burst: &mut HookBurst<'_, '_>,
-    (keys, idx, answers): (
+    (keys, idx, answers, outcomes): (
         &mut [Key; MAX_BURST],
         &mut [u8; MAX_BURST],
         &mut [A; MAX_BURST],
+        &mut [Outcome; MAX_BURST],
     ),
-    own: impl Fn(&A) -> u32,
-    carry: impl Fn(&mut HookPacket<'_>, &A),
+    outcome: impl Fn(&A) -> Outcome,
 ) -> (u64, u64) {
-    let (mut m, mut lookups, mut matched, mut unparsed) = (0, 0, 0u64, 0u64);
+    let (mut m, mut matched, mut unparsed) = (0, 0u64, 0u64);
     let (mut drops, mut refused, mut plain_missed) = (0u64, 0u64, 0u64);
     let mut mask = burst.accepted_mask();
+    // Every packet is looked up but those skipped (counted as they are).
+    let mut lookups = mask.count_ones() as usize;
     let packets = burst.packets_mut();
     while mask != 0 {
         let i = mask.trailing_zeros() as usize;
         mask &= mask - 1;
         let Some(p) = packets.get_mut(i) else { break };
         if p.meta().protocol != ethertype::IPV4 {
+            lookups -= 1;
             continue;
         }
-        // `m` counts misses, at most one per mask bit: it stays in range.
-        let k = m % MAX_BURST;
-        let key = &mut keys[k];
-        let plain = match key_of(c, p, key) {
-            Ok(plain) => plain,
-            Err(refuse) => {
-                refused |= u64::from(refuse.is_some()) << i;
-                unparsed += u64::from(refuse.is_none());
-                continue;
-            }
+        // A plain packet's key stays in registers for the lookup and is
+        // stored only when it misses.
+        let plain_key = p
+            .l3_if_any()
+            .and_then(|l3| Key::plain_words(l3, p.meta(), 0));
+        let (words, plain) = match plain_key {
+            Some(w) => (w, true),
+            // `m` counts misses, at most one per mask bit: it stays in range.
+            None => match key_parsed(c, p, &mut keys[m % MAX_BURST]) {
+                Ok(()) => (keys[m % MAX_BURST].words(), false),
+                Err(refuse) => {
+                    refused |= u64::from(refuse.is_some()) << i;
+                    unparsed += u64::from(refuse.is_none());
+                    lookups -= 1;
+                    continue;
+                }
+            },
         };
-        lookups += 1;
-        match cache.get(key) {
-            Some(a) => {
-                let e = c.effect(own(&a));
-                matched += u64::from(e.matched);
-                drops |= act_on(e, p, i, plain.then_some(&a), &carry);
+        match cache.get_words(&words) {
+            Some(o) => {
+                matched += o.effect.matched();
+                drops |= act_on(&o, p, i, CARRY && plain);
             }
             None => {
+                let k = m % MAX_BURST;
+                keys[k] = Key::from_words(words);
                 idx[k] = i as u8;
                 plain_missed |= u64::from(plain) << k;
                 m += 1;
@@ -370,9 +436,10 @@ fn one_pass<A: Answer>(
         }
     }
     if m > 0 {
-        classifier.fill(cache, &keys[..m], &mut answers[..m]);
-        let missed = (&idx[..m], &answers[..m], plain_missed);
-        let (more, dropped) = act_on_misses(c, packets, missed, &own, &carry);
+        let (answers, outcomes) = (&mut answers[..m], &mut outcomes[..m]);
+        classifier.fill_mapped(cache, &keys[..m], answers, outcomes, outcome);
+        let missed = (&idx[..m], &outcomes[..], plain_missed);
+        let (more, dropped) = act_on_misses::<CARRY>(packets, missed);
         matched += more;
         drops |= dropped;
     }
@@ -387,47 +454,36 @@ fn one_pass<A: Answer>(
 }
 
 /// The misses of `one_pass` acted on once classified: their burst
-/// indices, answers and which were plain (bit k: miss k). Returns the
+/// indices, outcomes and which were plain (bit k: miss k). Returns the
 /// packets that matched a rule and the bits of those to drop.
 #[inline(always)]
-fn act_on_misses<A>(
-    c: &Classify,
+fn act_on_misses<const CARRY: bool>(
     packets: &mut [HookPacket<'_>],
-    (idx, answers, plain): (&[u8], &[A], u64),
-    own: &impl Fn(&A) -> u32,
-    carry: &impl Fn(&mut HookPacket<'_>, &A),
+    (idx, outcomes, plain): (&[u8], &[Outcome], u64),
 ) -> (u64, u64) {
     let (mut matched, mut drops) = (0, 0);
-    for (k, (&i, a)) in idx.iter().zip(answers).enumerate() {
+    for (k, (&i, o)) in idx.iter().zip(outcomes).enumerate() {
         let Some(p) = packets.get_mut(usize::from(i)) else {
             continue;
         };
-        let e = c.effect(own(a));
-        matched += u64::from(e.matched);
-        let carried = (plain & 1 << k != 0).then_some(a);
-        drops |= act_on(e, p, usize::from(i), carried, carry);
+        matched += o.effect.matched();
+        drops |= act_on(o, p, usize::from(i), CARRY && plain & 1 << k != 0);
     }
     (matched, drops)
 }
 
-/// What effect `e` does to packet `p` (burst index `i`): the bit of `i`
-/// when it is to be dropped; else the answers it carries (`carried`: a
-/// plain packet's answer) and its mark and class set.
+/// What outcome `o` does to packet `p` (burst index `i`): the bit of `i`
+/// when it is to be dropped; else the answers it carries (`carry`: a
+/// plain packet of a linked hook) and its mark and class set.
 #[inline(always)]
-fn act_on<A>(
-    e: Effect,
-    p: &mut HookPacket<'_>,
-    i: usize,
-    carried: Option<&A>,
-    carry: impl Fn(&mut HookPacket<'_>, &A),
-) -> u64 {
-    if e.drop {
+fn act_on(o: &Outcome, p: &mut HookPacket<'_>, i: usize, carry: bool) -> u64 {
+    if o.effect.drop() {
         return 1 << (i % MAX_BURST);
     }
-    if let Some(a) = carried {
-        carry(p, a);
+    if carry {
+        p.carry_all(o.carried);
     }
-    apply(e, p);
+    apply(o.effect, p);
     0
 }
 
@@ -452,7 +508,11 @@ fn key_burst(c: &Classify, burst: &mut HookBurst<'_, '_>, keyed: &mut Keyed) -> 
         }
         // At most MAX_BURST packets (one per mask bit): `n` stays in range.
         let k = n % MAX_BURST;
-        if keyed.keys[k].set_plain(p.l3(), p.meta(), 0) {
+        let plain_key = p
+            .l3_if_any()
+            .and_then(|l3| Key::plain_words(l3, p.meta(), 0));
+        if let Some(w) = plain_key {
+            keyed.keys[k] = Key::from_words(w);
             plain |= 1 << k;
         } else {
             match key_parsed(c, p, &mut keyed.keys[k]) {
@@ -495,16 +555,6 @@ fn refuse_fragments(c: &Classify, burst: &mut HookBurst<'_, '_>, mut mask: u64) 
     }
 }
 
-/// Packet `p`'s key into `key`: `Ok(true)` for a plain packet, `Ok(false)`
-/// for one keyed through its flow summary, else as [`key_parsed`].
-#[inline(always)]
-fn key_of(c: &Classify, p: &HookPacket<'_>, key: &mut Key) -> Result<bool, Option<DropReason>> {
-    if key.set_plain(p.l3(), p.meta(), 0) {
-        return Ok(true);
-    }
-    key_parsed(c, p, key).map(|()| false)
-}
-
 /// The key of a packet that is not plain (options, fragments, other
 /// protocols), through its flow summary, into `key`. `Err(Some(reason))`:
 /// a fragment the rules cannot judge, to drop; `Err(None)`: unreadable.
@@ -533,20 +583,20 @@ fn act_ahead(
 ) -> u64 {
     let mut matched = 0;
     let mut drops = 0u64;
-    let slots = slots.min(MAX_SETS - 1);
+    let keep = keep_slots(slots);
     let packets = burst.packets_mut();
     for (k, (&i, a)) in idx.iter().zip(answers).enumerate() {
         let e = c.effect(a[0]);
-        matched += u64::from(e.matched);
+        matched += e.matched();
         let Some(p) = packets.get_mut(usize::from(i)) else {
             continue;
         };
-        if e.drop {
+        if e.drop() {
             drops |= 1 << (i % MAX_BURST as u8);
             continue;
         }
         if plain & 1 << k != 0 {
-            p.carry_answers(&a[1..1 + slots]);
+            p.carry_all(carried(a, keep));
         }
         apply(e, p);
     }
@@ -565,8 +615,8 @@ fn act_own(c: &Classify, burst: &mut HookBurst<'_, '_>, idx: &[u8], results: &[u
     let packets = burst.packets_mut();
     for (&i, &r) in idx.iter().zip(results) {
         let e = c.effect(r);
-        matched += u64::from(e.matched);
-        if e.drop {
+        matched += e.matched();
+        if e.drop() {
             drops |= 1 << (i % MAX_BURST as u8);
         } else if let Some(p) = packets.get_mut(usize::from(i)) {
             apply(e, p);
@@ -582,12 +632,32 @@ fn act_own(c: &Classify, burst: &mut HookBurst<'_, '_>, idx: &[u8], results: &[u
 /// its mark and class set.
 #[inline(always)]
 fn apply(e: Effect, p: &mut HookPacket<'_>) {
-    if e.set_mark {
+    if e.bits & E_SET_MARK != 0 {
         p.set_mark(e.mark);
     }
-    if e.set_class {
+    if e.bits & E_SET_CLASS != 0 {
         p.set_class(e.class);
     }
+}
+
+/// The lookahead slots as one word (slot s in bits 32 s..): all ones in
+/// the `slots` slots linked, 0 in the others (which then carry 0, "none").
+#[inline(always)]
+fn keep_slots(slots: usize) -> u64 {
+    const _: () = assert!(LOOKAHEAD_SLOTS == 2 && MAX_SETS == 3);
+    match slots {
+        0 => 0,
+        1 => u64::from(u32::MAX),
+        _ => u64::MAX,
+    }
+}
+
+/// What a plain packet carries of answers `a`: 1 + the answer of each
+/// egress set (sets 1..), in the slots `keep` keeps.
+#[inline(always)]
+fn carried(a: &Answers, keep: u64) -> [u32; LOOKAHEAD_SLOTS] {
+    let w = (u64::from(a[1].wrapping_add(1)) | u64::from(a[2].wrapping_add(1)) << 32) & keep;
+    [w as u32, (w >> 32) as u32]
 }
 
 /// Drop the packets of `mask` (a classify rule's drop).

@@ -32,11 +32,13 @@ use crate::worker_counters::WorkerCounters;
 use crate::{HookArgs, HookBuildError, MAX_BURST};
 
 /// Slots per worker unless a hook's `flow_cache` says otherwise: 4,096 x
-/// 36 bytes = 144 KiB, well inside a core's L2.
+/// 36 bytes (a filter's; a classify's holds 48) = 144 KiB, well inside a
+/// core's L2.
 pub const DEFAULT_SLOTS: usize = 4096;
 /// The most slots a hook may ask for per worker: 1,048,576 x 36 bytes =
-/// 36 MiB (allocated at each worker's quiescent point when the hook
-/// arrives; a reload makes the new hook's before the old one's is freed).
+/// 36 MiB (48 MiB for a classify; allocated at each worker's quiescent
+/// point when the hook arrives; a reload makes the new hook's before the
+/// old one's is freed).
 pub const MAX_SLOTS: usize = 1 << 20;
 /// Lookups a worker's hit rate is judged over.
 pub const WINDOW: u32 = 4096;
@@ -130,11 +132,17 @@ impl<A: Copy> FlowCache<A> {
     /// one pass ([`CachedClassifier::begin`] first).
     #[inline(always)]
     pub fn get(&self, key: &Key) -> Option<A> {
-        let s = slot_of(key, self.mask);
-        match self.slots.get(s) {
-            Some(slot) if slot.key == *key => Some(slot.result),
-            _ => None,
-        }
+        self.get_words(&key.words())
+    }
+
+    /// [`FlowCache::get`] of the key of words `w` ([`Key::words`]), as
+    /// [`Key::plain_words`] makes them: hashed and compared in registers.
+    #[inline(always)]
+    pub fn get_words(&self, w: &[u64; 4]) -> Option<A> {
+        let slot = self.slots.get(slot_of_words(w, self.mask))?;
+        let k = slot.key.words();
+        let differ = (k[0] ^ w[0]) | (k[1] ^ w[1]) | (k[2] ^ w[2]) | (k[3] ^ w[3]);
+        (differ == 0).then_some(slot.result)
     }
 }
 
@@ -205,7 +213,7 @@ impl CachedClassifier {
 
     /// An empty cache for worker `worker` (allocates its slots: at the
     /// worker's quiescent point, never per burst).
-    pub fn cache<A: Answer>(&self, worker: usize) -> FlowCache<A> {
+    pub fn cache<A: Copy + Default>(&self, worker: usize) -> FlowCache<A> {
         FlowCache {
             worker,
             slots: vec![Slot::default(); self.slots].into_boxed_slice(),
@@ -282,6 +290,61 @@ impl CachedClassifier {
                 };
             }
         }
+    }
+
+    /// [`CachedClassifier::fill`] for a cache of what the answers lead
+    /// to rather than the answers: the misses' answers from the classifier
+    /// in one call into `answers`, `map` of each into `results` and the
+    /// cache (`map` runs once per miss, never per hit).
+    #[inline]
+    pub fn fill_mapped<A: Answer, O: Copy>(
+        &self,
+        cache: &mut FlowCache<O>,
+        keys: &[Key],
+        answers: &mut [A],
+        results: &mut [O],
+        map: impl Fn(&A) -> O,
+    ) {
+        let n = keys
+            .len()
+            .min(answers.len())
+            .min(results.len())
+            .min(MAX_BURST);
+        if n == 0 {
+            return;
+        }
+        A::classify(&*self.inner, &keys[..n], &mut answers[..n]);
+        for ((k, a), r) in keys[..n].iter().zip(&answers[..n]).zip(&mut results[..n]) {
+            *r = map(a);
+            let s = slot_of(k, cache.mask);
+            if let Some(slot) = cache.slots.get_mut(s) {
+                *slot = Slot {
+                    key: *k,
+                    result: *r,
+                };
+            }
+        }
+    }
+
+    /// The classifier's answers for `keys`, past a worker's `cache` of any
+    /// kind: for a burst [`CachedClassifier::begin`] turned away (no
+    /// slots, or bypassing them), counted as bypassed as
+    /// [`CachedClassifier::classify`] counts it. A cache in use is not
+    /// read or filled either: the answers are the classifier's all the
+    /// same.
+    #[inline]
+    pub fn classify_past<A: Answer, O>(
+        &self,
+        cache: &mut FlowCache<O>,
+        keys: &[Key],
+        results: &mut [A],
+    ) {
+        let n = keys.len().min(results.len());
+        if !cache.slots.is_empty() && cache.bypass_bursts > 0 {
+            cache.bypass_bursts -= 1;
+            self.counts.add(cache.worker, BYPASSED, n as u64);
+        }
+        A::classify(&*self.inner, &keys[..n], &mut results[..n]);
     }
 
     /// The end of a burst that went through `cache`: `lookups` keys of
@@ -374,14 +437,14 @@ impl CachedClassifier {
 /// high bits folded down.
 #[inline(always)]
 fn slot_of(k: &Key, mask: usize) -> usize {
-    let b = k.as_bytes();
-    let w = |i: usize| {
-        let mut x = [0u8; 8];
-        x.copy_from_slice(&b[i * 8..i * 8 + 8]);
-        u64::from_le_bytes(x)
-    };
-    let a = (w(0) ^ w(2).rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    let c = (w(1) ^ w(3).rotate_left(41)).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+    slot_of_words(&k.words(), mask)
+}
+
+/// [`slot_of`] the key of words `w` ([`Key::words`]).
+#[inline(always)]
+fn slot_of_words(w: &[u64; 4], mask: usize) -> usize {
+    let a = (w[0] ^ w[2].rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let c = (w[1] ^ w[3].rotate_left(41)).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
     let h = a ^ c.rotate_left(31);
     ((h ^ (h >> 29)) >> 16) as usize & mask
 }

@@ -120,39 +120,94 @@ impl Key {
     /// it was.
     #[inline(always)]
     pub fn set_plain(&mut self, l3: &[u8], meta: &PacketMeta, ct: CtBits) -> bool {
-        const IHL5: usize = 20;
-        let Some(ip) = l3.first_chunk::<24>() else {
-            return false;
-        };
-        // Version 4, IHL 5; no fragment offset and no More Fragments (DF
-        // may be set).
-        if ip[0] != 0x45 || (ip[6] & 0x3f) | ip[7] != 0 {
-            return false;
+        match Key::plain_words(l3, meta, ct) {
+            Some(w) => {
+                *self = Key::from_words(w);
+                true
+            }
+            None => false,
         }
-        // The L4 bytes inside both the datagram and the frame.
-        let total_len = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-        let l4_end = total_len.min(l3.len());
-        let proto = ip[9];
-        let tcp_flags = match proto {
-            crate::flow::proto::UDP if l4_end >= IHL5 + 8 => 0,
-            crate::flow::proto::TCP if l4_end >= IHL5 + 20 => match l3.get(IHL5 + 13) {
-                Some(&flags) => flags,
-                None => return false,
-            },
-            _ => return false,
+    }
+
+    /// [`Key::of_plain`] as the key's four 8-byte words
+    /// ([`Key::words`]), made in registers: the header read as three
+    /// little-endian words (addresses and ports stay as on the wire, which
+    /// is the key's byte order), the metadata's 16-bit fields swapped in
+    /// one word. What a flow cache hashes and compares before any key is
+    /// stored.
+    #[inline(always)]
+    pub fn plain_words(l3: &[u8], meta: &PacketMeta, ct: CtBits) -> Option<[u64; 4]> {
+        const IHL5: usize = 20;
+        // A UDP header's 8 bytes at least (what any plain packet has).
+        if l3.len() < IHL5 + 8 {
+            return None;
+        }
+        let ip = l3.first_chunk::<24>()?;
+        let word = |at: usize| {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(&ip[at..at + 8]);
+            u64::from_le_bytes(x)
         };
-        // As the key is laid out: the first word, source and destination
-        // with their ports as on the wire, then the metadata.
-        let b = &mut self.b;
-        b[..4].copy_from_slice(&[proto, tcp_flags, ip[1] >> 2, FLAG_L4 | (ct & CT_ALL)]);
-        b[4..16].copy_from_slice(&ip[12..24]);
-        b[16..18].copy_from_slice(&meta.in_port.to_be_bytes());
-        b[18..20].copy_from_slice(&meta.out_port.to_be_bytes());
-        b[20..22].copy_from_slice(&meta.vlan.to_be_bytes());
-        b[22..24].copy_from_slice(&meta.class.to_be_bytes());
-        b[24..28].copy_from_slice(&meta.mark.to_be_bytes());
-        b[28..].fill(0);
-        true
+        let (h0, h1, ports) = (word(0), word(8), word(16));
+        // Version 4, IHL 5 (byte 0); no fragment offset and no More
+        // Fragments (the low 6 bits of byte 6 and byte 7; DF may be set).
+        if h0 & 0xff3f_0000_0000_00ff != 0x45 {
+            return None;
+        }
+        // The L4 header inside both the datagram and the frame (the frame
+        // holds a UDP header's, checked above).
+        let total_len = usize::from(((h0 >> 16) as u16).swap_bytes());
+        let proto = (h1 >> 8) as u8;
+        let tcp_flags = match proto {
+            crate::flow::proto::UDP if total_len >= IHL5 + 8 => 0,
+            crate::flow::proto::TCP if total_len.min(l3.len()) >= IHL5 + 20 => {
+                *l3.get(IHL5 + 13)?
+            }
+            _ => return None,
+        };
+        let dscp = (h0 >> 10) & 0x3f;
+        let flags = u64::from(FLAG_L4 | (ct & CT_ALL));
+        // Bytes 0..8: proto, TCP flags, DSCP, flags, then the source
+        // address (bytes 12..16 of the header, the high half of `h1`).
+        let w0 = (h1 & 0xffff_ffff_0000_0000)
+            | u64::from(proto)
+            | u64::from(tcp_flags) << 8
+            | dscp << 16
+            | flags << 24;
+        // Bytes 16..24: in_port, out_port, vlan, class, each big-endian:
+        // two 16-bit fields in a word swapped by a byte swap and a turn.
+        let be16x2 = |lo: u16, hi: u16| {
+            (u32::from(lo) | u32::from(hi) << 16)
+                .swap_bytes()
+                .rotate_left(16)
+        };
+        let w2 = u64::from(be16x2(meta.in_port, meta.out_port))
+            | u64::from(be16x2(meta.vlan, meta.class)) << 32;
+        let w3 = u64::from(meta.mark.swap_bytes());
+        Some([w0, ports, w2, w3])
+    }
+
+    /// The key's bytes as four little-endian 8-byte words.
+    #[inline(always)]
+    pub fn words(&self) -> [u64; 4] {
+        let w = |i: usize| {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(&self.b[i * 8..i * 8 + 8]);
+            u64::from_le_bytes(x)
+        };
+        [w(0), w(1), w(2), w(3)]
+    }
+
+    /// The key of four words as [`Key::words`] gives them; bytes 28..32
+    /// must be zero (as in every word set a packet makes), or the key could
+    /// be a cache's [`Key::UNUSED`].
+    #[inline(always)]
+    pub(crate) fn from_words(w: [u64; 4]) -> Key {
+        let mut b = [0u8; 32];
+        for (c, w) in b.chunks_exact_mut(8).zip(w) {
+            c.copy_from_slice(&w.to_le_bytes());
+        }
+        Key { b }
     }
 
     /// A key from its 32 bytes as laid out above (bytes 28..32 are
@@ -400,6 +455,9 @@ mod tests {
             let mut m = meta();
             m.mark = rng.u32(..);
             m.class = rng.u16(..);
+            m.in_port = rng.u16(..);
+            m.out_port = rng.u16(..);
+            m.vlan = rng.u16(..);
             let ct = rng.u8(..);
             // In place, over a slot a burst before left dirty: a plain
             // packet's key whole (tail cleared), anything else untouched.
@@ -419,6 +477,12 @@ mod tests {
             };
             answered += 1;
             assert_eq!(slot, k, "case {case}: set in place");
+            assert_eq!(
+                Key::plain_words(&l3, &m, ct),
+                Some(k.words()),
+                "case {case}"
+            );
+            assert_eq!(Key::from_words(k.words()), k, "case {case}");
             let s = FlowSummary::parse(&l3).expect("a plain header parses");
             assert_eq!(s.fragment, Fragment::None, "case {case}");
             assert_eq!(k, Key::new(&s, &m, ct), "case {case}: {l3:02x?}");

@@ -12,8 +12,8 @@ use crate::flow::FlowSummary;
 use crate::rules::{FlowCache, Key};
 use crate::rules::{CT_ESTABLISHED, CT_NEW as KEY_CT_NEW, CT_RELATED};
 use crate::{
-    DropReason, HookBurst, HookContext, HookWorker, Verdict, WorkerStore, LOOKAHEAD_SLOTS,
-    MAX_BURST,
+    each_index, DropReason, HookBurst, HookContext, HookWorker, Verdict, WorkerStore,
+    LOOKAHEAD_SLOTS, MAX_BURST,
 };
 use std::sync::Arc;
 
@@ -242,20 +242,19 @@ impl Filter {
         // Never empty: `carried_table` makes the "none carried" entry
         // first and the policy's for answers past the rules last.
         let table = &self.carried[..];
-        let last = table.len().saturating_sub(1);
+        let Some(last) = table.len().checked_sub(1) else {
+            return burst.accepted_mask();
+        };
         let slot = slot % LOOKAHEAD_SLOTS;
         // Bit i of `by_counter[c]`: packet i counts under counter c.
         let mut by_counter = [0u64; CARRIED_COUNTERS];
-        let mut mask = burst.accepted_mask();
         let packets = burst.packets();
-        while mask != 0 {
-            let i = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            let Some(p) = packets.get(i) else { break };
-            let a = (p.meta().lookahead[slot] as usize).min(last);
-            let c = table.get(a).copied().unwrap_or(NOT_CARRIED);
+        each_index(burst.accepted_mask(), packets.len(), |i| {
+            let Some(p) = packets.get(i) else { return };
+            // `last` is in range: no test of the index.
+            let c = table[(p.meta().lookahead[slot] as usize).min(last)];
             by_counter[usize::from(c) % CARRIED_COUNTERS] |= 1 << i;
-        }
+        });
         for c in [RULE_ACCEPT, RULE_DROP, POLICY_ACCEPT, POLICY_DROP] {
             tally[c] += u64::from(by_counter[c].count_ones());
         }

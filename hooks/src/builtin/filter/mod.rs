@@ -145,6 +145,10 @@ impl Hook for FilterHook {
     fn stats(&self) -> Vec<(&'static str, u64)> {
         counters::stats(&self.0)
     }
+
+    fn writes_frames(&self) -> bool {
+        false
+    }
 }
 
 impl FilterKind {

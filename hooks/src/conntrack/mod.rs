@@ -628,6 +628,19 @@ impl ConnTable {
         now_ns: u64,
         hint: CtHint,
     ) -> CtCommit {
+        self.commit_lazy(s, || l3, now_ns, hint)
+    }
+
+    /// [`commit_hinted`](Self::commit_hinted) with the packet's bytes asked
+    /// for only when they are read (a TCP SYN's).
+    #[inline(always)]
+    pub(crate) fn commit_lazy<'l>(
+        &mut self,
+        s: &FlowSummary,
+        l3: impl FnOnce() -> &'l [u8],
+        now_ns: u64,
+        hint: CtHint,
+    ) -> CtCommit {
         let l = match classify(s) {
             Class::Flow(l) if creates_entry(s) => l,
             Class::Flow(_) | Class::IcmpError | Class::NoFlow | Class::Untracked => {
@@ -637,7 +650,7 @@ impl ConnTable {
         };
         // Only a TCP SYN gets here with a segment to read.
         let seg = match s.proto {
-            proto::TCP => Segment::read(s, l3),
+            proto::TCP => Segment::read(s, l3()),
             _ => Segment::UNKNOWN,
         };
         if self.slots.holds(hint.slot, &l.key, now_ns) {

@@ -224,7 +224,7 @@ impl Filter {
             if let Some(t) = table {
                 // The bytes are read for a TCP SYN only.
                 let l3 = || burst.packet(i).map_or(&[][..], |p| p.l3());
-                if t.commit_lazy(&j.sums[k], l3, now, j.looked[k].1) == CtCommit::Full {
+                if t.commit_looked(&j.sums[k], l3, now, j.looked[k].1) == CtCommit::Full {
                     // Table full: a new flow gets the default policy.
                     j.tally[CT_FULL_POLICY] += 1;
                     action = self.policy;

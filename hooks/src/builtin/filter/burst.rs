@@ -12,8 +12,8 @@ use crate::flow::{proto, FlowSummary, Fragment};
 use crate::rules::{FlowCache, Key};
 use crate::rules::{CT_ESTABLISHED, CT_NEW as KEY_CT_NEW, CT_RELATED};
 use crate::{
-    DropReason, HookBurst, HookContext, HookWorker, Verdict, WorkerStore, LOOKAHEAD_SLOTS,
-    MAX_BURST,
+    DropReason, HookBurst, HookContext, HookPacket, HookWorker, Verdict, WorkerStore,
+    LOOKAHEAD_SLOTS, MAX_BURST,
 };
 use std::sync::Arc;
 
@@ -36,6 +36,9 @@ struct Judged {
     keys: [Key; MAX_BURST],
     /// Each packet's state, and where its entry is for its commit.
     looked: [(CtState, CtHint); MAX_BURST],
+    /// Stateful: the answer each packet carries from ingress (0: none),
+    /// read while gathering it.
+    ahead: [u32; MAX_BURST],
     results: [u32; MAX_BURST],
     /// Stateful: the keys made (`keys[..keyed]`) and the packet of each,
     /// the others being answered at ingress.
@@ -63,6 +66,7 @@ impl Judged {
             sums: [FlowSummary::default(); MAX_BURST],
             keys: [Key::default(); MAX_BURST],
             looked: [(CtState::Untracked, CtHint::NONE); MAX_BURST],
+            ahead: [0; MAX_BURST],
             results: [0; MAX_BURST],
             keyed: 0,
             keyed_at: [0; MAX_BURST],
@@ -89,6 +93,9 @@ impl Filter {
         if let (true, Some(&slot)) = (stateless, self.slot.get()) {
             rest = self.decide_carried(burst, slot, &mut j.tally);
         }
+        // Stateful: the lookahead slot whose answers the packets carry.
+        let slot = self.slot.get().copied().unwrap_or(usize::MAX);
+        let carried = |p: &HookPacket<'_>| p.meta().lookahead.get(slot).copied().unwrap_or(0);
         while rest != 0 {
             let i = rest.trailing_zeros() as usize;
             rest &= rest - 1;
@@ -100,6 +107,7 @@ impl Filter {
             }
             if !stateless && set_plain_summary(&mut j.sums[j.n], p.l3()) {
                 // Plain: not a fragment, nothing for the fragment checks.
+                j.ahead[j.n] = carried(p);
                 j.idx[j.n] = i as u8;
                 j.n += 1;
                 continue;
@@ -125,6 +133,7 @@ impl Filter {
                 j.keys[n] = Key::new(&s, p.meta(), 0);
             } else {
                 j.sums[n] = s;
+                j.ahead[n] = carried(p);
             }
             j.idx[n] = i as u8;
             j.n += 1;
@@ -141,27 +150,26 @@ impl Filter {
                 .map_or(&[][..], |p| p.l3())
         };
         table.lookup_burst(&j.sums[..n], l3, now, &mut j.looked[..n]);
-        let slot = self.slot.get().copied();
         j.keyed = 0;
         for k in 0..n {
             let (bits, counter) = ct_key(j.looked[k].0);
             j.tally[counter] += 1;
-            let Some(p) = burst.packet(usize::from(j.idx[k])) else {
-                continue;
-            };
-            match slot.and_then(|s| p.meta().lookahead.get(s)) {
-                Some(&a) if a != 0 => {
+            match j.ahead[k] {
+                0 => {
+                    let Some(p) = burst.packet(usize::from(j.idx[k])) else {
+                        continue;
+                    };
+                    let m = j.keyed;
+                    j.keys[m] = Key::new(&j.sums[k], p.meta(), bits);
+                    j.keyed_at[m] = k as u8;
+                    j.keyed += 1;
+                }
+                a => {
                     // The stateless rules answered at ingress; the
                     // state-only rules answer for the state found here.
                     let stateless = self.rules.of_ahead(a - 1);
                     j.results[k] = first_of(stateless, self.rules.state_first(bits));
                     j.tally[ANSWERED_AHEAD] += 1;
-                }
-                _ => {
-                    let m = j.keyed;
-                    j.keys[m] = Key::new(&j.sums[k], p.meta(), bits);
-                    j.keyed_at[m] = k as u8;
-                    j.keyed += 1;
                 }
             }
         }

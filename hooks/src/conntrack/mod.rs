@@ -174,14 +174,44 @@ pub enum CtState {
 /// [`ConnTable::commit_hinted`] of the same packet. Only a hint: the commit
 /// checks that the slot still holds the packet's live entry (other packets'
 /// lookups and commits may have moved it) and probes when not.
+///
+/// It also carries the packet's key and home slot as the lookup made them,
+/// which the stateful filter's own commit (`ConnTable::commit_looked`)
+/// takes instead of making them again; the public commit does not trust
+/// them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CtHint {
-    slot: usize,
+    /// The packet's flow, when `home` is not [`CtHint::NO_FLOW`].
+    flow: Lookup,
+    /// The slot of the flow's entry, or `u32::MAX`.
+    slot: u32,
+    /// The flow's home slot, or [`CtHint::NO_FLOW`].
+    home: u32,
 }
 
 impl CtHint {
     /// No slot: the commit probes.
-    pub const NONE: CtHint = CtHint { slot: usize::MAX };
+    pub const NONE: CtHint = CtHint {
+        flow: Lookup::NONE,
+        slot: u32::MAX,
+        home: CtHint::NO_FLOW,
+    };
+    const NO_FLOW: u32 = u32::MAX;
+
+    /// A flow's hint: its entry in `slot` (`u32::MAX` for none).
+    #[inline(always)]
+    fn of(flow: &Lookup, home: usize, slot: u32) -> CtHint {
+        CtHint {
+            flow: *flow,
+            slot,
+            home: home as u32,
+        }
+    }
+
+    #[inline(always)]
+    fn slot(&self) -> usize {
+        self.slot as usize
+    }
 }
 
 impl Default for CtHint {
@@ -296,7 +326,7 @@ pub struct ConnTable {
 }
 
 /// What the table keys a packet on.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Lookup {
     key: Key,
     /// The sender is side `b` of the key.
@@ -304,6 +334,12 @@ struct Lookup {
 }
 
 impl Lookup {
+    /// A burst array's filler.
+    const NONE: Lookup = Lookup {
+        key: Key { a: 0, b: 0 },
+        from_b: false,
+    };
+
     #[inline(always)]
     fn new(proto: u8, src: u32, sport: u16, dst: u32, dport: u16) -> Lookup {
         let (key, from_b) = Key::new(proto, src, sport, dst, dport);
@@ -452,14 +488,19 @@ impl ConnTable {
         out: &mut [(CtState, CtHint)],
     ) {
         let n = sums.len().min(out.len()).min(MAX_BURST);
-        let mut classes = [Class::Untracked; MAX_BURST];
+        // The flows' keys and home slots; bit k of `others`: packet k has
+        // no flow of its own (classified again below, off the fast path).
+        let mut flows = [Lookup::NONE; MAX_BURST];
         let mut homes = [0usize; MAX_BURST];
+        let mut others = 0u64;
         for k in 0..n {
-            let c = classify(&sums[k]);
-            if let Class::Flow(l) = c {
-                homes[k] = self.slots.home(&l.key);
+            match classify(&sums[k]) {
+                Class::Flow(l) => {
+                    homes[k] = self.slots.home(&l.key);
+                    flows[k] = l;
+                }
+                _ => others |= 1 << k,
             }
-            classes[k] = c;
         }
         // A loop of loads and nothing else, so that as many as the core
         // can track are in flight at once (packets without a flow read
@@ -470,13 +511,23 @@ impl ConnTable {
         }
         std::hint::black_box(acc);
         for k in 0..n {
-            out[k] = match &classes[k] {
-                Class::Flow(l) => self.lookup_flow(&sums[k], l, homes[k], || l3(k), now_ns),
-                Class::IcmpError => (self.related(&sums[k], l3(k), now_ns), CtHint::NONE),
-                Class::NoFlow => (CtState::New, CtHint::NONE),
-                Class::Untracked => (CtState::Untracked, CtHint::NONE),
+            out[k] = match others & 1 << k {
+                0 => self.lookup_flow(&sums[k], &flows[k], homes[k], || l3(k), now_ns),
+                _ => self.lookup_other(&sums[k], l3(k), now_ns),
             };
         }
+    }
+
+    /// The lookup of a packet without a flow of its own: an ICMP error
+    /// (`Related` or `New`), another ICMP type (`New`) or an untracked one.
+    #[inline(never)]
+    fn lookup_other(&mut self, s: &FlowSummary, l3: &[u8], now_ns: u64) -> (CtState, CtHint) {
+        let state = match classify(s) {
+            Class::IcmpError => self.related(s, l3, now_ns),
+            Class::NoFlow => CtState::New,
+            Class::Flow(_) | Class::Untracked => CtState::Untracked,
+        };
+        (state, CtHint::NONE)
     }
 
     /// The lookup of a packet of a trackable flow, `home` being the slot
@@ -493,13 +544,15 @@ impl ConnTable {
     ) -> (CtState, CtHint) {
         let i = match self.slots.probe_from(&l.key, home, now_ns) {
             Probe::Found(i) => i,
-            Probe::Vacant(_) | Probe::Exhausted => return (CtState::New, CtHint::NONE),
+            Probe::Vacant(_) | Probe::Exhausted => {
+                return (CtState::New, CtHint::of(l, home, u32::MAX));
+            }
         };
+        let hint = CtHint::of(l, home, i as u32);
         if s.proto == proto::TCP {
             let seg = Segment::read(s, l3());
-            return self.lookup_tcp(s.tcp_flags, i, l, seg, now_ns);
+            return self.lookup_tcp(s.tcp_flags, i, l, seg, hint, now_ns);
         }
-        let hint = CtHint { slot: i };
         let (mut flags, eproto) = {
             let e = self.slots.get(i);
             (e.flags, e.proto())
@@ -534,9 +587,9 @@ impl ConnTable {
         i: usize,
         l: &Lookup,
         seg: Segment,
+        hint: CtHint,
         now_ns: u64,
     ) -> (CtState, CtHint) {
-        let hint = CtHint { slot: i };
         let mut flags = self.slots.get(i).flags;
         let d = usize::from(l.from_b);
         let reply = l.from_b != (flags & ORIG_B != 0);
@@ -628,33 +681,95 @@ impl ConnTable {
         now_ns: u64,
         hint: CtHint,
     ) -> CtCommit {
-        let l = match classify(s) {
-            Class::Flow(l) if creates_entry(s) => l,
+        self.commit_lazy(s, || l3, now_ns, hint)
+    }
+
+    /// [`commit_hinted`](Self::commit_hinted) with the packet's bytes asked
+    /// for only when they are read (a TCP SYN's).
+    #[inline(always)]
+    pub(crate) fn commit_lazy<'l>(
+        &mut self,
+        s: &FlowSummary,
+        l3: impl FnOnce() -> &'l [u8],
+        now_ns: u64,
+        hint: CtHint,
+    ) -> CtCommit {
+        match classify(s) {
+            Class::Flow(l) if creates_entry(s) => self.commit_flow(s, &l, None, l3, now_ns, hint),
             Class::Flow(_) | Class::IcmpError | Class::NoFlow | Class::Untracked => {
                 self.stats.ignored += 1;
-                return CtCommit::Ignored;
+                CtCommit::Ignored
             }
-        };
-        // Only a TCP SYN gets here with a segment to read.
-        let seg = match s.proto {
-            proto::TCP => Segment::read(s, l3),
-            _ => Segment::UNKNOWN,
-        };
-        if self.slots.holds(hint.slot, &l.key, now_ns) {
-            // The common case, a refresh: no probe.
-            self.refresh(hint.slot, &l, &seg, now_ns);
+        }
+    }
+
+    /// [`commit_lazy`](Self::commit_lazy) taking the packet's key and home
+    /// slot from `hint`, which must be what this table's
+    /// [`lookup_burst`](Self::lookup_burst) gave for this very packet
+    /// (the stateful filter's commits): the key is not made twice. Any
+    /// other hint is taken as no hint.
+    #[inline(always)]
+    pub(crate) fn commit_looked<'l>(
+        &mut self,
+        s: &FlowSummary,
+        l3: impl FnOnce() -> &'l [u8],
+        now_ns: u64,
+        hint: CtHint,
+    ) -> CtCommit {
+        if hint.home == CtHint::NO_FLOW {
+            return self.commit_lazy(s, l3, now_ns, CtHint::NONE);
+        }
+        debug_assert!(matches!(classify(s), Class::Flow(l) if l == hint.flow));
+        debug_assert_eq!(self.slots.home(&hint.flow.key), hint.home as usize);
+        if !creates_entry(s) {
+            self.stats.ignored += 1;
+            return CtCommit::Ignored;
+        }
+        let home = Some(hint.home as usize);
+        self.commit_flow(s, &hint.flow, home, l3, now_ns, hint)
+    }
+
+    /// Commit packet `s` of flow `l` (`home`: its home slot, when known):
+    /// refresh the entry in the hinted slot when it is there, else probe.
+    #[inline(always)]
+    fn commit_flow<'l>(
+        &mut self,
+        s: &FlowSummary,
+        l: &Lookup,
+        home: Option<usize>,
+        l3: impl FnOnce() -> &'l [u8],
+        now_ns: u64,
+        hint: CtHint,
+    ) -> CtCommit {
+        if self.slots.holds(hint.slot(), &l.key, now_ns) {
+            // The common case, a refresh: no probe. Only a TCP SYN gets
+            // here with a segment to read.
+            match s.proto {
+                proto::TCP => self.refresh(hint.slot(), l, &Segment::read(s, l3()), now_ns),
+                _ => self.refresh(hint.slot(), l, &Segment::UNKNOWN, now_ns),
+            }
             return CtCommit::Tracked;
         }
-        self.commit_probe(l, &seg, now_ns)
+        match s.proto {
+            proto::TCP => self.commit_probe(*l, home, &Segment::read(s, l3()), now_ns),
+            _ => self.commit_probe(*l, home, &Segment::UNKNOWN, now_ns),
+        }
     }
 
     /// The rest of [`commit_hinted`](Self::commit_hinted): probe for the
     /// entry, refresh it or insert one (dropping one early when there is
     /// no room).
     #[inline(never)]
-    fn commit_probe(&mut self, l: Lookup, seg: &Segment, now_ns: u64) -> CtCommit {
+    fn commit_probe(
+        &mut self,
+        l: Lookup,
+        home: Option<usize>,
+        seg: &Segment,
+        now_ns: u64,
+    ) -> CtCommit {
         let orig = l.orig();
-        let first = self.slots.probe(&l.key, now_ns);
+        let home = home.unwrap_or_else(|| self.slots.home(&l.key));
+        let first = self.slots.probe_from(&l.key, home, now_ns);
         if let Probe::Found(i) = first {
             self.refresh(i, &l, seg, now_ns);
             return CtCommit::Tracked;
@@ -671,7 +786,7 @@ impl ConnTable {
             // Nothing moved: the probe still holds.
             first
         } else {
-            self.slots.probe(&l.key, now_ns)
+            self.slots.probe_from(&l.key, home, now_ns)
         };
         let win = match l.key.proto() {
             proto::TCP => Window::opened(usize::from(l.from_b), seg),
@@ -705,7 +820,7 @@ impl ConnTable {
                 return self.refuse(now_ns);
             }
             dropped = true;
-            at = self.slots.probe(&l.key, now_ns);
+            at = self.slots.probe_from(&l.key, home, now_ns);
         }
     }
 

@@ -353,8 +353,9 @@ impl Slots {
     }
 
     /// Look `key` up. Expired entries met on the way are reclaimed, the
-    /// key's own included: an expired entry is never `Found`.
-    #[inline]
+    /// key's own included: an expired entry is never `Found`. (The table
+    /// probes from a home slot it has made already: [`Slots::probe_from`].)
+    #[cfg(test)]
     pub fn probe(&mut self, key: &Key, now_ns: u64) -> Probe {
         self.probe_from(key, key.home(self.bits, &self.hash), now_ns)
     }

@@ -778,7 +778,10 @@ fn a_stale_hint_is_only_a_probe() {
     let stale = (0..t.slots.slot_count())
         .find(|&i| !t.slots.holds(i, &l.key, 2))
         .unwrap();
-    let stale = CtHint { slot: stale };
+    let stale = CtHint {
+        slot: stale as u32,
+        ..hint
+    };
     let mut after_stale = t.clone();
     assert_eq!(
         after_stale.commit_hinted(&s, &first, 2, stale),
@@ -809,7 +812,8 @@ fn a_stale_hint_is_only_a_probe() {
             &first,
             later,
             CtHint {
-                slot: usize::MAX - 1
+                slot: u32::MAX - 1,
+                ..hint
             }
         ),
         CtCommit::Tracked

@@ -8,11 +8,11 @@ use super::rules::first_of;
 use super::rules::Rules;
 use super::{Action, Filter};
 use crate::conntrack::{ConnTable, CtCommit, CtHint, CtState};
-use crate::flow::FlowSummary;
+use crate::flow::{proto, FlowSummary, Fragment};
 use crate::rules::{FlowCache, Key};
 use crate::rules::{CT_ESTABLISHED, CT_NEW as KEY_CT_NEW, CT_RELATED};
 use crate::{
-    each_index, DropReason, HookBurst, HookContext, HookWorker, Verdict, WorkerStore,
+    each_index, DropReason, HookBurst, HookContext, HookPacket, HookWorker, Verdict, WorkerStore,
     LOOKAHEAD_SLOTS, MAX_BURST,
 };
 use std::sync::Arc;
@@ -36,6 +36,9 @@ struct Judged {
     keys: [Key; MAX_BURST],
     /// Each packet's state, and where its entry is for its commit.
     looked: [(CtState, CtHint); MAX_BURST],
+    /// Stateful: the answer each packet carries from ingress (0: none),
+    /// read while gathering it.
+    ahead: [u32; MAX_BURST],
     results: [u32; MAX_BURST],
     /// Stateful: the keys made (`keys[..keyed]`) and the packet of each,
     /// the others being answered at ingress.
@@ -63,6 +66,7 @@ impl Judged {
             sums: [FlowSummary::default(); MAX_BURST],
             keys: [Key::default(); MAX_BURST],
             looked: [(CtState::Untracked, CtHint::NONE); MAX_BURST],
+            ahead: [0; MAX_BURST],
             results: [0; MAX_BURST],
             keyed: 0,
             keyed_at: [0; MAX_BURST],
@@ -89,11 +93,21 @@ impl Filter {
         if let (true, Some(&slot)) = (stateless, self.slot.get()) {
             rest = self.decide_carried(burst, slot, &mut j.tally);
         }
+        // Stateful: the lookahead slot whose answers the packets carry.
+        let slot = self.slot.get().copied().unwrap_or(usize::MAX);
+        let carried = |p: &HookPacket<'_>| p.meta().lookahead.get(slot).copied().unwrap_or(0);
         while rest != 0 {
             let i = rest.trailing_zeros() as usize;
             rest &= rest - 1;
             let Some(p) = burst.packet(i) else { continue };
             if stateless && j.keys[j.n].set_plain(p.l3(), p.meta(), 0) {
+                j.idx[j.n] = i as u8;
+                j.n += 1;
+                continue;
+            }
+            if !stateless && set_plain_summary(&mut j.sums[j.n], p.l3()) {
+                // Plain: not a fragment, nothing for the fragment checks.
+                j.ahead[j.n] = carried(p);
                 j.idx[j.n] = i as u8;
                 j.n += 1;
                 continue;
@@ -119,6 +133,7 @@ impl Filter {
                 j.keys[n] = Key::new(&s, p.meta(), 0);
             } else {
                 j.sums[n] = s;
+                j.ahead[n] = carried(p);
             }
             j.idx[n] = i as u8;
             j.n += 1;
@@ -135,27 +150,26 @@ impl Filter {
                 .map_or(&[][..], |p| p.l3())
         };
         table.lookup_burst(&j.sums[..n], l3, now, &mut j.looked[..n]);
-        let slot = self.slot.get().copied();
         j.keyed = 0;
         for k in 0..n {
             let (bits, counter) = ct_key(j.looked[k].0);
             j.tally[counter] += 1;
-            let Some(p) = burst.packet(usize::from(j.idx[k])) else {
-                continue;
-            };
-            match slot.and_then(|s| p.meta().lookahead.get(s)) {
-                Some(&a) if a != 0 => {
+            match j.ahead[k] {
+                0 => {
+                    let Some(p) = burst.packet(usize::from(j.idx[k])) else {
+                        continue;
+                    };
+                    let m = j.keyed;
+                    j.keys[m] = Key::new(&j.sums[k], p.meta(), bits);
+                    j.keyed_at[m] = k as u8;
+                    j.keyed += 1;
+                }
+                a => {
                     // The stateless rules answered at ingress; the
                     // state-only rules answer for the state found here.
                     let stateless = self.rules.of_ahead(a - 1);
                     j.results[k] = first_of(stateless, self.rules.state_first(bits));
                     j.tally[ANSWERED_AHEAD] += 1;
-                }
-                _ => {
-                    let m = j.keyed;
-                    j.keys[m] = Key::new(&j.sums[k], p.meta(), bits);
-                    j.keyed_at[m] = k as u8;
-                    j.keyed += 1;
                 }
             }
         }
@@ -216,8 +230,9 @@ impl Filter {
         };
         if action == Action::Accept && j.looked[k].0 == CtState::New {
             if let Some(t) = table {
-                let l3 = burst.packet(i).map_or(&[][..], |p| p.l3());
-                if t.commit_hinted(&j.sums[k], l3, now, j.looked[k].1) == CtCommit::Full {
+                // The bytes are read for a TCP SYN only.
+                let l3 = || burst.packet(i).map_or(&[][..], |p| p.l3());
+                if t.commit_looked(&j.sums[k], l3, now, j.looked[k].1) == CtCommit::Full {
                     // Table full: a new flow gets the default policy.
                     j.tally[CT_FULL_POLICY] += 1;
                     action = self.policy;
@@ -265,6 +280,51 @@ impl Filter {
         drop_all(burst, policy_drops, Verdict::Drop(DropReason::FilterPolicy));
         rest
     }
+}
+
+/// The flow summary of a plain packet, read straight from its IPv4 header
+/// into `s`: a 20-byte header (no options), not a fragment, TCP or UDP
+/// with its header inside the datagram and the frame. For such a packet
+/// this is exactly `FlowSummary::parse(l3)` without the general parse's
+/// branches (the benchmark's and most traffic is plain); false for every
+/// other packet, leaving `s` as it was: the caller parses it.
+#[inline(always)]
+pub(super) fn set_plain_summary(s: &mut FlowSummary, l3: &[u8]) -> bool {
+    const IHL5: usize = 20;
+    let Some(ip) = l3.first_chunk::<24>() else {
+        return false;
+    };
+    // Version 4, IHL 5; no fragment offset and no More Fragments (DF may
+    // be set).
+    if ip[0] != 0x45 || (ip[6] & 0x3f) | ip[7] != 0 {
+        return false;
+    }
+    // The L4 header inside both the datagram and the frame.
+    let l4_end = usize::from(u16::from_be_bytes([ip[2], ip[3]])).min(l3.len());
+    let tcp_flags = match ip[9] {
+        proto::UDP if l4_end >= IHL5 + 8 => 0,
+        proto::TCP if l4_end >= IHL5 + 20 => match l3.get(IHL5 + 13) {
+            Some(&f) => f,
+            None => return false,
+        },
+        _ => return false,
+    };
+    *s = FlowSummary {
+        src: u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]),
+        dst: u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]),
+        proto: ip[9],
+        dscp: ip[1] >> 2,
+        fragment: Fragment::None,
+        frag_offset_one: false,
+        l4: true,
+        sport: u16::from_be_bytes([ip[20], ip[21]]),
+        dport: u16::from_be_bytes([ip[22], ip[23]]),
+        tcp_flags,
+        icmp_type: 0,
+        icmp_code: 0,
+        l4_offset: IHL5 as u16,
+    };
+    true
 }
 
 /// What a carried answer leads to, by the answer (`PacketMeta::lookahead`:

@@ -50,10 +50,12 @@
 mod changes;
 mod device;
 mod fields;
+mod fields6;
 mod hooks;
 mod position;
 mod schema;
 mod spec;
+mod spec6;
 #[cfg(test)]
 pub(crate) mod testing;
 mod validate;
@@ -69,6 +71,7 @@ pub use schema::{
     MAX_RX_QUEUES, MIN_MTU,
 };
 pub use spec::{LcoreSpec, NeighbourSpec, NextHopSpec, PortSpec, RouteSpec, RouterConfig};
+pub use spec6::{Ipv6Interface, LinkLocal, Neighbour6Spec, NextHop6Spec, Route6Spec};
 
 use position::Source;
 use schema::RawConfig;

@@ -2,7 +2,20 @@
 //! and link-local address, and the IPv6 routes and static neighbours. Kept
 //! beside the IPv4 specs (which stay as they are) rather than inside them.
 
+use super::spec::RouterConfig;
 use std::net::Ipv6Addr;
+
+impl RouterConfig {
+    /// Whether the file configures IPv6 at all: an `ipv6` or `link_local`
+    /// on a port, an IPv6 route or neighbour. Without it no IPv6 table is
+    /// built (and its DPDK memory not taken).
+    pub fn has_ipv6(&self) -> bool {
+        let port = |p: &super::spec::PortSpec| {
+            !p.ipv6.is_empty() || matches!(p.link_local, LinkLocal::Given(_))
+        };
+        self.ports.iter().any(port) || !self.routes6.is_empty() || !self.neighbours6.is_empty()
+    }
+}
 
 /// One IPv6 address of a port with its subnet's prefix length (`ipv6 = [...]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

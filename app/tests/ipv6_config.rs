@@ -98,3 +98,39 @@ fn ipv4_only_says_nothing_of_ipv6() {
     assert!(!stderr.contains("IPv6"), "{stderr}");
     assert_eq!(out1.len(), 1);
 }
+
+/// A reload with other IPv6 routes says they wait for a restart (the IPv6
+/// FIB is built at start only in this build), and reloads the rest.
+#[test]
+fn reload_says_ipv6_changes_wait_for_a_restart() {
+    use common::ctl::{ctl_ok, prefix};
+    use common::watch::Watched;
+    use std::time::Duration;
+    let test = "ipv6reload";
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    std::fs::write(p("router.toml"), CONFIG).unwrap();
+    write_pcap(&p("in0.pcap"), &[]);
+    write_pcap(&p("in1.pcap"), &[]);
+    let mut cmd = fastpath();
+    cmd.args(eal_args(test, &pcap_vdevs(dir.path())))
+        .args(["--", "--config"])
+        .arg(p("router.toml"));
+    let mut child = Watched::spawn(cmd);
+    let limit = Duration::from_secs(30);
+    child.wait_stderr("fastpath: control socket", limit);
+    // The same file again: nothing about IPv6.
+    let same = ctl_ok(&prefix(test), &["reload"]);
+    assert!(!same.stdout.contains("IPv6"), "{same:?}");
+    let changed = CONFIG.replace("2001:db8:100::/48", "2001:db8:100::/56");
+    std::fs::write(p("router.toml"), changed).unwrap();
+    let said = ctl_ok(&prefix(test), &["reload"]);
+    assert!(
+        said.stdout
+            .contains("the IPv6 routes or neighbours changed; a reload does not apply them"),
+        "{said:?}"
+    );
+    assert!(said.stdout.contains("routes reloaded from"), "{said:?}");
+    child.signal("-INT");
+    assert_success(&child.finish(limit));
+}

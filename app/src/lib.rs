@@ -18,6 +18,7 @@ pub mod doctor;
 #[allow(unsafe_code)]
 pub mod dpdk;
 pub mod fib;
+pub mod fib6;
 pub mod forward;
 pub mod health;
 pub mod hook_config;

@@ -9,8 +9,8 @@
 
 use arbitrary::Arbitrary;
 use fastpath::config::{
-    format_mac, DeviceRef, NextHopSpec, RouterConfig, MAX_LCORE_ID, MAX_MTU, MAX_PORT_ID,
-    MAX_RX_QUEUES, MIN_MTU,
+    format_mac, DeviceRef, LinkLocal, NextHop6Spec, NextHopSpec, RouterConfig, MAX_LCORE_ID,
+    MAX_MTU, MAX_PORT_ID, MAX_RX_QUEUES, MIN_MTU,
 };
 use libfuzzer_sys::fuzz_target;
 use std::fmt::Write;
@@ -47,7 +47,7 @@ enum Key {
     Other(String),
 }
 
-const KEYS: [&str; 17] = [
+const KEYS: [&str; 19] = [
     "device",
     "address",
     "mac",
@@ -65,6 +65,8 @@ const KEYS: [&str; 17] = [
     "policy",
     "action",
     "proto",
+    "ipv6",
+    "link_local",
 ];
 
 #[derive(Arbitrary, Debug)]
@@ -85,6 +87,8 @@ enum Pick {
     /// 10.0.x.y/len, with x, y and len from small sets.
     Address(u8, u8, u8),
     Ip([u8; 4], u8),
+    /// An IPv6 address from a small set, and a prefix length or none.
+    Ip6(u8, u8, u8),
     Mac([u8; 6]),
     Queue(u8, u8),
     Word(u8),
@@ -109,6 +113,18 @@ impl Pick {
             ),
             Pick::Ip(a, l) if *l < 128 => Ipv4Addr::from(*a).to_string(),
             Pick::Ip(a, l) => format!("{}/{}", Ipv4Addr::from(*a), l % 40),
+            Pick::Ip6(n, h, l) => {
+                const NETS: [&str; 7] = [
+                    "2001:db8:1::", "2001:db8:2::", "2001:db8::", "fe80::", "ff02::", "::",
+                    "fd00:1::",
+                ];
+                const LENS6: [u8; 7] = [0, 10, 32, 48, 64, 128, 129];
+                let a = format!("{}{}", NETS[usize::from(*n) % NETS.len()], h % 4);
+                match l % 8 {
+                    7 => a,
+                    l => format!("{a}/{}", LENS6[usize::from(l) % LENS6.len()]),
+                }
+            }
             Pick::Mac(m) => format_mac(m),
             Pick::Queue(d, q) => format!("net_pcap{}:{}", d % 3, q % 3),
             Pick::Word(w) => WORDS[usize::from(*w) % WORDS.len()].to_owned(),
@@ -214,6 +230,27 @@ fn check(cfg: &RouterConfig) {
     for n in &cfg.neighbours {
         assert!(ports[n.port].contains(n.address), "{n:?}");
     }
+    let on_link = |port: usize, a: std::net::Ipv6Addr| {
+        a.segments()[0] & 0xffc0 == 0xfe80 || ports[port].ipv6.iter().any(|i| i.contains(a))
+    };
+    for (j, r) in cfg.routes6.iter().enumerate() {
+        assert!(r.prefix_len <= 128);
+        let mask = u128::MAX.checked_shl(128 - u32::from(r.prefix_len)).unwrap_or(0);
+        assert_eq!(r.prefix.to_bits() & !mask, 0, "{r:?}: host bits");
+        match r.next_hop {
+            NextHop6Spec::Via { gateway, port } => {
+                assert!(on_link(port, gateway) && !gateway.is_multicast(), "{r:?}")
+            }
+            NextHop6Spec::Connected { port } => assert!(port < ports.len()),
+        }
+        let twice = cfg.routes6[..j]
+            .iter()
+            .any(|q| (q.prefix, q.prefix_len) == (r.prefix, r.prefix_len));
+        assert!(!twice, "{r:?}");
+    }
+    for n in &cfg.neighbours6 {
+        assert!(on_link(n.port, n.address), "{n:?}");
+    }
     for l in &cfg.lcores {
         assert!(l.id <= MAX_LCORE_ID && !l.queues.is_empty());
         for &(p, q) in &l.queues {
@@ -237,6 +274,28 @@ fn emit(cfg: &RouterConfig) -> String {
             let _ = writeln!(t, "mac = \"{}\"", format_mac(&m));
         }
         let _ = writeln!(t, "rx_queues = {}\nmtu = {}", p.rx_queues, p.mtu);
+        let ipv6: Vec<String> = p
+            .ipv6
+            .iter()
+            .map(|i| format!("\"{}/{}\"", i.address, i.prefix_len))
+            .collect();
+        let _ = writeln!(t, "ipv6 = [{}]", ipv6.join(", "));
+        if let LinkLocal::Given(a) = p.link_local {
+            let _ = writeln!(t, "link_local = \"{a}\"");
+        }
+    }
+    for r in &cfg.routes6 {
+        let _ = writeln!(t, "[[route]]\nprefix = \"{}/{}\"", r.prefix, r.prefix_len);
+        if let NextHop6Spec::Via { gateway, .. } = r.next_hop {
+            let _ = writeln!(t, "via = \"{gateway}\"");
+        }
+        let port = r.next_hop.port();
+        let _ = writeln!(t, "device = {}", device(&cfg.ports[port].device));
+    }
+    for n in &cfg.neighbours6 {
+        let _ = writeln!(t, "[[neighbour]]\naddress = \"{}\"", n.address);
+        let _ = writeln!(t, "device = {}", device(&cfg.ports[n.port].device));
+        let _ = writeln!(t, "mac = \"{}\"", format_mac(&n.mac));
     }
     for r in &cfg.routes {
         let _ = writeln!(t, "[[route]]\nprefix = \"{}/{}\"", r.prefix, r.prefix_len);
@@ -283,6 +342,8 @@ fn without_lines(cfg: &RouterConfig) -> RouterConfig {
     c.ports.iter_mut().for_each(|p| p.line = 0);
     c.routes.iter_mut().for_each(|r| r.line = 0);
     c.neighbours.iter_mut().for_each(|n| n.line = 0);
+    c.routes6.iter_mut().for_each(|r| r.line = 0);
+    c.neighbours6.iter_mut().for_each(|n| n.line = 0);
     c.lcores.iter_mut().for_each(|l| l.line = 0);
     c
 }

@@ -5,6 +5,7 @@
 use super::device::{label, DeviceRef};
 use super::schema::{DEFAULT_MTU, DEFAULT_RX_QUEUES};
 use super::spec::{port_devices, prefix_mask, PortSpec};
+use super::spec6::LinkLocal;
 use std::net::Ipv4Addr;
 
 /// Parses a MAC address, `aa:bb:cc:dd:ee:ff` or `aa-bb-cc-dd-ee-ff`, any case.
@@ -100,6 +101,8 @@ pub(crate) fn port_address(s: &str) -> Result<(Ipv4Addr, u8), String> {
         mac: None,
         rx_queues: DEFAULT_RX_QUEUES,
         mtu: DEFAULT_MTU,
+        ipv6: Vec::new(),
+        link_local: LinkLocal::FromMac,
         line: 0,
     };
     if port.is_network_or_broadcast(addr) {

@@ -11,6 +11,8 @@
 //! mac = "02:00:00:00:01:01"        # optional; set on the port at start
 //! rx_queues = 1                    # optional, default 1, range 1..=64
 //! mtu = 1500                       # optional, default 1500, range 68..=2034
+//! ipv6 = ["2001:db8:1::1/64"]      # optional: IPv6 addresses and their subnets
+//! link_local = "fe80::1"           # optional; default: from the MAC (modified EUI-64)
 //!
 //! [[route]]
 //! prefix = "0.0.0.0/0"
@@ -23,6 +25,11 @@
 //! [[route]]
 //! prefix = "198.51.100.0/24"
 //! via = ["10.0.1.2", "10.0.1.3"]   # ECMP: flows spread over up to 16 next hops
+//!
+//! [[route]]
+//! prefix = "::/0"                  # IPv6: a next hop of the same family;
+//! via = "fe80::1"                  # a link-local one names its port
+//! device = "net_af_packet0"
 //!
 //! [[neighbour]]                    # optional static neighbours (never age); also [[neighbor]]
 //! address = "10.0.1.2"
@@ -43,17 +50,21 @@
 //! ([`toml::Spanned`]), then `validate` into the public `*Spec` structs of
 //! `spec`, which hold checked values and line numbers. `position` turns a
 //! span or a TOML error into the file, line, section and field of the
-//! message; `fields` parses single values (addresses, MACs, prefixes);
+//! message; `fields` parses single values (addresses, MACs, prefixes),
+//! `fields6` the IPv6 ones; the IPv6 items are in `spec6`, beside the IPv4
+//! ones, and checked by `validate/*6.rs`;
 //! `hooks` reads the `[[hook]]` sections; `changes` checks a route or
 //! neighbour given at run time by the same rules.
 
 mod changes;
 mod device;
 mod fields;
+mod fields6;
 mod hooks;
 mod position;
 mod schema;
 mod spec;
+mod spec6;
 #[cfg(test)]
 pub(crate) mod testing;
 mod validate;
@@ -69,6 +80,7 @@ pub use schema::{
     MAX_RX_QUEUES, MIN_MTU,
 };
 pub use spec::{LcoreSpec, NeighbourSpec, NextHopSpec, PortSpec, RouteSpec, RouterConfig};
+pub use spec6::{Ipv6Interface, LinkLocal, Neighbour6Spec, NextHop6Spec, Route6Spec};
 
 use position::Source;
 use schema::RawConfig;
@@ -97,6 +109,36 @@ impl RouterConfig {
 mod tests {
     use super::testing::PORTS;
     use super::*;
+
+    #[test]
+    fn example_configs_parse() {
+        for (name, text) in [
+            (
+                "demo-router.toml",
+                include_str!("../../../examples/demo-router.toml"),
+            ),
+            (
+                "two-10g-ports.toml",
+                include_str!("../../../examples/two-10g-ports.toml"),
+            ),
+            (
+                "dual-stack.toml",
+                include_str!("../../../examples/dual-stack.toml"),
+            ),
+        ] {
+            let c = RouterConfig::parse(Path::new(name), text).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(c.has_ipv6(), name == "dual-stack.toml", "{name}");
+        }
+        let c = RouterConfig::parse(
+            Path::new("dual-stack.toml"),
+            include_str!("../../../examples/dual-stack.toml"),
+        )
+        .expect("dual stack");
+        assert_eq!(
+            (c.routes.len(), c.routes6.len(), c.neighbours6.len()),
+            (1, 3, 2)
+        );
+    }
 
     #[test]
     fn load_reads_file_and_reports_missing_file() {

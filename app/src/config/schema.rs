@@ -53,6 +53,10 @@ pub(crate) struct RawPort {
     pub(crate) mac: Option<Spanned<String>>,
     pub(crate) rx_queues: Option<Spanned<Int>>,
     pub(crate) mtu: Option<Spanned<Int>>,
+    /// IPv6 addresses with their subnets, e.g. `["2001:db8:1::1/64"]`.
+    pub(crate) ipv6: Option<Spanned<Vec<Spanned<String>>>>,
+    /// The link-local address; derived from the MAC when absent.
+    pub(crate) link_local: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -97,6 +101,8 @@ impl<'de> Deserialize<'de> for RawVia {
 pub(crate) struct RawNeighbour {
     pub(crate) address: Spanned<String>,
     pub(crate) mac: Spanned<String>,
+    /// The port of an IPv6 link-local neighbour.
+    pub(crate) device: Option<Spanned<RawDevice>>,
 }
 
 #[derive(Deserialize)]

@@ -4,6 +4,7 @@
 use super::device::{label, DeviceRef};
 use super::hooks::HookSpec;
 use super::position::ConfigError;
+use super::spec6::{Ipv6Interface, LinkLocal, Neighbour6Spec, Route6Spec};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
@@ -18,6 +19,10 @@ pub struct RouterConfig {
     pub routes: Vec<RouteSpec>,
     /// `[[neighbour]]` / `[[neighbor]]` items, in file order.
     pub neighbours: Vec<NeighbourSpec>,
+    /// `[[route]]` items with an IPv6 prefix, in file order.
+    pub routes6: Vec<Route6Spec>,
+    /// `[[neighbour]]` items with an IPv6 address, in file order.
+    pub neighbours6: Vec<Neighbour6Spec>,
     /// `[[lcore]]` items, in file order; empty: default queue placement.
     pub lcores: Vec<LcoreSpec>,
     /// `[[hook]]` items, in file order (checked by their kinds when built).
@@ -33,6 +38,8 @@ impl PartialEq for RouterConfig {
             && self.ports == o.ports
             && self.routes == o.routes
             && self.neighbours == o.neighbours
+            && self.routes6 == o.routes6
+            && self.neighbours6 == o.neighbours6
             && self.lcores == o.lcores
     }
 }
@@ -49,6 +56,10 @@ pub struct PortSpec {
     pub mac: Option<[u8; 6]>,
     pub rx_queues: u16,
     pub mtu: u16,
+    /// `ipv6 = [...]`: our IPv6 addresses on this port and their subnets.
+    pub ipv6: Vec<Ipv6Interface>,
+    /// `link_local = "..."`, or derived from the MAC.
+    pub link_local: LinkLocal,
     /// 1-based line of the `[[port]]` header.
     pub line: usize,
 }
@@ -67,6 +78,11 @@ impl PortSpec {
     /// The connected subnet's broadcast address.
     pub fn broadcast(&self) -> Ipv4Addr {
         Ipv4Addr::from(self.network() | !prefix_mask(self.prefix_len))
+    }
+
+    /// Whether the port has IPv6 addresses beyond its link-local one.
+    pub fn has_ipv6(&self) -> bool {
+        !self.ipv6.is_empty()
     }
 
     /// The connected subnet as text, e.g. `10.0.1.0/24`.

@@ -95,3 +95,25 @@ queues = [
   "0000:01:00.0:0",
 ]
 "#;
+
+/// Two dual-stack ports: net_af_packet0 10.0.1.1/24 and 2001:db8:1::1/64
+/// (line 1), net_af_packet1 10.0.2.1/24, 2001:db8:2::1/64 and link-local
+/// fe80::1 (line 6). Ends at line 11.
+pub(crate) const PORTS6: &str = "\
+[[port]]
+device = \"net_af_packet0\"
+address = \"10.0.1.1/24\"
+ipv6 = [\"2001:db8:1::1/64\"]
+
+[[port]]
+device = \"net_af_packet1\"
+address = \"10.0.2.1/24\"
+ipv6 = [\"2001:db8:2::1/64\"]
+link_local = \"fe80::1\"
+";
+
+/// `PORTS6` followed by one `[[route]]` or `[[neighbour]]` of `body` (its
+/// header at line 13, its first field at line 14).
+pub(crate) fn with_ports6(section: &str, body: &str) -> String {
+    format!("{PORTS6}\n# one {section}\n[[{section}]]\n{body}")
+}

@@ -5,8 +5,11 @@
 
 mod lcores;
 mod neighbours;
+mod neighbours6;
 mod ports;
+mod ports6;
 mod routes;
+mod routes6;
 
 use super::device::{label, DeviceRef};
 use super::position::{ConfigError, Source};
@@ -22,9 +25,11 @@ impl Source<'_> {
     pub(crate) fn validate(&self, raw: RawConfig) -> Result<RouterConfig, ConfigError> {
         let ports = self.ports(&raw.port)?;
         let routes = self.routes(&ports, &raw.route)?;
+        let routes6 = self.routes6(&ports, &raw.route)?;
         let mut neighbours: Vec<&Spanned<RawNeighbour>> =
             raw.neighbour.iter().chain(raw.neighbor.iter()).collect();
         neighbours.sort_by_key(|n| n.span().start);
+        let neighbours6 = self.neighbours6(&ports, &neighbours)?;
         let neighbours = self.neighbours(&ports, &neighbours)?;
         let lcores = self.lcores(&ports, &raw.lcore)?;
         let hooks =
@@ -34,6 +39,8 @@ impl Source<'_> {
             ports,
             routes,
             neighbours,
+            routes6,
+            neighbours6,
             lcores,
             hooks,
             text: self.text.to_owned(),
@@ -142,6 +149,7 @@ impl Source<'_> {
 #[cfg(test)]
 mod tests {
     use super::super::spec::{LcoreSpec, NeighbourSpec, NextHopSpec, RouteSpec};
+    use super::super::spec6::LinkLocal;
     use super::super::testing::{assert_err, parse, GOOD, PORTS};
     use super::*;
     use std::path::PathBuf;
@@ -159,6 +167,8 @@ mod tests {
                     mac: Some([2, 0, 0, 0, 1, 1]),
                     rx_queues: 1,
                     mtu: 1500,
+                    ipv6: vec![],
+                    link_local: LinkLocal::FromMac,
                     line: 2,
                 },
                 PortSpec {
@@ -168,6 +178,8 @@ mod tests {
                     mac: None,
                     rx_queues: 2,
                     mtu: 2000,
+                    ipv6: vec![],
+                    link_local: LinkLocal::FromMac,
                     line: 7,
                 },
                 PortSpec {
@@ -177,6 +189,8 @@ mod tests {
                     mac: None,
                     rx_queues: 1,
                     mtu: 1500,
+                    ipv6: vec![],
+                    link_local: LinkLocal::FromMac,
                     line: 13,
                 },
             ],
@@ -242,6 +256,8 @@ mod tests {
                     line: 45,
                 },
             ],
+            routes6: vec![],
+            neighbours6: vec![],
             hooks: Vec::new(),
             text: String::new(),
         };

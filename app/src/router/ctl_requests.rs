@@ -149,6 +149,12 @@ impl CtlRequests<'_> {
             "routes reloaded from {path}: {set_routes} added or changed, {gone_routes} \
              deleted; static neighbours: {neigh_set} added or changed, {neigh_gone} removed"
         ));
+        if (&file.routes6, &file.neighbours6) != (&self.last.routes6, &self.last.neighbours6) {
+            lines.push(format!(
+                "{path}: the IPv6 routes or neighbours changed; a reload does not apply them \
+                 in this build (IPv6 is not forwarded yet): they take effect at a restart"
+            ));
+        }
         if file.lcores != self.last.lcores {
             lines.push(format!(
                 "{path}: the [[lcore]] sections changed; they need a restart"

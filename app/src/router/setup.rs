@@ -7,6 +7,7 @@
 
 mod control_loop;
 mod drain;
+mod ipv6;
 mod ports;
 mod split_flows;
 mod tables;
@@ -268,6 +269,10 @@ fn route(s: &Setup, ports: &mut Vec<Port>, signals: &Signals) -> Result<Outcome,
     let input = input_end(s)?;
     let mut up = ports::start_ports(s, ports)?;
     let (tables, writers) = tables::build(s, &up.macs)?;
+    let ipv6 = ipv6::build(s, &up.macs, &tables.qsbr)?;
+    if let Some(t) = &ipv6 {
+        eprintln!("{}", ipv6::notice(s.cfg, t));
+    }
     // Hooks: built (and their rules checked) before any worker starts.
     let chains = HookChains::new(s.cfg, s.registry, s.port_ids, s.max_port(), s.workers());
     // A new hook set starts a grace period of the workers' domain: their
@@ -282,6 +287,8 @@ fn route(s: &Setup, ports: &mut Vec<Port>, signals: &Signals) -> Result<Outcome,
         unfinished = control_loop::run(s, &mut main, &hooks, &workers, ports, signals, input);
     }
     let mut outcome = drain::drain(s, main, hooks, workers, tables, &signals.stop)?;
+    // The IPv6 tables outlive the workers (which will read them).
+    drop(ipv6);
     outcome.unfinished = unfinished;
     Ok(outcome)
 }

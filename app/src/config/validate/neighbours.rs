@@ -2,6 +2,7 @@
 //! each inside a connected subnet.
 
 use crate::config::fields::{plain_address, unicast_mac};
+use crate::config::fields6::is_ipv6_text;
 use crate::config::position::{ConfigError, Source};
 use crate::config::schema::RawNeighbour;
 use crate::config::spec::{NeighbourSpec, PortSpec};
@@ -15,7 +16,11 @@ impl Source<'_> {
         raw: &[&Spanned<RawNeighbour>],
     ) -> Result<Vec<NeighbourSpec>, ConfigError> {
         let mut out: Vec<NeighbourSpec> = Vec::with_capacity(raw.len());
-        for n in raw {
+        // IPv6 addresses are `neighbours6`'s.
+        for n in raw
+            .iter()
+            .filter(|n| !is_ipv6_text(n.get_ref().address.get_ref()))
+        {
             let spec = self.neighbour(ports, n)?;
             if let Some(prev) = out.iter().find(|p| p.address == spec.address) {
                 return Err(self.field_error(
@@ -50,6 +55,17 @@ impl Source<'_> {
                 "a neighbour must be directly reachable",
             )
             .map_err(err)?;
+        if let Some(d) = &r.device {
+            return Err(self.field_error(
+                "neighbour",
+                "device",
+                d,
+                format!(
+                    "an IPv4 neighbour's port is the one whose subnet holds it ({address}); \
+                     `device` is for IPv6 link-local neighbours: remove it"
+                ),
+            ));
+        }
         let mac = unicast_mac(r.mac.get_ref())
             .map_err(|m| self.field_error("neighbour", "mac", &r.mac, m))?;
         Ok(NeighbourSpec {

@@ -27,6 +27,7 @@ impl Source<'_> {
             .map(|p| self.port(p))
             .collect::<Result<Vec<_>, _>>()?;
         self.check_port_conflicts(&ports, raw)?;
+        self.check_port_conflicts6(&ports, raw)?;
         Ok(ports)
     }
 
@@ -49,6 +50,7 @@ impl Source<'_> {
             Some(v) => self.ranged("port", "mtu", v, MIN_MTU, MAX_MTU)?,
             None => DEFAULT_MTU,
         };
+        let (ipv6, link_local) = self.port_ipv6(r)?;
         Ok(PortSpec {
             device,
             address,
@@ -56,6 +58,8 @@ impl Source<'_> {
             mac,
             rx_queues,
             mtu,
+            ipv6,
+            link_local,
             line: self.line_of(&raw.span()),
         })
     }

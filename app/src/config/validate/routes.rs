@@ -4,6 +4,7 @@
 
 use crate::config::device::{describe_device, device_literal, label};
 use crate::config::fields::{plain_address, route_prefix};
+use crate::config::fields6::is_ipv6_text;
 use crate::config::position::{ConfigError, Source};
 use crate::config::schema::{RawDevice, RawRoute, RawVia, MAX_NEXT_HOPS};
 use crate::config::spec::{NextHopSpec, PortSpec, RouteSpec};
@@ -18,7 +19,11 @@ impl Source<'_> {
         raw: &[Spanned<RawRoute>],
     ) -> Result<Vec<RouteSpec>, ConfigError> {
         let mut routes: Vec<RouteSpec> = Vec::with_capacity(raw.len());
-        for r in raw {
+        // IPv6 prefixes are `routes6`'s.
+        for r in raw
+            .iter()
+            .filter(|r| !is_ipv6_text(r.get_ref().prefix.get_ref()))
+        {
             let route = self.route(ports, r)?;
             if let Some(prev) = routes
                 .iter()
@@ -199,6 +204,13 @@ impl Source<'_> {
         via: &Spanned<String>,
     ) -> Result<NextHopSpec, ConfigError> {
         let err = |m: String| self.field_error("route", "via", via, m);
+        if is_ipv6_text(via.get_ref()) {
+            return Err(err(format!(
+                "next hop {:?} is IPv6 but the prefix is IPv4; a route's prefix and next hop \
+                 are of one family: expected an IPv4 address, e.g. \"10.0.1.2\"",
+                via.get_ref()
+            )));
+        }
         let gateway = plain_address(via.get_ref(), "10.0.1.2").map_err(err)?;
         let port = self
             .neighbour_port(

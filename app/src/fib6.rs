@@ -1,0 +1,159 @@
+//! The IPv6 forwarding table: an [`Lpm6Pair`] maps a destination to a
+//! next-hop id, the id indexes this table's own array of next hops. Its own
+//! array rather than the IPv4 FIB's: an IPv4 next hop holds its gateway in
+//! 4 bytes, which the IPv4 workers read per packet; widening every slot to
+//! 16 bytes would slow the IPv4 path for IPv6's sake, and the two tables'
+//! ids are looked up in separate LPMs anyway.
+//!
+//! Built by the control plane at start from the config ([`fib6_entries`]).
+//! The next hops are fixed once built; changes at run time (`fastpath ctl`
+//! with IPv6, reloads) will add the IPv4 FIB's slot rules (a slot written
+//! before a table that names it is published, reused only after a grace
+//! period) on top of the pair's writer, which already keeps every change
+//! whole for the workers (docs/ipv6.md).
+
+mod entries;
+
+pub use entries::fib6_entries;
+
+use crate::dpdk::{DpdkError, Lpm6, Lpm6Change, Lpm6Pair, Lpm6Writer, Qsbr, LPM6_MISS};
+use crate::fib::{HopKind, Origin};
+use std::collections::BTreeMap;
+use std::net::Ipv6Addr;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// One IPv6 next hop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NextHop6 {
+    pub kind: HopKind,
+    /// Output port id (for `Local`: the port that owns the address).
+    pub port: u16,
+    /// The gateway; `None` on-link (the destination is the neighbour).
+    pub gateway: Option<Ipv6Addr>,
+    /// The gateway's index in the neighbour table, or `NEIGH_BY_DST`.
+    pub neigh: u32,
+    /// MTU of the output port: larger packets get a packet too big.
+    pub mtu: u16,
+}
+
+/// One prefix, its next hop and where it comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fib6Entry {
+    pub prefix: Ipv6Addr,
+    pub len: u8,
+    pub hop: NextHop6,
+    pub origin: Origin,
+}
+
+/// The IPv6 table as the workers will read it.
+#[derive(Debug)]
+pub struct Fib6 {
+    lpm: Arc<Lpm6Pair>,
+    hops: Box<[NextHop6]>,
+    /// Next-hop id of the default route `::/0`, which `rte_lpm6` cannot hold
+    /// (depth 1..=128): a miss becomes it. `LPM6_MISS` when none.
+    default: AtomicU32,
+}
+
+impl Fib6 {
+    /// A pair of `rte_lpm6` tables named `name`_a and `name`_b, sized for
+    /// `entries` (see [`table_sizes`]), read by the workers of `qsbr`, with
+    /// `entries` installed: the table and its writer.
+    pub fn create(
+        name: &str,
+        entries: &[Fib6Entry],
+        qsbr: Arc<Qsbr>,
+        socket: i32,
+    ) -> Result<(Fib6, Lpm6Writer), DpdkError> {
+        let (rules, tbl8s) = table_sizes(entries);
+        let a = Lpm6::new(&format!("{name}_a"), rules, tbl8s, socket)?;
+        let b = Lpm6::new(&format!("{name}_b"), rules, tbl8s, socket)?;
+        let (_, mut writer) = Lpm6Pair::new(a, b, qsbr)?;
+        let fib = Fib6::build(&mut writer, entries)?;
+        Ok((fib, writer))
+    }
+
+    /// Install `entries` (later ones replace identical earlier prefixes;
+    /// identical next hops share an id) in one batch through `writer`, whose
+    /// pair must be empty. On an error (a full table) the workers see none
+    /// of it.
+    pub fn build(writer: &mut Lpm6Writer, entries: &[Fib6Entry]) -> Result<Fib6, DpdkError> {
+        let mut hops: Vec<NextHop6> = Vec::new();
+        let mut id_of = |h: NextHop6| match hops.iter().position(|x| *x == h) {
+            Some(i) => i as u32,
+            None => {
+                hops.push(h);
+                hops.len() as u32 - 1
+            }
+        };
+        let mut prefixes: BTreeMap<(u128, u8), u32> = BTreeMap::new();
+        let mut default = LPM6_MISS;
+        for e in entries {
+            let id = id_of(e.hop);
+            if e.len == 0 {
+                default = id;
+            } else {
+                prefixes.insert((e.prefix.to_bits(), e.len), id);
+            }
+        }
+        let batch: Vec<Lpm6Change> = prefixes
+            .iter()
+            .map(|(&(p, d), &h)| Lpm6Change::Add(Ipv6Addr::from_bits(p), d, h))
+            .collect();
+        writer.apply(&batch)?;
+        Ok(Fib6 {
+            lpm: writer.table().clone(),
+            hops: hops.into_boxed_slice(),
+            default: AtomicU32::new(default),
+        })
+    }
+
+    /// Next-hop ids of a burst of destinations (16 bytes each, as
+    /// `Ipv6Packet::dst_bytes` gives them): one bulk lookup, then a miss
+    /// becomes the default route's id, or stays [`LPM6_MISS`] without one.
+    /// For `ip6_input`, once per burst.
+    #[inline(always)]
+    pub fn lookup_bulk(&self, dsts: &[[u8; 16]], ids: &mut [u32]) {
+        self.lpm.lookup_bulk(dsts, ids);
+        let default = self.default.load(Relaxed);
+        if default != LPM6_MISS {
+            for id in ids.iter_mut() {
+                if *id == LPM6_MISS {
+                    *id = default;
+                }
+            }
+        }
+    }
+
+    /// The next hop of an id from `lookup_bulk` (`None` for a miss).
+    #[inline(always)]
+    pub fn hop(&self, id: u32) -> Option<NextHop6> {
+        self.hops.get(id as usize).copied()
+    }
+
+    /// The next hop for one destination.
+    pub fn lookup(&self, dst: &Ipv6Addr) -> Option<NextHop6> {
+        let id = self
+            .lpm
+            .lookup(dst)
+            .unwrap_or_else(|| self.default.load(Relaxed));
+        self.hop(id)
+    }
+
+    /// How many distinct next hops the table holds.
+    pub fn hop_count(&self) -> usize {
+        self.hops.len()
+    }
+}
+
+/// The `rte_lpm6` sizes for `entries` with room to grow: rules, and tbl8
+/// groups (a prefix longer than /24 takes up to one group per byte past the
+/// third that no other prefix shares).
+pub fn table_sizes(entries: &[Fib6Entry]) -> (u32, u32) {
+    let groups: u32 = entries
+        .iter()
+        .map(|e| u32::from(e.len.saturating_sub(24)).div_ceil(8))
+        .sum();
+    ((entries.len() as u32 * 2).max(1024), (groups * 2).max(2048))
+}

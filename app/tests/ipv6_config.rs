@@ -1,0 +1,136 @@
+//! A dual-stack config runs: its IPv6 addresses and routes are loaded at
+//! start and fastpath says in one line that it does not forward IPv6 yet,
+//! an IPv6 frame is dropped and counted as `unsupported_protocol`, and
+//! IPv4 is routed as before beside it.
+
+mod common;
+use common::frames::{udp, HOST_A_MAC, PCAP0_MAC};
+use common::*;
+
+const CONFIG: &str = r#"
+[[port]]
+device = "net_pcap0"
+address = "10.0.1.1/24"
+ipv6 = ["2001:db8:1::1/64"]
+
+[[port]]
+device = "net_pcap1"
+address = "10.0.2.1/24"
+ipv6 = ["2001:db8:2::1/64", "fd00:2::1/48"]
+link_local = "fe80::1"
+
+[[route]]
+prefix = "198.51.100.0/24"
+via = "10.0.2.2"
+
+[[route]]
+prefix = "::/0"
+via = "fe80::2"
+device = "net_pcap1"
+
+[[route]]
+prefix = "2001:db8:100::/48"
+via = "2001:db8:2::2"
+
+[[neighbour]]
+address = "10.0.2.2"
+mac = "02:bb:00:00:00:22"
+
+[[neighbour]]
+address = "2001:db8:2::2"
+mac = "02:bb:00:00:00:22"
+"#;
+
+/// A UDP datagram from host A (2001:db8:1::2) to 2001:db8:100::9, which the
+/// config routes: 66 bytes.
+fn udp6() -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend(PCAP0_MAC);
+    f.extend(HOST_A_MAC);
+    f.extend([0x86, 0xdd]);
+    f.extend([0x60, 0, 0, 0, 0, 12, 17, 64]);
+    f.extend(
+        "2001:db8:1::2"
+            .parse::<std::net::Ipv6Addr>()
+            .unwrap()
+            .octets(),
+    );
+    f.extend(
+        "2001:db8:100::9"
+            .parse::<std::net::Ipv6Addr>()
+            .unwrap()
+            .octets(),
+    );
+    f.extend([0x30, 0x39, 0x00, 0x35, 0, 12, 0, 0, 1, 2, 3, 4]);
+    f
+}
+
+#[test]
+fn ipv6_loaded_but_not_forwarded() {
+    let v4 = udp([10, 0, 1, 2], [198, 51, 100, 9], 1000, 2000);
+    let (out0, out1, stats, stderr) = run_pcaps_logged("ipv6cfg", CONFIG, &[udp6(), v4], &[]);
+    let notice = stderr
+        .lines()
+        .find(|l| l.starts_with("fastpath: IPv6:"))
+        .unwrap_or_else(|| panic!("no IPv6 line at start:\n{stderr}"));
+    for words in [
+        "5 addresses (link-local included), 2 routes and 1 static neighbours loaded",
+        "IPv6 forwarding is not enabled in this build yet",
+        "dropped and counted as unsupported_protocol",
+    ] {
+        assert!(notice.contains(words), "{words:?} missing from: {notice}");
+    }
+    // The IPv6 frame is dropped at l2_input, the IPv4 one routed.
+    assert_eq!(
+        stats["stage_drops"]["l2_input"]["unsupported_protocol"], 1,
+        "{stats:#}"
+    );
+    assert!(out0.is_empty(), "{} frames out of port 0", out0.len());
+    assert_eq!(out1.len(), 1, "the IPv4 datagram routed out of port 1");
+    assert_eq!(out1[0][12..14], [0x08, 0x00]);
+}
+
+/// An IPv4-only config says nothing about IPv6 (and builds no IPv6 table).
+#[test]
+fn ipv4_only_says_nothing_of_ipv6() {
+    let v4 = udp([10, 0, 1, 2], [198, 51, 100, 9], 1000, 2000);
+    let (_, out1, _, stderr) = run_pcaps_logged("ipv4cfg", pcap_router_config!(), &[v4], &[]);
+    assert!(!stderr.contains("IPv6"), "{stderr}");
+    assert_eq!(out1.len(), 1);
+}
+
+/// A reload with other IPv6 routes says they wait for a restart (the IPv6
+/// FIB is built at start only in this build), and reloads the rest.
+#[test]
+fn reload_says_ipv6_changes_wait_for_a_restart() {
+    use common::ctl::{ctl_ok, prefix};
+    use common::watch::Watched;
+    use std::time::Duration;
+    let test = "ipv6reload";
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    std::fs::write(p("router.toml"), CONFIG).unwrap();
+    write_pcap(&p("in0.pcap"), &[]);
+    write_pcap(&p("in1.pcap"), &[]);
+    let mut cmd = fastpath();
+    cmd.args(eal_args(test, &pcap_vdevs(dir.path())))
+        .args(["--", "--config"])
+        .arg(p("router.toml"));
+    let mut child = Watched::spawn(cmd);
+    let limit = Duration::from_secs(30);
+    child.wait_stderr("fastpath: control socket", limit);
+    // The same file again: nothing about IPv6.
+    let same = ctl_ok(&prefix(test), &["reload"]);
+    assert!(!same.stdout.contains("IPv6"), "{same:?}");
+    let changed = CONFIG.replace("2001:db8:100::/48", "2001:db8:100::/56");
+    std::fs::write(p("router.toml"), changed).unwrap();
+    let said = ctl_ok(&prefix(test), &["reload"]);
+    assert!(
+        said.stdout
+            .contains("the IPv6 routes or neighbours changed; a reload does not apply them"),
+        "{said:?}"
+    );
+    assert!(said.stdout.contains("routes reloaded from"), "{said:?}");
+    child.signal("-INT");
+    assert_success(&child.finish(limit));
+}

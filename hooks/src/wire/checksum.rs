@@ -67,7 +67,12 @@ pub fn verify20(h: &[u8; 20]) -> bool {
     let (acc, carry) = acc.overflowing_add(a);
     // No overflow: with a carry, acc < a <= 2^32.
     let acc = acc + u64::from(carry);
-    acc != 0 && acc.is_multiple_of(0xffff)
+    // A multiple of 0xffff (odd) times its inverse mod 2^64 is the
+    // quotient, at most u64::MAX / 0xffff; any other value lands above
+    // (the exact-division test): one multiply and one compare.
+    const INVERSE: u64 = 0xfffe_fffe_fffe_ffff;
+    const _: () = assert!(INVERSE.wrapping_mul(0xffff) == 1);
+    acc != 0 && acc.wrapping_mul(INVERSE) <= u64::MAX / 0xffff
 }
 
 /// One's-complement sum of `data` as big-endian 16-bit words, folded, not

@@ -70,6 +70,11 @@ pub struct Pipeline {
     /// frames under 60 bytes are padded as a NIC's wire would before l2 judges
     /// runts. Physical NICs deliver padded frames and keep the runt check.
     pub pad_short: Arc<[bool]>,
+    /// Per port id: the device may mark IPv4 header checksums in the mbuf
+    /// (its RX offloads include the IPv4 checksum). ip_input reads the flag
+    /// only for these; for the others (net_pcap, net_null, af_packet) it
+    /// computes every header's checksum, with no flag read per packet.
+    pub rx_ip_csum: Arc<[bool]>,
     /// TSC ticks per second (rate limit of ICMP unreachable punts).
     pub tsc_hz: u64,
     /// This worker's index (`HookContext::worker`).

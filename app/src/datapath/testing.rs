@@ -124,6 +124,7 @@ impl Bench {
             awaited: Arc::default(),
             macs: PORT_MACS.into(),
             pad_short: [false, false].into(),
+            rx_ip_csum: [true, true].into(),
             tsc_hz,
             worker: 0,
             ns_per_tick: super::hook_run::ns_per_tick(tsc_hz),

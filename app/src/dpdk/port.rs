@@ -143,6 +143,14 @@ pub struct PortInfo {
     pub rx_offload_capa: u64,
 }
 
+impl PortInfo {
+    /// Whether the device may mark IPv4 header checksums in the mbufs it
+    /// receives (its RX offloads include the IPv4 checksum).
+    pub fn rx_ipv4_checksum(&self) -> bool {
+        self.rx_offload_capa & u64::from(sys::RTE_ETH_RX_OFFLOAD_IPV4_CKSUM) != 0
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Idle,

@@ -59,6 +59,21 @@ pub fn sum20(h: &[u8; 20]) -> u16 {
 /// only for a zero header. Three loads and two carrying additions.
 #[inline(always)]
 pub fn verify20(h: &[u8; 20]) -> bool {
+    let acc = wrapped_sum20(h);
+    acc != 0 && multiple_of_ffff(acc)
+}
+
+/// [`verify20`], but true for an all-zero header too: for a caller that
+/// refuses that header anyway (e.g. by its version byte), one test fewer.
+#[inline(always)]
+pub fn verify20_or_zero(h: &[u8; 20]) -> bool {
+    multiple_of_ffff(wrapped_sum20(h))
+}
+
+/// [`verify20`]'s sum: one 32-bit and two 64-bit words with end-around
+/// carries, 0 only for a zero header.
+#[inline(always)]
+fn wrapped_sum20(h: &[u8; 20]) -> u64 {
     let (a, rest) = h.split_first_chunk::<4>().unwrap_or((&[0; 4], &[]));
     let (b, c) = rest.split_first_chunk::<8>().unwrap_or((&[0; 8], &[]));
     let c = c.first_chunk::<8>().copied().unwrap_or([0; 8]);
@@ -66,8 +81,18 @@ pub fn verify20(h: &[u8; 20]) -> bool {
     let a = u64::from(u32::from_ne_bytes(*a)) + u64::from(carry);
     let (acc, carry) = acc.overflowing_add(a);
     // No overflow: with a carry, acc < a <= 2^32.
-    let acc = acc + u64::from(carry);
-    acc != 0 && acc.is_multiple_of(0xffff)
+    acc + u64::from(carry)
+}
+
+/// Whether `x` is a multiple of 0xffff. A multiple of 0xffff (odd) times
+/// its inverse mod 2^64 is the quotient, at most u64::MAX / 0xffff; any
+/// other value lands above (the exact-division test): one multiply and one
+/// compare.
+#[inline(always)]
+fn multiple_of_ffff(x: u64) -> bool {
+    const INVERSE: u64 = 0xfffe_fffe_fffe_ffff;
+    const _: () = assert!(INVERSE.wrapping_mul(0xffff) == 1);
+    x.wrapping_mul(INVERSE) <= u64::MAX / 0xffff
 }
 
 /// One's-complement sum of `data` as big-endian 16-bit words, folded, not
@@ -187,6 +212,7 @@ mod tests {
             let mut h = [0u8; 20];
             rng.fill(&mut h);
             assert_eq!(verify20(&h), sum20(&h) == 0xffff, "{h:02x?}");
+            assert_eq!(verify20_or_zero(&h), verify20(&h), "{h:02x?}");
             // Make it right, then it must verify.
             h[10..12].fill(0);
             let c = checksum(&h);
@@ -194,6 +220,7 @@ mod tests {
             assert!(verify20(&h), "{h:02x?}");
         }
         assert!(!verify20(&[0; 20]));
+        assert!(verify20_or_zero(&[0; 20]));
         assert!(verify20(&[0xff; 20]));
     }
 

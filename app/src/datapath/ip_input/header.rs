@@ -5,7 +5,7 @@
 //! not judged here: a packet for one of our own addresses may arrive with
 //! TTL 1; only forwarding needs TTL > 1.
 
-use hooks::wire::checksum::verify20;
+use hooks::wire::checksum::verify20_or_zero;
 use hooks::wire::ethernet::HEADER_LEN;
 use hooks::wire::ipv4::{field, Ipv4Packet, MIN_HEADER_LEN};
 use hooks::wire::Error as WireError;
@@ -162,7 +162,8 @@ pub fn plain_ipv4(frame: &[u8], csum: CsumFlag) -> Option<&[u8; MIN_HEADER_LEN]>
     let checksum_ok = match csum {
         CsumFlag::Good => true,
         CsumFlag::Bad => false,
-        CsumFlag::Unknown => verify20(ip),
+        // A zero header's sum passes this test; its version byte does not.
+        CsumFlag::Unknown => verify20_or_zero(ip),
     };
     // `&`, not `&&`: every operand is computed anyway, and one branch is
     // cheaper than three.

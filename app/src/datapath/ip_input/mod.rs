@@ -73,13 +73,25 @@ pub fn run(cx: &mut Cx<'_>) {
 /// (the common case) in one pass over the mbufs.
 #[inline(always)]
 fn check(cx: &mut Cx<'_>, mask: Mask) -> Mask {
+    // A device that never marks checksums (net_pcap, net_null, af_packet:
+    // no RX IPv4 checksum offload) has no flag to read per packet.
+    if nic_marks_checksums(cx) {
+        check_with::<true>(cx, mask)
+    } else {
+        check_with::<false>(cx, mask)
+    }
+}
+
+/// [`check`], the NIC's checksum flag read per packet (`NIC`) or not.
+#[inline(always)]
+fn check_with<const NIC: bool>(cx: &mut Cx<'_>, mask: Mask) -> Mask {
     let results = &mut cx.s.lpm_entry;
     let mbufs = cx.burst.as_slice();
     let fib = cx.pipeline.fib.lookups();
     let mut refused: Mask = 0;
     if mask == all(mbufs.len()) {
         for (i, (m, result)) in mbufs.iter().zip(results.iter_mut()).enumerate() {
-            match check_one(m) {
+            match check_one(m, csum_flag::<NIC>(m)) {
                 Some(dst) => *result = fib.entry(dst),
                 None => refused |= 1 << i,
             }
@@ -87,7 +99,7 @@ fn check(cx: &mut Cx<'_>, mask: Mask) -> Mask {
     } else {
         for i in each(mask) {
             let Some(m) = mbufs.get(i) else { continue };
-            match check_one(m) {
+            match check_one(m, csum_flag::<NIC>(m)) {
                 Some(dst) => results[i] = fib.entry(dst),
                 None => refused |= 1 << i,
             }
@@ -97,10 +109,11 @@ fn check(cx: &mut Cx<'_>, mask: Mask) -> Mask {
 }
 
 /// The fast checks of one packet (its header at byte 14: `run` leaves the
-/// tagged frames to the full checks): its destination if it passes.
+/// tagged frames to the full checks; `csum`: the NIC's word on its
+/// checksum): its destination if it passes.
 #[inline(always)]
-fn check_one(m: &Mbuf) -> Option<u32> {
-    let ip = plain_ipv4(m.data(), csum_flag(m))?;
+fn check_one(m: &Mbuf, csum: CsumFlag) -> Option<u32> {
+    let ip = plain_ipv4(m.data(), csum)?;
     if is_martian_first_octet(ip[field::SRC]) {
         return None;
     }
@@ -130,12 +143,18 @@ fn gather(s: &mut Scratch, passed: Mask) -> usize {
 #[inline(never)]
 fn check_refused(cx: &mut Cx<'_>, refused: Mask, mut k: usize) -> usize {
     let fib = cx.pipeline.fib.lookups();
+    let nic = nic_marks_checksums(cx);
     for i in each(refused) {
         let Some(m) = cx.burst.as_slice().get(i) else {
             continue;
         };
         let f = &mut cx.s.ipv4[i];
-        match ipv4_input_into(m.data(), &cx.s.metas[i], csum_flag(m), f) {
+        let csum = if nic {
+            csum_flag::<true>(m)
+        } else {
+            CsumFlag::Unknown
+        };
+        match ipv4_input_into(m.data(), &cx.s.metas[i], csum, f) {
             Err(r) => cx.drop(i, r),
             Ok(()) if is_martian_source(f.src) => cx.drop(i, DropReason::Martian),
             Ok(()) => {
@@ -150,9 +169,23 @@ fn check_refused(cx: &mut Cx<'_>, refused: Mask, mut k: usize) -> usize {
     k
 }
 
-/// What the NIC says of the header checksum.
+/// Whether the burst's port may mark IPv4 header checksums in its mbufs
+/// (`Pipeline::rx_ip_csum`). Where it cannot, every header's checksum is
+/// computed here: the same verdict, the software sum being the truth the
+/// flag stands in for.
 #[inline(always)]
-pub fn csum_flag(m: &Mbuf) -> CsumFlag {
+fn nic_marks_checksums(cx: &Cx<'_>) -> bool {
+    let ports = &cx.pipeline.rx_ip_csum;
+    ports.get(usize::from(cx.port)).copied().unwrap_or(true)
+}
+
+/// What the NIC says of the header checksum (`NIC`: the port's device may
+/// say; else not checked).
+#[inline(always)]
+pub fn csum_flag<const NIC: bool>(m: &Mbuf) -> CsumFlag {
+    if !NIC {
+        return CsumFlag::Unknown;
+    }
     match m.rx_ip_checksum() {
         Some(true) => CsumFlag::Good,
         Some(false) => CsumFlag::Bad,

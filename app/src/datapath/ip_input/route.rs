@@ -116,18 +116,20 @@ fn forward_each<const ON_LINK: bool>(
     hop: NextHop,
     from: usize,
 ) -> (usize, Mask) {
+    // Counted from the run's first packet: `from` is not live in the loop.
     let mut other: Mask = 0;
-    let mut end = from;
+    let mut n = 0;
     for ((m, meta), &e) in packets.iter_mut().zip(metas).zip(entries) {
         if e != entry {
             break;
         }
         if !forward_plain(m, meta, hop, ON_LINK) {
-            other |= 1 << end;
+            other |= 1 << n;
         }
-        end += 1;
+        n += 1;
     }
-    (end, other)
+    // `from + n` is at most the burst's length, below 64.
+    (from + n, other << from)
 }
 
 /// A run of packets (places in `s.lpm_at`) whose route is a forward by

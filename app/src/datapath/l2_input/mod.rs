@@ -77,10 +77,22 @@ fn plain_all<const META: bool>(
     plain: &PacketMeta,
 ) -> Mask {
     let mut ipv4: Mask = 0;
+    let ahead = mbufs.get(PREFETCH_AHEAD..).unwrap_or_default();
+    if !META {
+        // No metadata: two slices walked by one index, one loop test.
+        for (i, (ahead, m)) in ahead.iter().zip(mbufs).enumerate() {
+            ahead.prefetch_data();
+            ipv4 |= Mask::from(plain_l2(m.data(), word)) << i;
+        }
+        let from = ahead.len();
+        for (i, m) in mbufs.iter().enumerate().skip(from) {
+            ipv4 |= Mask::from(plain_l2(m.data(), word)) << i;
+        }
+        return ipv4;
+    }
     let mut state = mbufs.iter().zip(metas.iter_mut()).enumerate();
     // Each packet with the one PREFETCH_AHEAD places on (`ahead` first: it
     // ends first, and then takes no packet from `state`), then the last few.
-    let ahead = mbufs.get(PREFETCH_AHEAD..).unwrap_or_default();
     for (ahead, (i, (m, meta))) in ahead.iter().zip(state.by_ref()) {
         ahead.prefetch_data();
         if META {

@@ -19,6 +19,8 @@ pub(super) struct PortsUp {
     pub macs: Arc<[[u8; 6]]>,
     /// Which ports deliver frames without a wire's padding, by port id.
     pub pad_short: Arc<[bool]>,
+    /// Which ports' devices may mark IPv4 header checksums, by port id.
+    pub rx_ip_csum: Arc<[bool]>,
     /// Our address on each port, for the control plane.
     pub addrs: Vec<PortAddr>,
 }
@@ -30,12 +32,14 @@ pub(super) fn start_ports(s: &Setup, ports: &mut Vec<Port>) -> Result<PortsUp, R
     let mut tx = Vec::new();
     let mut macs = vec![[0u8; 6]; max_port];
     let mut pad_short = vec![false; max_port];
+    let mut rx_ip_csum = vec![true; max_port];
     let mut addrs = Vec::new();
     for (i, spec) in s.cfg.ports.iter().enumerate() {
         let (port, port_rx, port_tx) = start_one(s, spec, s.port_ids[i])?;
         let id = usize::from(port.id());
         macs[id] = port.mac();
         pad_short[id] = delivers_unpadded(&port);
+        rx_ip_csum[id] = marks_ip_checksums(&port);
         addrs.push(PortAddr {
             id: port.id(),
             mac: port.mac(),
@@ -54,6 +58,7 @@ pub(super) fn start_ports(s: &Setup, ports: &mut Vec<Port>) -> Result<PortsUp, R
         tx,
         macs: macs.into(),
         pad_short: pad_short.into(),
+        rx_ip_csum: rx_ip_csum.into(),
         addrs,
     })
 }
@@ -141,4 +146,10 @@ fn delivers_unpadded(port: &Port) -> bool {
     port.info()
         .map(|i| SOFTWARE.iter().any(|d| i.driver.starts_with(d)))
         .unwrap_or(false)
+}
+
+/// Whether the device may mark IPv4 header checksums in the mbufs it
+/// receives: its RX offloads include the IPv4 checksum. Unknown: it may.
+fn marks_ip_checksums(port: &Port) -> bool {
+    port.info().map(|i| i.rx_ipv4_checksum()).unwrap_or(true)
 }

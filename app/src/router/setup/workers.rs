@@ -162,6 +162,7 @@ fn worker_for(
             awaited: tables.awaited.clone(),
             macs: up.macs.clone(),
             pad_short: up.pad_short.clone(),
+            rx_ip_csum: up.rx_ip_csum.clone(),
             tsc_hz,
             worker: w,
             ns_per_tick: crate::datapath::hook_run::ns_per_tick(tsc_hz),

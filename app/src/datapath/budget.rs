@@ -66,6 +66,41 @@ pub const RATES: [Rate; Punt::ALL.len() + 1] = [
         packets: 10,
         period_ms: 100,
     },
+    // Nd: 51,200 per second, as ARP.
+    Rate {
+        packets: 512,
+        period_ms: 10,
+    },
+    // LocalIcmp6: 12,800 echo requests per second, as IPv4's.
+    Rate {
+        packets: 128,
+        period_ms: 10,
+    },
+    // HopLimitExceeded: 100 per second, as TtlExceeded.
+    Rate {
+        packets: 10,
+        period_ms: 100,
+    },
+    // Resolve6: 25,600 per second, as Resolve.
+    Rate {
+        packets: 256,
+        period_ms: 10,
+    },
+    // NoRoute6: 100 per second, as NoRoute.
+    Rate {
+        packets: 10,
+        period_ms: 100,
+    },
+    // PacketTooBig: 100 per second, as FragNeeded.
+    Rate {
+        packets: 10,
+        period_ms: 100,
+    },
+    // BeyondScope: 100 per second.
+    Rate {
+        packets: 10,
+        period_ms: 100,
+    },
 ];
 
 /// ARP from a sender the control plane awaits: per port, ahead of the rest.
@@ -92,10 +127,11 @@ pub const BUDGET_PORTS: usize = 16;
 /// `punt_rate_limited`.
 pub fn over_budget_reason(kind: Punt) -> DropReason {
     match kind {
-        Punt::TtlExceeded => DropReason::TtlExceeded,
-        Punt::NoRoute => DropReason::NoRoute,
-        Punt::FragNeeded => DropReason::MtuExceeded,
+        Punt::TtlExceeded | Punt::HopLimitExceeded => DropReason::TtlExceeded,
+        Punt::NoRoute | Punt::NoRoute6 | Punt::BeyondScope => DropReason::NoRoute,
+        Punt::FragNeeded | Punt::PacketTooBig => DropReason::MtuExceeded,
         Punt::Arp | Punt::LocalIcmp | Punt::Resolve => DropReason::PuntRateLimited,
+        Punt::Nd | Punt::LocalIcmp6 | Punt::Resolve6 => DropReason::PuntRateLimited,
     }
 }
 

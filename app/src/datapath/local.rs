@@ -51,7 +51,9 @@ fn budget_punts(cx: &mut Cx<'_>) {
             let at = DropSite::new(r, SPEC.stage.capture(), cx.port);
             // Routed already: its output port is known.
             let at = match reason {
-                Punt::Resolve | Punt::FragNeeded => at.to_port(meta.out_port),
+                Punt::Resolve | Punt::FragNeeded | Punt::Resolve6 | Punt::PacketTooBig => {
+                    at.to_port(meta.out_port)
+                }
                 _ => at,
             };
             cx.drop_at(i, at);

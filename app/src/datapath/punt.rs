@@ -22,17 +22,50 @@ pub enum Punt {
     /// fragmentation needed (with the MTU, for path MTU discovery) is due.
     /// `meta.out_port` is the port whose MTU it exceeds.
     FragNeeded = 6,
+    /// ICMPv6 neighbour discovery (a solicitation or an advertisement) to
+    /// one of our IPv6 addresses or to a group of ours (all-nodes, an
+    /// address's solicited-node group); RFC 4861's checks are the control
+    /// plane's.
+    Nd = 7,
+    /// ICMPv6 to one of our IPv6 addresses (echo requests are answered).
+    LocalIcmp6 = 8,
+    /// Hop limit 1 or 0 on an IPv6 packet to forward: an ICMPv6 time
+    /// exceeded is due.
+    HopLimitExceeded = 9,
+    /// The IPv6 next hop out of `meta.out_port` is not resolved: the packet
+    /// waits for neighbour discovery. Its hop limit is already decremented and
+    /// its frame trimmed to an untagged Ethernet header (`l3_offset` 14). The
+    /// control plane finds the next hop again in the IPv6 FIB (the route's
+    /// gateway, or the destination on-link): 16 bytes do not fit the metadata.
+    Resolve6 = 10,
+    /// No IPv6 route to the destination: an ICMPv6 destination unreachable,
+    /// code 0, is due.
+    NoRoute6 = 11,
+    /// An IPv6 packet larger than `meta.out_port`'s MTU: an ICMPv6 packet too
+    /// big is due (a router never fragments IPv6).
+    PacketTooBig = 12,
+    /// A packet with a link-local source that its route would send off its
+    /// link: an ICMPv6 destination unreachable, code 2 (beyond scope of the
+    /// source address), is due.
+    BeyondScope = 13,
 }
 
 impl Punt {
     /// Every reason, in code order (code = index + 1).
-    pub const ALL: [Punt; 6] = [
+    pub const ALL: [Punt; 13] = [
         Punt::Arp,
         Punt::LocalIcmp,
         Punt::TtlExceeded,
         Punt::Resolve,
         Punt::NoRoute,
         Punt::FragNeeded,
+        Punt::Nd,
+        Punt::LocalIcmp6,
+        Punt::HopLimitExceeded,
+        Punt::Resolve6,
+        Punt::NoRoute6,
+        Punt::PacketTooBig,
+        Punt::BeyondScope,
     ];
 
     /// The reason stored in the metadata, `None` for 0 or an unknown code.
@@ -42,7 +75,7 @@ impl Punt {
 }
 
 // Codes run 1..=ALL.len(): from_code indexes ALL by code - 1.
-const _: () = assert!(Punt::FragNeeded as usize == Punt::ALL.len());
+const _: () = assert!(Punt::BeyondScope as usize == Punt::ALL.len());
 
 #[cfg(test)]
 mod tests {
@@ -54,6 +87,6 @@ mod tests {
             assert_eq!(Punt::from_code(p as u8), Some(p));
         }
         assert_eq!(Punt::from_code(0), None);
-        assert_eq!(Punt::from_code(7), None);
+        assert_eq!(Punt::from_code(14), None);
     }
 }

@@ -192,7 +192,17 @@ impl<'a> ControlPlane<'a> {
             Some(Punt::NoRoute) => self.net_unreachable(m),
             Some(Punt::FragNeeded) => self.frag_needed(m),
             Some(Punt::Resolve) => self.resolve(m),
-            None => self.drop(m, meta.in_port, DropReason::UnsupportedProtocol),
+            // The IPv6 control plane is not written yet: nothing punts these.
+            Some(
+                Punt::Nd
+                | Punt::LocalIcmp6
+                | Punt::HopLimitExceeded
+                | Punt::Resolve6
+                | Punt::NoRoute6
+                | Punt::PacketTooBig
+                | Punt::BeyondScope,
+            )
+            | None => self.drop(m, meta.in_port, DropReason::UnsupportedProtocol),
         }
     }
 

@@ -281,7 +281,8 @@ fn route(s: &Setup, ports: &mut Vec<Port>, signals: &Signals) -> Result<Outcome,
     log_hooks(&publisher.current());
     let hooks = Hooks { chains, publisher };
     let mut workers = workers::start(s, &mut up, &tables, &hooks, ports, &signals.stop)?;
-    let mut main = MainLcore::new(s, writers, &up.addrs, &tables, &mut workers);
+    let fib6 = ipv6.as_ref().map(|t| t.fib.clone());
+    let mut main = MainLcore::new(s, writers, &up.addrs, &tables, fib6, &mut workers);
     let mut unfinished = None;
     if workers.launch_err.is_none() {
         unfinished = control_loop::run(s, &mut main, &hooks, &workers, ports, signals, input);

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 /// The IPv6 FIB and its writer (for the route changes to come).
 pub(super) struct Ipv6Tables {
-    pub fib: Fib6,
+    pub fib: Arc<Fib6>,
     pub _writer: Lpm6Writer,
     /// Prefixes installed (the default route included).
     pub prefixes: usize,
@@ -61,7 +61,7 @@ pub(super) fn build(
             ))
         })?;
     Ok(Some(Ipv6Tables {
-        fib,
+        fib: Arc::new(fib),
         _writer: writer,
         prefixes: entries.len(),
     }))

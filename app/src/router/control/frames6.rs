@@ -244,7 +244,7 @@ pub fn is_solicited_node(a: Ipv6Addr) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use hooks::wire::icmpv6::{kind, nd_option};
     use hooks::wire::ipv6::ALL_NODES;

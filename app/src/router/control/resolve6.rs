@@ -108,7 +108,9 @@ impl ControlPlane<'_> {
     /// Resolved since the worker looked: `m` leaves now with the
     /// neighbour's header. `m` back if `target` is not resolved.
     fn send_if_resolved6(&mut self, mut m: Mbuf, target: Ipv6Addr, out: u16) -> Option<Mbuf> {
-        let index = self.neigh.table().lookup6(target)?;
+        let Some(index) = self.neigh.table().lookup6(target) else {
+            return Some(m);
+        };
         let entry = self.neigh.table().entry(index);
         if !entry.state().is_valid() {
             return Some(m);

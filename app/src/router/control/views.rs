@@ -89,7 +89,17 @@ impl ControlPlane<'_> {
                 .into_iter()
                 .map(|a| format!("{:<15} {:<17} Failed", a.to_string(), "-")),
         );
-        lines.extend(table.iter6().map(line));
+        // An IPv6 neighbour probed by unicast is in the RFC's PROBE state.
+        lines.extend(table.iter6().map(|(i, e)| {
+            let probing = self
+                .pending6
+                .get(&e.addr6())
+                .is_some_and(|r| r.unicast.is_some());
+            match probing {
+                true => line((i, e)).replace("Stale", "Probe"),
+                false => line((i, e)),
+            }
+        }));
         lines
     }
 

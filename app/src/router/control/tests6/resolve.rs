@@ -155,6 +155,13 @@ fn a_stale_gateway_is_probed_by_unicast_and_confirmed() {
     );
     assert_eq!(rig.cp.stats.nd_probes, 1);
     assert!(e.hh_snapshot().is_some(), "still usable while probed");
+    let report = rig.cp.describe_neighbours();
+    assert!(
+        report
+            .iter()
+            .any(|l| l.starts_with("2001:db8:2::fe ") && l.contains(" Probe")),
+        "{report:?}"
+    );
     rig.punt(&advert(gw, NEXT, true, false), Punt::Nd, 1, 1);
     assert_eq!(e.state(), NeighState::Reachable);
     assert!(rig.cp.pending6.is_empty(), "the probe ended");

@@ -556,4 +556,37 @@ pub(super) mod tests {
         assert!(link_layer_allows(&ptb, group));
         assert!(link_layer_allows(&error, MAC2));
     }
+
+    #[test]
+    fn any_bytes_are_read_without_panic() {
+        // Linux's frames with bytes changed and cut anywhere: every reader
+        // answers (refuses, most of the time) and never reads past the end.
+        let mut rng = fastrand::Rng::with_seed(0x6e64_3666);
+        let seeds: [&[u8]; 3] = [&LINUX_NS, &LINUX_NA, &LINUX_ECHO];
+        for round in 0..20_000 {
+            let mut f = seeds[round % 3].to_vec();
+            for _ in 0..rng.usize(0..4) {
+                let at = rng.usize(0..f.len());
+                f[at] = rng.u8(..);
+            }
+            f.truncate(rng.usize(0..=f.len()));
+            let _ = parse_nd(f.get(HEADER_LEN..).unwrap_or(&[]));
+            let len = f.len();
+            if let Some(n) = echo_reply_in_place(&mut f, MAC2, MAC1, |d, _| d) {
+                assert!(n <= len);
+                assert!(checksum_ok(&f[..n]));
+            }
+            let mut buf = [0u8; ICMP6_ERROR_MAX];
+            let original = f.get(HEADER_LEN..).unwrap_or(&[]);
+            if let Some(n) = icmpv6_error(
+                &mut buf,
+                ErrorRepr::TimeExceeded(0),
+                original,
+                (MAC1, MAC2),
+                a("fe80::1"),
+            ) {
+                assert!(n <= ICMP6_ERROR_MAX);
+            }
+        }
+    }
 }

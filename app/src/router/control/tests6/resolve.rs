@@ -166,3 +166,34 @@ fn a_stale_gateway_is_probed_by_unicast_and_confirmed() {
     assert_eq!(e.state(), NeighState::Reachable);
     assert!(rig.cp.pending6.is_empty(), "the probe ended");
 }
+
+#[test]
+fn an_unanswered_probe_fails_the_neighbour_and_aging_reclaims_it() {
+    let mut rig = Rig::new();
+    let n = a("2001:db8:2::7");
+    rig.punt(&datagram(a("2001:db8:1::2"), n, 63), Punt::Resolve6, 0, 1);
+    rig.punt(&advert(n, NEXT, true, true), Punt::Nd, 1, 1);
+    rig.sent();
+    let t = rig.cp.neigh.table().clone();
+    let i = t.lookup6(n).unwrap();
+    // Stale after the reachable time; learned lately: probed.
+    let at = rig.at(Duration::from_secs(40));
+    rig.cp.age(at);
+    assert_eq!(
+        rig.one_sent(1),
+        neighbor_solicit(P1, a("2001:db8:2::1"), n, Some(NEXT))
+    );
+    // Silence through every probe: failed, its header no longer used.
+    for s in 1..=4 {
+        rig.cp.timers(at + Duration::from_secs(s));
+    }
+    assert_eq!(rig.sent().len(), 2, "the second and third probes");
+    assert_eq!(rig.cp.stats.nd_probes, 3);
+    assert_eq!(t.entry(i).state(), NeighState::Failed);
+    assert!(t.entry(i).hh_snapshot().is_none());
+    // The next aging round reclaims it (a learned neighbour, no route's).
+    rig.cp.age(at + Duration::from_secs(6));
+    assert_eq!(t.lookup6(n), None);
+    assert_eq!(rig.cp.stats.neigh_reclaimed, 1);
+    assert!(t.is_empty());
+}

@@ -84,11 +84,44 @@ pub enum DropReason {
     /// A TCP fragment at offset 1 (8 bytes), which would overwrite the
     /// first fragment's TCP flags on reassembly (RFC 1858).
     OverlappingFragment = 35,
+    // Neighbour discovery and ICMPv6 in the control plane.
+    /// Punted as neighbour discovery but not a neighbour solicitation or advertisement.
+    NdNotNeighborMessage = 36,
+    /// A neighbour solicitation or advertisement with a code other than 0 (RFC 4861 7.1).
+    NdBadCode = 37,
+    /// A neighbour solicitation or advertisement shorter than 24 bytes, or cut by its frame.
+    NdTruncated = 38,
+    /// Neighbour discovery with an IP hop limit other than 255: not sent from the link (RFC 4861 7.1).
+    NdHopLimitNot255 = 39,
+    /// A neighbour solicitation or advertisement whose target is multicast (RFC 4861 7.1).
+    NdMulticastTarget = 40,
+    /// A neighbour discovery option of length 0 (RFC 4861 7.1).
+    NdZeroLengthOption = 41,
+    /// A neighbour discovery option that runs past the message.
+    NdOptionTruncated = 42,
+    /// A link-layer address option that is not 8 bytes on Ethernet.
+    NdLinkLayerOptionLength = 43,
+    /// A solicitation from :: not sent to a solicited-node group (RFC 4861 7.1.1).
+    NdDadNotToSolicitedNode = 44,
+    /// A solicitation from :: with a source link-layer address option (RFC 4861 7.1.1).
+    NdDadWithSourceLlAddr = 45,
+    /// A solicited advertisement sent to a multicast address (RFC 4861 7.1.2).
+    NdSolicitedAdvertToMulticast = 46,
+    /// Neighbour discovery with a wrong ICMPv6 checksum.
+    NdBadChecksum = 47,
+    /// A neighbour solicitation for an address that is not the input port's.
+    NdTargetNotOurs = 48,
+    /// Neighbour discovery from an address not on the port's link, from one of our addresses, or with a multicast or zero link-layer address.
+    NdBadSource = 49,
+    /// ICMPv6 to us truncated, with a bad checksum, or not an echo request.
+    Icmpv6Invalid = 50,
+    /// A link-local source that its route would send off its link: ICMPv6 destination unreachable code 2 (RFC 4443 3.1).
+    Icmpv6BeyondScope = 51,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 36] = [
+    pub const ALL: [DropReason; 52] = [
         DropReason::TxQueueFull,
         DropReason::Runt,
         DropReason::OtherHost,
@@ -125,6 +158,22 @@ impl DropReason {
         DropReason::BadSourceMac,
         DropReason::TinyFragment,
         DropReason::OverlappingFragment,
+        DropReason::NdNotNeighborMessage,
+        DropReason::NdBadCode,
+        DropReason::NdTruncated,
+        DropReason::NdHopLimitNot255,
+        DropReason::NdMulticastTarget,
+        DropReason::NdZeroLengthOption,
+        DropReason::NdOptionTruncated,
+        DropReason::NdLinkLayerOptionLength,
+        DropReason::NdDadNotToSolicitedNode,
+        DropReason::NdDadWithSourceLlAddr,
+        DropReason::NdSolicitedAdvertToMulticast,
+        DropReason::NdBadChecksum,
+        DropReason::NdTargetNotOurs,
+        DropReason::NdBadSource,
+        DropReason::Icmpv6Invalid,
+        DropReason::Icmpv6BeyondScope,
     ];
     /// Number of reasons: the length of a counter array.
     pub const COUNT: usize = Self::ALL.len();
@@ -168,6 +217,22 @@ impl DropReason {
             DropReason::BadSourceMac => "bad_source_mac",
             DropReason::TinyFragment => "tiny_fragment",
             DropReason::OverlappingFragment => "overlapping_fragment",
+            DropReason::NdNotNeighborMessage => "nd_not_neighbor_message",
+            DropReason::NdBadCode => "nd_bad_code",
+            DropReason::NdTruncated => "nd_truncated",
+            DropReason::NdHopLimitNot255 => "nd_hop_limit_not_255",
+            DropReason::NdMulticastTarget => "nd_multicast_target",
+            DropReason::NdZeroLengthOption => "nd_zero_length_option",
+            DropReason::NdOptionTruncated => "nd_option_truncated",
+            DropReason::NdLinkLayerOptionLength => "nd_link_layer_option_length",
+            DropReason::NdDadNotToSolicitedNode => "nd_dad_not_to_solicited_node",
+            DropReason::NdDadWithSourceLlAddr => "nd_dad_with_source_ll_addr",
+            DropReason::NdSolicitedAdvertToMulticast => "nd_solicited_advert_to_multicast",
+            DropReason::NdBadChecksum => "nd_bad_checksum",
+            DropReason::NdTargetNotOurs => "nd_target_not_ours",
+            DropReason::NdBadSource => "nd_bad_source",
+            DropReason::Icmpv6Invalid => "icmpv6_invalid",
+            DropReason::Icmpv6BeyondScope => "icmpv6_beyond_scope",
         }
     }
 
@@ -262,12 +327,52 @@ impl DropReason {
             DropReason::OverlappingFragment => {
                 "TCP fragment at offset 8 bytes, over the first's flags (RFC 1858 attack)"
             }
+            DropReason::NdNotNeighborMessage => {
+                "ND: punted as neighbour discovery but neither a solicitation nor an advertisement"
+            }
+            DropReason::NdBadCode => {
+                "ND: solicitation or advertisement with ICMPv6 code not 0 (RFC 4861 7.1)"
+            }
+            DropReason::NdTruncated => {
+                "ND: solicitation or advertisement shorter than 24 bytes or cut by its frame"
+            }
+            DropReason::NdHopLimitNot255 => {
+                "ND: hop limit not 255, so not sent from the link (RFC 4861 7.1): forged"
+            }
+            DropReason::NdMulticastTarget => "ND: target address is multicast (RFC 4861 7.1)",
+            DropReason::NdZeroLengthOption => "ND: an option has length 0 (RFC 4861 7.1)",
+            DropReason::NdOptionTruncated => "ND: an option runs past the message",
+            DropReason::NdLinkLayerOptionLength => {
+                "ND: a link-layer address option is not 8 bytes (Ethernet)"
+            }
+            DropReason::NdDadNotToSolicitedNode => {
+                "ND: solicitation from :: not to a solicited-node group (RFC 4861 7.1.1)"
+            }
+            DropReason::NdDadWithSourceLlAddr => {
+                "ND: solicitation from :: with a source link-layer address (RFC 4861 7.1.1)"
+            }
+            DropReason::NdSolicitedAdvertToMulticast => {
+                "ND: solicited advertisement to a multicast address (RFC 4861 7.1.2)"
+            }
+            DropReason::NdBadChecksum => "ND: ICMPv6 checksum wrong: corrupted in transit",
+            DropReason::NdTargetNotOurs => {
+                "ND: solicitation for an address that is not the input port's (not proxied)"
+            }
+            DropReason::NdBadSource => {
+                "ND: sender not on the port's link, using our address, or with a bad MAC"
+            }
+            DropReason::Icmpv6Invalid => {
+                "ICMPv6 to us truncated, with a bad checksum, or not an echo request"
+            }
+            DropReason::Icmpv6BeyondScope => {
+                "link-local source routed off its link: beyond scope (RFC 4443 3.1), ICMPv6 sent"
+            }
         }
     }
 }
 
 // Discriminants run 0..COUNT: a reason missing from ALL would index past the counters.
-const _: () = assert!(DropReason::OverlappingFragment as usize == DropReason::COUNT - 1);
+const _: () = assert!(DropReason::Icmpv6BeyondScope as usize == DropReason::COUNT - 1);
 
 /// One counter per drop reason, owned by one lcore.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

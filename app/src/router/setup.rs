@@ -268,8 +268,8 @@ fn input_end(s: &Setup) -> Result<Option<InputEnd>, RunError> {
 fn route(s: &Setup, ports: &mut Vec<Port>, signals: &Signals) -> Result<Outcome, RunError> {
     let input = input_end(s)?;
     let mut up = ports::start_ports(s, ports)?;
-    let (tables, writers) = tables::build(s, &up.macs)?;
-    let ipv6 = ipv6::build(s, &up.macs, &tables.qsbr)?;
+    let (tables, mut writers) = tables::build(s, &up.macs)?;
+    let ipv6 = ipv6::build(s, &up.macs, &tables.qsbr, &mut writers.neigh)?;
     if let Some(t) = &ipv6 {
         eprintln!("{}", ipv6::notice(s.cfg, t));
     }
@@ -281,7 +281,8 @@ fn route(s: &Setup, ports: &mut Vec<Port>, signals: &Signals) -> Result<Outcome,
     log_hooks(&publisher.current());
     let hooks = Hooks { chains, publisher };
     let mut workers = workers::start(s, &mut up, &tables, &hooks, ports, &signals.stop)?;
-    let mut main = MainLcore::new(s, writers, &up.addrs, &tables, &mut workers);
+    let fib6 = ipv6.as_ref().map(|t| t.fib.clone());
+    let mut main = MainLcore::new(s, writers, &up.addrs, &tables, fib6, &mut workers);
     let mut unfinished = None;
     if workers.launch_err.is_none() {
         unfinished = control_loop::run(s, &mut main, &hooks, &workers, ports, signals, input);

@@ -10,11 +10,12 @@ use crate::dpdk::{Lpm6Writer, Qsbr};
 use crate::fib::NEIGH_BY_DST;
 use crate::fib6::{fib6_entries, table_sizes, Fib6};
 use crate::lifecycle::RunError;
+use crate::neigh::NeighWriter;
 use std::sync::Arc;
 
 /// The IPv6 FIB and its writer (for the route changes to come).
 pub(super) struct Ipv6Tables {
-    pub fib: Fib6,
+    pub fib: Arc<Fib6>,
     pub _writer: Lpm6Writer,
     /// Prefixes installed (the default route included).
     pub prefixes: usize,
@@ -22,19 +23,32 @@ pub(super) struct Ipv6Tables {
 
 /// The IPv6 FIB with the config's routes, or `None` when the config has no
 /// IPv6. `macs` is each port's MAC by port id (for link-local addresses
-/// derived from them). Gateways get no neighbour index yet: there is no
-/// IPv6 neighbour table before neighbour discovery.
+/// derived from them). Each route's gateway is held in the neighbour table
+/// (`neigh`, the one both families share) for resolution, as IPv4's are.
 pub(super) fn build(
     s: &Setup,
     macs: &[[u8; 6]],
     qsbr: &Arc<Qsbr>,
+    neigh: &mut NeighWriter,
 ) -> Result<Option<Ipv6Tables>, RunError> {
     let cfg = s.cfg;
     if !cfg.has_ipv6() {
         return Ok(None);
     }
     let port_macs: Vec<[u8; 6]> = s.port_ids.iter().map(|&id| macs[usize::from(id)]).collect();
-    let entries = fib6_entries(cfg, s.port_ids, &port_macs, |_, _| NEIGH_BY_DST);
+    let mut neigh_err = None;
+    let entries = fib6_entries(cfg, s.port_ids, &port_macs, |gw, _| {
+        match neigh.insert_gateway6(gw) {
+            Ok(i) => i as u32,
+            Err(e) => {
+                neigh_err.get_or_insert(e);
+                NEIGH_BY_DST
+            }
+        }
+    });
+    if let Some(e) = neigh_err {
+        return Err(RunError::Usage(format!("{}: {e}", cfg.path.display())));
+    }
     let (rules, tbl8s) = table_sizes(&entries);
     let (fib, writer) =
         Fib6::create("fib6", &entries, qsbr.clone(), s.eal.socket_id()).map_err(|e| {
@@ -47,7 +61,7 @@ pub(super) fn build(
             ))
         })?;
     Ok(Some(Ipv6Tables {
-        fib,
+        fib: Arc::new(fib),
         _writer: writer,
         prefixes: entries.len(),
     }))

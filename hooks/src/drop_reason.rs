@@ -84,11 +84,47 @@ pub enum DropReason {
     /// A TCP fragment at offset 1 (8 bytes), which would overwrite the
     /// first fragment's TCP flags on reassembly (RFC 1858).
     OverlappingFragment = 35,
+    /// The IPv6 fixed header (40 bytes) does not fit in the frame.
+    Ipv6Truncated = 36,
+    /// IP version is not 6 under ethertype 0x86DD.
+    Ipv6BadVersion = 37,
+    /// IPv6 payload length beyond the frame (RFC 8200 section 3).
+    Ipv6BadPayloadLength = 38,
+    /// A multicast IPv6 source address (RFC 4291 section 2.7).
+    Ipv6MulticastSource = 39,
+    /// Source :: on anything but neighbour discovery to us (RFC 4291 section 2.5.2).
+    Ipv6UnspecifiedSource = 40,
+    /// Source or destination ::1 on a wire (RFC 4291 section 2.5.3).
+    Ipv6Loopback = 41,
+    /// Source or destination in ::ffff:0:0/96 on a wire (RFC 4291 2.5.5.2, RFC 6890).
+    Ipv6Ipv4Mapped = 42,
+    /// A link-local destination (fe80::/10) that is not ours: never forwarded (RFC 4291 section 2.5.6).
+    Ipv6LinkLocalDestination = 43,
+    /// Destination :: (RFC 4291 section 2.5.2).
+    Ipv6UnspecifiedDestination = 44,
+    /// Multicast of scope 0 to 2 (RFC 4291 section 2.7) that is not one of our groups: never forwarded.
+    Ipv6MulticastLinkScope = 45,
+    /// Multicast of a wider scope: fastpath does not route multicast.
+    Ipv6MulticastNotRouted = 46,
+    /// To one of our IPv6 addresses but not ICMPv6 (or a fragment of it): no local stack.
+    Ipv6LocalUnsupported = 47,
+    /// To one of our groups but not neighbour discovery (MLD, echo to all-nodes, UDP, ...).
+    Ipv6MulticastUnsupported = 48,
+    /// A router solicitation or advertisement to us: not answered yet.
+    Ipv6RouterDiscovery = 49,
+    /// An extension header runs past the packet (to us: the walk to the upper layer).
+    Ipv6ExtHeaderTruncated = 50,
+    /// A Hop-by-Hop Options header not right after the IPv6 header (RFC 8200 section 4.1).
+    Ipv6HopByHopNotFirst = 51,
+    /// More extension headers than the walker follows (hooks::wire::ipv6::MAX_EXTENSION_HEADERS).
+    Ipv6TooManyExtHeaders = 52,
+    /// A first fragment without the whole header chain (RFC 7112).
+    Ipv6ChainNotInFirstFragment = 53,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 36] = [
+    pub const ALL: [DropReason; 54] = [
         DropReason::TxQueueFull,
         DropReason::Runt,
         DropReason::OtherHost,
@@ -125,6 +161,24 @@ impl DropReason {
         DropReason::BadSourceMac,
         DropReason::TinyFragment,
         DropReason::OverlappingFragment,
+        DropReason::Ipv6Truncated,
+        DropReason::Ipv6BadVersion,
+        DropReason::Ipv6BadPayloadLength,
+        DropReason::Ipv6MulticastSource,
+        DropReason::Ipv6UnspecifiedSource,
+        DropReason::Ipv6Loopback,
+        DropReason::Ipv6Ipv4Mapped,
+        DropReason::Ipv6LinkLocalDestination,
+        DropReason::Ipv6UnspecifiedDestination,
+        DropReason::Ipv6MulticastLinkScope,
+        DropReason::Ipv6MulticastNotRouted,
+        DropReason::Ipv6LocalUnsupported,
+        DropReason::Ipv6MulticastUnsupported,
+        DropReason::Ipv6RouterDiscovery,
+        DropReason::Ipv6ExtHeaderTruncated,
+        DropReason::Ipv6HopByHopNotFirst,
+        DropReason::Ipv6TooManyExtHeaders,
+        DropReason::Ipv6ChainNotInFirstFragment,
     ];
     /// Number of reasons: the length of a counter array.
     pub const COUNT: usize = Self::ALL.len();
@@ -168,6 +222,24 @@ impl DropReason {
             DropReason::BadSourceMac => "bad_source_mac",
             DropReason::TinyFragment => "tiny_fragment",
             DropReason::OverlappingFragment => "overlapping_fragment",
+            DropReason::Ipv6Truncated => "ipv6_truncated",
+            DropReason::Ipv6BadVersion => "ipv6_bad_version",
+            DropReason::Ipv6BadPayloadLength => "ipv6_bad_payload_length",
+            DropReason::Ipv6MulticastSource => "ipv6_multicast_source",
+            DropReason::Ipv6UnspecifiedSource => "ipv6_unspecified_source",
+            DropReason::Ipv6Loopback => "ipv6_loopback",
+            DropReason::Ipv6Ipv4Mapped => "ipv6_ipv4_mapped",
+            DropReason::Ipv6LinkLocalDestination => "ipv6_link_local_destination",
+            DropReason::Ipv6UnspecifiedDestination => "ipv6_unspecified_destination",
+            DropReason::Ipv6MulticastLinkScope => "ipv6_multicast_link_scope",
+            DropReason::Ipv6MulticastNotRouted => "ipv6_multicast_not_routed",
+            DropReason::Ipv6LocalUnsupported => "ipv6_local_unsupported",
+            DropReason::Ipv6MulticastUnsupported => "ipv6_multicast_unsupported",
+            DropReason::Ipv6RouterDiscovery => "ipv6_router_discovery",
+            DropReason::Ipv6ExtHeaderTruncated => "ipv6_ext_header_truncated",
+            DropReason::Ipv6HopByHopNotFirst => "ipv6_hop_by_hop_not_first",
+            DropReason::Ipv6TooManyExtHeaders => "ipv6_too_many_ext_headers",
+            DropReason::Ipv6ChainNotInFirstFragment => "ipv6_chain_not_in_first_fragment",
         }
     }
 
@@ -262,12 +334,56 @@ impl DropReason {
             DropReason::OverlappingFragment => {
                 "TCP fragment at offset 8 bytes, over the first's flags (RFC 1858 attack)"
             }
+            DropReason::Ipv6Truncated => {
+                "IPv6 header truncated: frame ends before the 40-byte fixed header"
+            }
+            DropReason::Ipv6BadVersion => "not IPv6: version field is not 6 under ethertype 0x86DD",
+            DropReason::Ipv6BadPayloadLength => {
+                "IPv6 payload length beyond the frame: truncated or corrupt"
+            }
+            DropReason::Ipv6MulticastSource => {
+                "IPv6 source is multicast (ff00::/8): forged, never a sender (RFC 4291 2.7)"
+            }
+            DropReason::Ipv6UnspecifiedSource => {
+                "IPv6 source :: on a packet other than neighbour discovery: not routed"
+            }
+            DropReason::Ipv6Loopback => "IPv6 source or destination ::1 on a wire (RFC 4291 2.5.3)",
+            DropReason::Ipv6Ipv4Mapped => {
+                "IPv6 source or destination IPv4-mapped (::ffff:0:0/96) on a wire"
+            }
+            DropReason::Ipv6LinkLocalDestination => {
+                "IPv6 to a link-local address not ours: never forwarded (RFC 4291 2.5.6)"
+            }
+            DropReason::Ipv6UnspecifiedDestination => "IPv6 destination :: (RFC 4291 2.5.2)",
+            DropReason::Ipv6MulticastLinkScope => {
+                "IPv6 multicast of interface or link scope, not our group: never forwarded"
+            }
+            DropReason::Ipv6MulticastNotRouted => {
+                "IPv6 multicast of site scope or wider: multicast is not routed"
+            }
+            DropReason::Ipv6LocalUnsupported => {
+                "IPv6 to our address but not ICMPv6 (or a fragment): no local stack"
+            }
+            DropReason::Ipv6MulticastUnsupported => {
+                "IPv6 to our group but not neighbour discovery (MLD, echo, UDP...)"
+            }
+            DropReason::Ipv6RouterDiscovery => {
+                "ICMPv6 router solicitation or advertisement to us: not answered"
+            }
+            DropReason::Ipv6ExtHeaderTruncated => "IPv6 extension header runs past the packet",
+            DropReason::Ipv6HopByHopNotFirst => {
+                "IPv6 Hop-by-Hop Options header not first (RFC 8200 4.1)"
+            }
+            DropReason::Ipv6TooManyExtHeaders => "IPv6 chain of more than 8 extension headers",
+            DropReason::Ipv6ChainNotInFirstFragment => {
+                "IPv6 first fragment without the whole header chain (RFC 7112)"
+            }
         }
     }
 }
 
 // Discriminants run 0..COUNT: a reason missing from ALL would index past the counters.
-const _: () = assert!(DropReason::OverlappingFragment as usize == DropReason::COUNT - 1);
+const _: () = assert!(DropReason::Ipv6ChainNotInFirstFragment as usize == DropReason::COUNT - 1);
 
 /// One counter per drop reason, owned by one lcore.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

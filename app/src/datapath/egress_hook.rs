@@ -5,6 +5,7 @@
 
 use super::contract::{each, Cx, Mask, Stage, StageSpec, Step};
 use super::hook_run::{context, run_chain};
+use hooks::wire::ethernet::ethertype;
 use hooks::{DropReason, HookPoint};
 
 pub const SPEC: StageSpec = StageSpec {
@@ -29,7 +30,8 @@ pub fn run(cx: &mut Cx<'_>) {
 #[inline(never)]
 fn run_ports(cx: &mut Cx<'_>) {
     let hooks = cx.hooks;
-    let routed = cx.s.steps.neigh_output;
+    // IPv6 skips the hooks (issue 34): ip6_input's routed packets are left out.
+    let routed = cx.s.steps.neigh_output & !ipv6_packets(cx);
     if routed == 0 {
         return;
     }
@@ -57,6 +59,16 @@ fn run_ports(cx: &mut Cx<'_>) {
             run_chain(cx, chain, hcx, at_port & cx.s.steps.neigh_output);
         }
     }
+}
+
+/// The routed IPv6 packets (with hooks, l2_input wrote every metadata).
+#[inline]
+fn ipv6_packets(cx: &Cx<'_>) -> Mask {
+    let mut v6: Mask = 0;
+    for i in each(cx.s.steps.neigh_output) {
+        v6 |= Mask::from(cx.s.metas[i].protocol == ethertype::IPV6) << i;
+    }
+    v6
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! hop in front of its IP header (16 bytes, two 64-bit stores). A
 //! neighbour's header is read (seqlock) once per run of packets to it, so a
 //! burst sees one consistent header per neighbour. A next hop without one
-//! sends the packet to the control plane to wait for ARP.
+//! sends the packet to the control plane to wait for ARP (or neighbour
+//! discovery, for IPv6: `Punt::Resolve6`).
 
 use super::contract::{all, each, Cx, Mask, Stage, StageSpec, Step};
 use super::punt::Punt;
@@ -10,6 +11,7 @@ use super::Pipeline;
 use crate::dpdk::{Mbuf, BURST_SIZE};
 use crate::fib::NEIGH_BY_DST;
 use crate::neigh::store_header;
+use hooks::wire::ethernet::ethertype;
 use std::net::Ipv4Addr;
 
 pub const SPEC: StageSpec = StageSpec {
@@ -35,7 +37,11 @@ pub fn run(cx: &mut Cx<'_>) {
         // To the control plane, with their metadata.
         s.fill_metas(waiting, cx.port, true);
         for i in each(waiting) {
-            s.punt[i] = Punt::Resolve;
+            s.punt[i] = if s.metas[i].protocol == ethertype::IPV6 {
+                Punt::Resolve6
+            } else {
+                Punt::Resolve
+            };
         }
         s.steps.local |= waiting;
     }

@@ -90,6 +90,34 @@ fn ipv6_loaded_but_not_forwarded() {
     assert_eq!(out1[0][12..14], [0x08, 0x00]);
 }
 
+/// The static IPv6 neighbour and the IPv6 routes' gateways are in the one
+/// neighbour table from the start (the exit report lists them after the
+/// IPv4 ones): the static one reachable with its MAC, the link-local
+/// gateway that nothing resolved incomplete.
+#[test]
+fn ipv6_neighbours_installed_at_start() {
+    let v4 = udp([10, 0, 1, 2], [198, 51, 100, 9], 1000, 2000);
+    let (_, out1, stats, _) = run_pcaps_logged("ipv6neigh", CONFIG, &[v4], &[]);
+    assert_eq!(out1.len(), 1, "IPv4 routed beside");
+    let lines: Vec<&str> = stats["neighbours"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no neighbours in {stats:#}"))
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    let line = |a: &str| lines.iter().find(|l| l.starts_with(&format!("{a} ")));
+    let v4 = line("10.0.2.2").unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(v4.contains("Reachable static"), "{lines:?}");
+    let s = line("2001:db8:2::2").unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(
+        s.contains("02:bb:00:00:00:22 Reachable static"),
+        "{lines:?}"
+    );
+    let g = line("fe80::2").unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(g.contains("Incomplete"), "{lines:?}");
+    assert_eq!(lines.len(), 3, "{lines:?}");
+}
+
 /// An IPv4-only config says nothing about IPv6 (and builds no IPv6 table).
 #[test]
 fn ipv4_only_says_nothing_of_ipv6() {

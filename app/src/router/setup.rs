@@ -268,8 +268,8 @@ fn input_end(s: &Setup) -> Result<Option<InputEnd>, RunError> {
 fn route(s: &Setup, ports: &mut Vec<Port>, signals: &Signals) -> Result<Outcome, RunError> {
     let input = input_end(s)?;
     let mut up = ports::start_ports(s, ports)?;
-    let (tables, writers) = tables::build(s, &up.macs)?;
-    let ipv6 = ipv6::build(s, &up.macs, &tables.qsbr, ipv6::no_index)?;
+    let (tables, mut writers) = tables::build(s, &up.macs)?;
+    let ipv6 = ipv6::build(s, &up.macs, &tables.qsbr, &mut writers.neigh)?;
     if let Some(t) = &ipv6 {
         eprintln!("{}", ipv6::notice(s.cfg, t));
         ipv6::program_multicast(ports, &t.groups);

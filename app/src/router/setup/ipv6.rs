@@ -12,6 +12,7 @@ use crate::dpdk::{Lpm6Writer, Port, Qsbr};
 use crate::fib::NEIGH_BY_DST;
 use crate::fib6::{fib6_entries, table_sizes, Fib6};
 use crate::lifecycle::RunError;
+use crate::neigh::NeighWriter;
 use std::sync::Arc;
 
 /// The IPv6 FIB and its writer (for the route changes to come), and the
@@ -26,20 +27,32 @@ pub(super) struct Ipv6Tables {
 
 /// The IPv6 FIB with the config's routes, or `None` when the config has no
 /// IPv6. `macs` is each port's MAC by port id (for link-local addresses
-/// derived from them). `gateway_neigh` gives a gateway's neighbour index
-/// (`NEIGH_BY_DST`: looked up by address per run of packets).
+/// derived from them). Each route's gateway is held in the neighbour table
+/// (`neigh`, the one both families share) for resolution, as IPv4's are.
 pub(super) fn build(
     s: &Setup,
     macs: &[[u8; 6]],
     qsbr: &Arc<Qsbr>,
-    gateway_neigh: impl FnMut(std::net::Ipv6Addr, u16) -> u32,
+    neigh: &mut NeighWriter,
 ) -> Result<Option<Ipv6Tables>, RunError> {
     let cfg = s.cfg;
     if !cfg.has_ipv6() {
         return Ok(None);
     }
     let port_macs: Vec<[u8; 6]> = s.port_ids.iter().map(|&id| macs[usize::from(id)]).collect();
-    let entries = fib6_entries(cfg, s.port_ids, &port_macs, gateway_neigh);
+    let mut neigh_err = None;
+    let entries = fib6_entries(cfg, s.port_ids, &port_macs, |gw, _| {
+        match neigh.insert_gateway6(gw) {
+            Ok(i) => i as u32,
+            Err(e) => {
+                neigh_err.get_or_insert(e);
+                NEIGH_BY_DST
+            }
+        }
+    });
+    if let Some(e) = neigh_err {
+        return Err(RunError::Usage(format!("{}: {e}", cfg.path.display())));
+    }
     let (rules, tbl8s) = table_sizes(&entries);
     let (fib, writer) =
         Fib6::create("fib6", &entries, qsbr.clone(), s.eal.socket_id()).map_err(|e| {
@@ -63,12 +76,6 @@ pub(super) fn build(
         prefixes: entries.len(),
         groups: Arc::new(Groups6::new(groups)),
     }))
-}
-
-/// A gateway's neighbour index before the neighbour table holds IPv6:
-/// none, found by address instead.
-pub(super) fn no_index(_: std::net::Ipv6Addr, _: u16) -> u32 {
-    NEIGH_BY_DST
 }
 
 /// Program each port's multicast filter with its groups' MACs, or turn

@@ -190,6 +190,7 @@ mod tests {
     use crate::datapath::l2_input::plain::plain_meta;
     use crate::datapath::testing::{Bench, GATEWAY_MAC, PEER_MAC, PORT_MACS};
     use hooks::testkit;
+    use hooks::PacketMeta;
     use std::net::Ipv4Addr;
 
     #[test]
@@ -247,5 +248,45 @@ mod tests {
             &frame[..],
             "a packet that waits is left as it was"
         );
+    }
+
+    #[test]
+    fn an_ipv6_neighbour_s_header_is_written_an_unresolved_one_waits_for_nd() {
+        use crate::datapath::ip6_input::frames::udp6;
+        let frame = udp6("2001:db8:1::7", "2001:db8:100::9").build();
+        let mut b = Bench::with_ipv6();
+        b.frames(&[frame.clone(), frame.clone()]);
+        let neigh = |a: &str| b.pipeline.neigh.lookup6(a.parse().unwrap()).unwrap() as u32;
+        let (resolved, waiting) = (neigh("2001:db8:2::2"), neigh("2001:db8:2::9"));
+        let mut meta = PacketMeta::received_on(0);
+        meta.protocol = ethertype::IPV6;
+        meta.l3_offset = 14;
+        meta.out_port = 1;
+        b.state(
+            Steps {
+                neigh_output: 0b11,
+                ..Steps::default()
+            },
+            &[meta, meta],
+        );
+        b.scratch.neigh[..2].copy_from_slice(&[resolved, waiting]);
+        let steps = b.run(&SPEC, run);
+        assert_eq!(
+            steps,
+            Steps {
+                tx: 0b01,
+                local: 0b10,
+                ..Steps::default()
+            }
+        );
+        assert_eq!(b.scratch.punt[1], Punt::Resolve6);
+        assert_eq!(&b.data(0)[..6], &GATEWAY_MAC);
+        assert_eq!(&b.data(0)[6..12], &PORT_MACS[1]);
+        assert_eq!(
+            &b.data(0)[12..],
+            &frame[12..],
+            "ethertype 0x86DD and the packet"
+        );
+        assert_eq!(b.data(1), &frame[..]);
     }
 }

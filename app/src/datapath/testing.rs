@@ -15,7 +15,7 @@ use crate::counters::LcoreCounters;
 use crate::dpdk::{Eal, Lpm, Lpm6Writer, Mbuf, MbufBurst, Mempool, Qsbr};
 use crate::fib::{fib_entries, FibWriter, NEIGH_BY_DST};
 use crate::fib6::{fib6_entries, Fib6};
-use crate::neigh::{EthHeader, NeighTable};
+use crate::neigh::{EthHeader, NeighTable, NeighWriter};
 use hooks::wire::ethernet::ethertype;
 use hooks::{HookSet, PacketMeta};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -46,8 +46,9 @@ via = "10.0.2.9"
 "#;
 
 /// [`CONFIG`] with IPv6: 2001:db8:1::1/64 on port 0, 2001:db8:2::1/64 on
-/// port 1 (link-local fe80::2), 2001:db8:100::/48 via 2001:db8:2::2,
-/// 2001:db8:200::/48 via 2001:db8:2::9, port 1's MTU 1500.
+/// port 1 (link-local fe80::2), 2001:db8:100::/48 via 2001:db8:2::2 (a
+/// static neighbour, [`GATEWAY_MAC`]), 2001:db8:200::/48 via 2001:db8:2::9
+/// (no neighbour yet), port 1's MTU 1500.
 const CONFIG6: &str = r#"
 [[port]]
 device = "net_null0"
@@ -163,7 +164,7 @@ impl Bench {
         );
         let lpm = Lpm::new(&name, 64, 64, d.socket).expect("lpm");
         let (fib, fib_writer) = FibWriter::new(lpm, qsbr.clone(), &entries).expect("fib");
-        let (fib6, groups6, fib6_writer) = ipv6_tables(&cfg, &name, qsbr, d.socket);
+        let (fib6, groups6, fib6_writer) = ipv6_tables(&cfg, &name, qsbr, &mut writer, d.socket);
         let tsc_hz = crate::dpdk::tsc_hz();
         let pipeline = Pipeline {
             fib,
@@ -281,17 +282,29 @@ impl Drop for Bench {
     }
 }
 
-/// The IPv6 FIB and groups of `cfg` (none without IPv6).
+/// The IPv6 FIB and groups of `cfg` (none without IPv6): 2001:db8:2::2 a
+/// static neighbour ([`GATEWAY_MAC`]), each gateway held in the table.
 fn ipv6_tables(
     cfg: &RouterConfig,
     name: &str,
     qsbr: Arc<Qsbr>,
+    neigh: &mut NeighWriter,
     socket: i32,
 ) -> (Option<Arc<Fib6>>, Arc<Groups6>, Option<Lpm6Writer>) {
     if !cfg.has_ipv6() {
         return (None, Arc::default(), None);
     }
-    let entries = fib6_entries(cfg, &[0, 1], &PORT_MACS, |_, _| NEIGH_BY_DST);
+    let hdr = EthHeader {
+        dst: GATEWAY_MAC,
+        src: PORT_MACS[1],
+        ethertype: ethertype::IPV6,
+    };
+    neigh
+        .insert_static6("2001:db8:2::2".parse().expect("address"), &hdr)
+        .expect("neighbour");
+    let entries = fib6_entries(cfg, &[0, 1], &PORT_MACS, |gw, _| {
+        neigh.insert_gateway6(gw).expect("gateway") as u32
+    });
     let (fib, writer) = Fib6::create(&format!("{name}v6"), &entries, qsbr, socket).expect("fib6");
     let groups = cfg
         .ports

@@ -229,7 +229,7 @@ mod tests {
     fn one_burst_checked_looked_up_and_routed_each_rule_by_name() {
         let group = |mac: [u8; 6], f: Frame6| f.dst_mac(mac);
         let frames = vec![
-            // 0: forwarded (its neighbour not in the table yet: resolve).
+            // 0: forwarded.
             udp6(PEER, FAR),
             udp6(PEER, FAR).hop_limit(1),
             udp6(PEER, "2001:db8:999::1"),
@@ -277,7 +277,6 @@ mod tests {
         );
         let steps = b.run(&SPEC, run);
         let punted = [
-            (0, Punt::Resolve6),
             (1, Punt::HopLimitExceeded),
             (2, Punt::NoRoute6),
             (3, Punt::PacketTooBig),
@@ -285,19 +284,25 @@ mod tests {
             (5, Punt::Nd),
             (6, Punt::Nd),
             (7, Punt::LocalIcmp6),
-            (19, Punt::Resolve6),
             (22, Punt::Resolve6),
         ];
         let local: u64 = punted.iter().map(|(i, _)| 1u64 << i).sum();
+        let routed: u64 = (1 << 0) | (1 << 19);
         assert_eq!(
             steps,
             Steps {
+                neigh_output: routed,
                 local,
-                drop: ((1 << n) - 1) & !local,
+                drop: ((1 << n) - 1) & !local & !routed,
                 ..Steps::default()
             },
             "{steps:#x?}"
         );
+        // The gateway's index, from the route.
+        let gateway = b.pipeline.neigh.lookup6("2001:db8:2::2".parse().unwrap());
+        assert_eq!(Some(b.scratch.neigh[0] as usize), gateway);
+        assert_eq!(b.scratch.neigh[19], b.scratch.neigh[0]);
+        assert_eq!(b.scratch.out_port, 1);
         for (i, p) in punted {
             assert_eq!(b.scratch.punt[i], p, "packet {i}");
         }
@@ -317,8 +322,8 @@ mod tests {
         ] {
             assert_eq!(b.dropped(&SPEC, reason), count, "{reason:?}");
         }
-        // The forwards waiting for their neighbour: hop limit - 1, padding
-        // off, the Destination Options header as it was, the output port.
+        // The forwards: hop limit - 1, padding off, the Destination Options
+        // header as it was, the output port.
         assert_eq!(b.data(0)[14 + 7], 63);
         assert_eq!(b.scratch.metas[0].out_port, 1);
         let opts = frames[19].build();

@@ -40,7 +40,7 @@ impl Pipeline {
     /// The index of the IPv6 neighbour `addr`, if the table holds it.
     #[inline(never)]
     fn by_address6(&self, addr: &[u8; 16]) -> Option<u32> {
-        let _ = addr;
-        None
+        let found = self.neigh.lookup6(std::net::Ipv6Addr::from(*addr));
+        found.map(|x| x as u32)
     }
 }

@@ -116,4 +116,36 @@ mod tests {
         assert_eq!(b.scratch.stolen_by[2], (HookPoint::Egress, 0));
         assert_eq!(b.dropped(&SPEC, DropReason::HookDrop), 1);
     }
+
+    #[test]
+    fn ipv6_packets_skip_the_chain() {
+        let mut b = Bench::new();
+        b.frames(&[frame(DROP_BYTE), frame(DROP_BYTE)]);
+        // Both routed out of port 1 (hooked); packet 1 is IPv6 (the frame's
+        // bytes do not matter to the choice: the metadata's protocol does).
+        let mut metas = [plain_meta(0); 2];
+        for m in &mut metas {
+            m.out_port = 1;
+        }
+        metas[1].protocol = hooks::wire::ethernet::ethertype::IPV6;
+        b.state(
+            Steps {
+                neigh_output: 0b11,
+                ..Steps::default()
+            },
+            &metas,
+        );
+        b.scratch.out_port = 1;
+        let taken = b.hook(HookPoint::Egress, 1);
+        let steps = b.run(&SPEC, run);
+        assert_eq!(
+            steps,
+            Steps {
+                neigh_output: 0b10,
+                drop: 0b01,
+                ..Steps::default()
+            }
+        );
+        assert_eq!(taken.load(std::sync::atomic::Ordering::Relaxed), 0);
+    }
 }

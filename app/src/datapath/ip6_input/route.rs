@@ -6,6 +6,7 @@
 //! limit - 1 (one store: IPv6 has no header checksum). Extension headers
 //! are forwarded untouched (Hop-by-Hop is not processed on this path).
 
+use super::groups::Groups6;
 use super::header::{addr, Ip6Fields};
 use super::local::to_us;
 use crate::datapath::punt::Punt;
@@ -15,8 +16,6 @@ use crate::fib6::NextHop6;
 use hooks::wire::ethernet::HEADER_LEN;
 use hooks::wire::ipv6::{self, field};
 use hooks::{DropReason, PacketMeta, PacketType};
-
-use super::groups::Groups6;
 
 /// Where one IPv6 packet goes from ip6_input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

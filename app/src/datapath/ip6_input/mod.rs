@@ -17,6 +17,8 @@ pub mod neighbour;
 pub mod route;
 
 #[cfg(test)]
+mod any_frame;
+#[cfg(test)]
 pub(crate) mod frames;
 
 use super::contract::{each, Cx, Stage, StageSpec, Step};

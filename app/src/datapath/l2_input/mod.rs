@@ -13,7 +13,7 @@ use crate::dpdk::{Mbuf, MbufBurst, BURST_SIZE};
 use eth_type_trans::eth_type_trans;
 use hooks::wire::ethernet::{ethertype, HEADER_LEN, MIN_FRAME_LEN};
 use hooks::{DropReason, PacketMeta, PacketType};
-use plain::{mac_word, plain_l2, plain_meta};
+use plain::{mac_word, plain_l2, plain_l2_of, plain_meta, plain_meta6};
 
 pub const SPEC: StageSpec = StageSpec {
     stage: Stage::L2Input,
@@ -117,11 +117,21 @@ fn translate_all(cx: &mut Cx<'_>, others: Mask) {
     let port_mac = cx.pipeline.macs[usize::from(cx.port)];
     // IPv6 is taken when there is an IPv6 FIB, to our MAC or a group's.
     let v6 = cx.pipeline.fib6.is_some().then_some(&*cx.pipeline.groups6);
+    // Plain IPv6 to our MAC: IPv4's two compares with IPv6's ethertype.
+    let (word6, plain6) = match v6 {
+        Some(_) => (mac_word(&port_mac), plain_meta6(cx.port)),
+        None => (u64::MAX, PacketMeta::received_on(cx.port)),
+    };
     for i in each(others) {
         let Some(m) = cx.burst.as_slice().get(i) else {
             continue;
         };
         let meta = &mut cx.s.metas[i];
+        if plain_l2_of::<{ ethertype::IPV6 }>(m.data(), word6) {
+            *meta = plain6;
+            cx.s.steps.ip6_input |= 1 << i;
+            continue;
+        }
         *meta = PacketMeta::received_on(cx.port);
         match translate(m, &port_mac, meta, v6) {
             Ok(Step::Ip6Input) => cx.s.steps.ip6_input |= 1 << i,

@@ -161,7 +161,7 @@ fn route_all(cx: &mut Cx<'_>, fib: &Fib6, k: usize) -> Option<u16> {
             };
             let meta = &mut cx.s.metas[i];
             match route(m, meta, &f, hop, &p.groups6, cx.port) {
-                Routed6::Neigh { addr, neigh } => match neighbours.index(&addr, neigh) {
+                Routed6::Neigh => match hop.and_then(|h| neighbours.index(m, &h)) {
                     Some(index) => {
                         cx.s.neigh[i] = index;
                         cx.s.steps.neigh_output |= 1 << i;

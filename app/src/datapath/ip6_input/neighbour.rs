@@ -4,8 +4,11 @@
 //! table does not hold yet goes to the control plane (`Punt::Resolve6`),
 //! which resolves it by neighbour discovery.
 
+use super::route::neighbour_addr;
 use crate::datapath::Pipeline;
+use crate::dpdk::Mbuf;
 use crate::fib::NEIGH_BY_DST;
+use crate::fib6::NextHop6;
 
 /// The last address looked up and its index, over a burst.
 pub struct Neighbours<'a> {
@@ -18,13 +21,20 @@ impl<'a> Neighbours<'a> {
         Neighbours { p, last: None }
     }
 
-    /// The index of the neighbour `addr` whose route gave `neigh` (its
-    /// index, or [`NEIGH_BY_DST`]); `None`: not in the table.
+    /// The index of a packet `m` forwarded by `hop`: the route's, or its
+    /// neighbour's address looked up ([`NEIGH_BY_DST`]); `None`: not in the
+    /// table.
     #[inline(always)]
-    pub fn index(&mut self, addr: &[u8; 16], neigh: u32) -> Option<u32> {
-        if neigh != NEIGH_BY_DST {
-            return Some(neigh);
+    pub fn index(&mut self, m: &Mbuf, hop: &NextHop6) -> Option<u32> {
+        if hop.neigh != NEIGH_BY_DST {
+            return Some(hop.neigh);
         }
+        self.by_address(&neighbour_addr(m, hop))
+    }
+
+    /// The index of the neighbour `addr`, the last one remembered.
+    #[inline]
+    fn by_address(&mut self, addr: &[u8; 16]) -> Option<u32> {
         match self.last {
             Some((a, found)) if a == *addr => found,
             _ => {

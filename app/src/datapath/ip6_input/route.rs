@@ -20,13 +20,9 @@ use hooks::{DropReason, PacketMeta, PacketType};
 /// Where one IPv6 packet goes from ip6_input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Routed6 {
-    /// Forwarded: to neigh_output once the neighbour `addr` (the gateway,
-    /// or the destination on-link) has an index; `neigh` is the route's
-    /// ([`NEIGH_BY_DST`](crate::fib::NEIGH_BY_DST): look `addr` up).
-    Neigh {
-        addr: [u8; 16],
-        neigh: u32,
-    },
+    /// Forwarded: to neigh_output once its neighbour (the route's gateway,
+    /// or the destination on-link: [`neighbour_addr`]) has an index.
+    Neigh,
     /// To the control plane.
     Punt(Punt),
     Drop(DropReason),
@@ -58,7 +54,7 @@ pub fn route(
         judged.map_or_else(Routed6::Drop, Routed6::Punt)
     };
     match hop.kind {
-        HopKind::Forward => forward(m, meta, f, &hop, (src, dst), in_port),
+        HopKind::Forward => forward(m, meta, f, &hop, &src, in_port),
         // Our link-local address of another port is not ours on this link.
         HopKind::Local if ipv6::is_link_local_unicast(&dst) && hop.port != in_port => {
             Routed6::Drop(DropReason::Ipv6LinkLocalDestination)
@@ -111,20 +107,20 @@ fn forward(
     meta: &mut PacketMeta,
     f: &Ip6Fields,
     hop: &NextHop6,
-    (src, dst): ([u8; 16], [u8; 16]),
+    src: &[u8; 16],
     in_port: u16,
 ) -> Routed6 {
     if meta.packet_type != PacketType::Host {
         // A unicast destination in a frame to a group's MAC.
         return Routed6::Drop(DropReason::NotUnicast);
     }
-    if ipv6::is_unspecified(&src) {
+    if ipv6::is_unspecified(src) {
         return Routed6::Drop(DropReason::Ipv6UnspecifiedSource);
     }
     if f.hop_limit <= 1 {
         return Routed6::Punt(Punt::HopLimitExceeded);
     }
-    if ipv6::is_link_local_unicast(&src) && hop.port != in_port {
+    if ipv6::is_link_local_unicast(src) && hop.port != in_port {
         meta.out_port = hop.port;
         return Routed6::Punt(Punt::BeyondScope);
     }
@@ -148,10 +144,20 @@ fn forward(
     meta.out_port = hop.port;
     // 16 bytes do not fit: the neighbour's index says where it goes.
     meta.next_hop = 0;
-    let addr = hop.gateway.map_or(dst, |g| g.octets());
-    Routed6::Neigh {
-        addr,
-        neigh: hop.neigh,
+    Routed6::Neigh
+}
+
+/// The address of a forwarded packet's neighbour: the route's gateway, or
+/// its destination on-link (the header at byte 14 after the forward).
+#[inline]
+pub fn neighbour_addr(m: &Mbuf, hop: &NextHop6) -> [u8; 16] {
+    match hop.gateway {
+        Some(g) => g.octets(),
+        None => m
+            .data()
+            .get(HEADER_LEN..)
+            .and_then(|b| b.first_chunk())
+            .map_or([0; 16], |h| *addr(h, field::DST)),
     }
 }
 

@@ -42,11 +42,11 @@ pub fn ipv6_input(frame: &[u8], l3: usize) -> Result<(Ip6Fields, &[u8; HEADER_LE
     if ipv6::is_multicast(src) {
         return Err(DropReason::Ipv6MulticastSource);
     }
-    if ipv6::is_loopback(src) || ipv6::is_loopback(dst) {
-        return Err(DropReason::Ipv6Loopback);
-    }
-    if ipv6::is_ipv4_mapped(src) || ipv6::is_ipv4_mapped(dst) {
-        return Err(DropReason::Ipv6Ipv4Mapped);
+    // Loopback and IPv4-mapped are both in ::/64: one test of each
+    // address's first half, the rest out of line.
+    let first_half = |a: &[u8; 16]| u128::from_be_bytes(*a) >> 64;
+    if (first_half(src) == 0) | (first_half(dst) == 0) {
+        never_on_a_wire(src, dst)?;
     }
     // Within a frame (an mbuf segment, at most 65535 bytes).
     let fields = Ip6Fields {
@@ -54,6 +54,19 @@ pub fn ipv6_input(frame: &[u8], l3: usize) -> Result<(Ip6Fields, &[u8; HEADER_LE
         hop_limit: h[field::HOP_LIMIT],
     };
     Ok((fields, h))
+}
+
+/// Loopback or IPv4-mapped on either side (RFC 4291 sections 2.5.3,
+/// 2.5.5.2).
+#[cold]
+fn never_on_a_wire(src: &[u8; 16], dst: &[u8; 16]) -> Result<(), DropReason> {
+    if ipv6::is_loopback(src) || ipv6::is_loopback(dst) {
+        return Err(DropReason::Ipv6Loopback);
+    }
+    if ipv6::is_ipv4_mapped(src) || ipv6::is_ipv4_mapped(dst) {
+        return Err(DropReason::Ipv6Ipv4Mapped);
+    }
+    Ok(())
 }
 
 /// The 16 bytes of the address at `at` of a header.

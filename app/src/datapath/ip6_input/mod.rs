@@ -152,6 +152,7 @@ fn route_all(cx: &mut Cx<'_>, fib: &Fib6, k: usize) -> Option<u16> {
     while j < k {
         let id = cx.s.ip6.ids[j % BURST_SIZE];
         let hop = fib.hop(id);
+        let mut forwarded = false;
         while j < k && cx.s.ip6.ids[j % BURST_SIZE] == id {
             let i = usize::from(cx.s.ip6.at[j % BURST_SIZE]) % BURST_SIZE;
             let f = cx.s.ip6.fields[j % BURST_SIZE];
@@ -165,17 +166,20 @@ fn route_all(cx: &mut Cx<'_>, fib: &Fib6, k: usize) -> Option<u16> {
                     Some(index) => {
                         cx.s.neigh[i] = index;
                         cx.s.steps.neigh_output |= 1 << i;
-                        let port = meta.out_port;
-                        out_port = Some(match out_port {
-                            Some(q) if q != port => u16::MAX,
-                            _ => port,
-                        });
+                        forwarded = true;
                     }
                     None => punt(cx, i, Punt::Resolve6),
                 },
                 Routed6::Punt(reason) => punt(cx, i, reason),
                 Routed6::Drop(r) => cx.drop(i, r),
             }
+        }
+        // A run's forwards all leave by its next hop's port.
+        if let Some(port) = hop.filter(|_| forwarded).map(|h| h.port) {
+            out_port = Some(match out_port {
+                Some(q) if q != port => u16::MAX,
+                _ => port,
+            });
         }
     }
     out_port

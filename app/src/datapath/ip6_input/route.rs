@@ -43,18 +43,23 @@ pub fn route(
     let Some(h) = m.data().get(l3..).and_then(|b| b.first_chunk()) else {
         return Routed6::Drop(DropReason::Ipv6Truncated);
     };
-    let (src, dst) = (*addr(h, field::SRC), *addr(h, field::DST));
-    let unspecified = ipv6::is_unspecified(&src);
+    // Of the source, a forward needs only its classes.
+    let src = addr(h, field::SRC);
+    let (unspecified, link_local) = (ipv6::is_unspecified(src), ipv6::is_link_local_unicast(src));
     let Some(hop) = hop else {
         return no_route(unspecified);
     };
+    if hop.kind == HopKind::Forward {
+        return forward(m, meta, f, &hop, (unspecified, link_local), in_port);
+    }
+    let dst = *addr(h, field::DST);
     let deliver = |m: &Mbuf, unicast| {
         let ip = m.data().get(l3..usize::from(f.trimmed_len));
         let judged = to_us(ip.unwrap_or_default(), unicast, unspecified);
         judged.map_or_else(Routed6::Drop, Routed6::Punt)
     };
     match hop.kind {
-        HopKind::Forward => forward(m, meta, f, &hop, &src, in_port),
+        HopKind::Forward => forward(m, meta, f, &hop, (unspecified, link_local), in_port),
         // Our link-local address of another port is not ours on this link.
         HopKind::Local if ipv6::is_link_local_unicast(&dst) && hop.port != in_port => {
             Routed6::Drop(DropReason::Ipv6LinkLocalDestination)
@@ -97,9 +102,10 @@ fn martian(dst: &[u8; 16]) -> DropReason {
     }
 }
 
-/// Forward a packet by `hop`, in the order of the kernel's `ip6_forward`:
-/// only what came to our MAC, never from `::`, hop limit above 1, a
-/// link-local source not off its link, within the MTU. Then padding and
+/// Forward a packet by `hop` (its source `::`? link-local?), in the order
+/// of the kernel's `ip6_forward`: only what came to our MAC, never from
+/// `::`, hop limit above 1, a link-local source not off its link, within
+/// the MTU. Then padding and
 /// tag off, hop limit - 1, the route in the metadata.
 #[inline(always)]
 fn forward(
@@ -107,20 +113,20 @@ fn forward(
     meta: &mut PacketMeta,
     f: &Ip6Fields,
     hop: &NextHop6,
-    src: &[u8; 16],
+    (unspecified, link_local): (bool, bool),
     in_port: u16,
 ) -> Routed6 {
     if meta.packet_type != PacketType::Host {
         // A unicast destination in a frame to a group's MAC.
         return Routed6::Drop(DropReason::NotUnicast);
     }
-    if ipv6::is_unspecified(src) {
+    if unspecified {
         return Routed6::Drop(DropReason::Ipv6UnspecifiedSource);
     }
     if f.hop_limit <= 1 {
         return Routed6::Punt(Punt::HopLimitExceeded);
     }
-    if ipv6::is_link_local_unicast(src) && hop.port != in_port {
+    if link_local && hop.port != in_port {
         meta.out_port = hop.port;
         return Routed6::Punt(Punt::BeyondScope);
     }

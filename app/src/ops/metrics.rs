@@ -488,4 +488,51 @@ mod tests {
             "# HELP g a gauge\n# TYPE g gauge\ng 12.345\ng{k=\"v\"} 4294967295\n"
         );
     }
+
+    #[test]
+    fn routes_show_by_origin_and_the_fpm_session_only_with_fpm() {
+        use crate::ops::view::RouteView;
+        let route = |origin| RouteView {
+            prefix: std::net::Ipv4Addr::UNSPECIFIED,
+            len: 8,
+            kind: "forward",
+            origin,
+            hops: vec![],
+        };
+        let mut v = ControlView {
+            routes: vec![route("fpm"), route("fpm"), route("config")],
+            ..Default::default()
+        };
+        let mut t = Text(Vec::new());
+        routes_and_fpm(&mut t, &v);
+        let text = t.encode();
+        assert!(
+            text.contains("fastpath_routes_by_origin{origin=\"fpm\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("fastpath_routes_by_origin{origin=\"config\"} 1"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("fastpath_fpm"),
+            "no --fpm, no FPM families: {text}"
+        );
+        v.fpm = crate::fpm::FpmStats::default().fields();
+        let mut t = Text(Vec::new());
+        routes_and_fpm(&mut t, &v);
+        let text = t.encode();
+        assert!(
+            text.contains("fastpath_fpm_state{field=\"connected\"} 0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("fastpath_fpm_events_total{event=\"routes_swept\"} 0"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("fastpath_fpm_events_total{event=\"connected\"}"),
+            "{text}"
+        );
+    }
 }

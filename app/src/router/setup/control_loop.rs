@@ -153,8 +153,9 @@ pub(super) fn run(
             });
             let zebra = fpm.as_mut().map_or(0, |f| f.poll(control, run));
             // A change made here (a route, a neighbour, a reload) shows
-            // at once; otherwise every VIEW_PERIOD.
-            if asked + zebra > 0 {
+            // at once; otherwise every VIEW_PERIOD (zebra's too: a replay
+            // of many frames must not rebuild the view every round).
+            if asked > 0 {
                 next_view = Instant::now();
             }
             let handled = control.poll();

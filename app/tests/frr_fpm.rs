@@ -286,3 +286,84 @@ fn zebra_programs_the_fib_over_fpm_and_a_dead_zebra_is_swept_after_the_hold_time
     fp.signal("-INT");
     assert_success(&fp.finish(LIMIT));
 }
+
+/// zebra's side played by the test (frames built with
+/// `netlink-packet-route`, one route a frame as `dplane_fpm_nl` sends
+/// them): 20,000 /24 routes over two gateways, with a second connection
+/// replacing the first halfway (its replay makes the first half fresh
+/// again). All reach the FIB with origin fpm; the rate is printed (a
+/// debug build: a figure for orientation, not the benchmark of issue 35
+/// point 4).
+#[test]
+fn twenty_thousand_routes_from_a_replaying_client_all_reach_the_fib() {
+    use fastpath::fpm::build::{frame_of, new_route, via};
+    use std::io::Write;
+    use std::net::Ipv4Addr;
+    const N: u32 = 20_000;
+    let test = "fpm_ingest";
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("router.toml");
+    std::fs::write(&cfg, ROUTER).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let vdevs = [
+        "net_null0,no-rx=1".to_string(),
+        "net_null1,no-rx=1".to_string(),
+    ];
+    let mut cmd = fastpath();
+    cmd.args(eal_args(test, &vdevs))
+        .args(["--", "--quiet", "--fpm", &addr, "--config"])
+        .arg(&cfg);
+    let mut fp = Watched::spawn(cmd);
+    fp.wait_stderr("fastpath: control socket", LIMIT);
+    let p = prefix(test);
+    let frames: Vec<Vec<u8>> = (0..N)
+        .map(|i| {
+            let dst = Ipv4Addr::from(0x6400_0000 + (i << 8)); // 100.0.0.0/24 onwards
+            let gw = if i % 2 == 0 { "10.0.1.2" } else { "10.0.2.2" };
+            frame_of(&[new_route(dst, 24, via(gw.parse().unwrap(), 2))])
+        })
+        .collect();
+    let started = Instant::now();
+    let mut first = std::net::TcpStream::connect(&addr).unwrap();
+    let half = (N / 2) as usize;
+    first.write_all(&frames[..half].concat()).unwrap();
+    let mut second = std::net::TcpStream::connect(&addr).unwrap();
+    second.write_all(&frames.concat()).unwrap();
+    let end = Instant::now() + Duration::from_secs(120);
+    let s = loop {
+        let s = fpm(&p);
+        if s["rib_routes"] == N && s["stale_routes"] == 0 && s["session_routes"] == N {
+            break s;
+        }
+        assert!(Instant::now() < end, "not all routes arrived: {s:#}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = started.elapsed().as_secs_f64();
+    let installed = s["routes_added"].as_u64().unwrap() + s["routes_replaced"].as_u64().unwrap();
+    eprintln!(
+        "fpm ingest: {N} routes (+ {half} before the reconnect) in {took:.2} s: {:.0} routes/s \
+         into the FIB (debug build)",
+        f64::from(N) / took
+    );
+    assert_eq!(s["routes_added"], N, "{s:#}");
+    assert!(installed >= u64::from(N), "{s:#}");
+    assert_eq!(s["connections"], 2, "{s:#}");
+    assert_eq!(s["malformed_netlink"], 0, "{s:#}");
+    let r = routes(&p);
+    let fpm_routes = r
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["origin"] == "fpm")
+        .count();
+    assert_eq!(fpm_routes, N as usize);
+    assert_eq!(gateways(&r, "100.0.1.0/24"), Some(vec!["10.0.2.2".into()]));
+    drop((first, second));
+    fp.signal("-INT");
+    assert_success(&fp.finish(LIMIT));
+}

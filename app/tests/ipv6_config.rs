@@ -82,6 +82,11 @@ fn ipv6_loaded_and_forwarded_beside_ipv4() {
     // hop limit 63.
     assert_eq!(stats["totals"]["dropped"], 0, "{stats:#}");
     assert!(out0.is_empty(), "{} frames out of port 0", out0.len());
+    // (Neighbour solicitations for the unresolved gateway fe80::2 are not
+    // this test's.)
+    let solicitation =
+        |f: &Vec<u8>| f.len() > 54 && f[12..14] == [0x86, 0xdd] && f[20] == 58 && f[54] == 135;
+    let out1: Vec<Vec<u8>> = out1.into_iter().filter(|f| !solicitation(f)).collect();
     assert_eq!(out1.len(), 2, "both datagrams routed out of port 1");
     assert_eq!(out1[0][..6], [0x02, 0xbb, 0, 0, 0, 0x22]);
     assert_eq!(out1[0][12..14], [0x86, 0xdd]);

@@ -211,7 +211,12 @@ fn every_kind_of_ipv6_frame_ends_where_it_should() {
     input.extend(punts.iter().map(|(_, f)| f.clone()));
     let (_, out1, s, stderr) = run_pcaps_logged("rt6pcap", CONFIG, &input, &[]);
 
-    // Port 1: the forwarded frames, exactly, the IPv4 one between them.
+    // Port 1: the forwarded frames, exactly, the IPv4 one between them
+    // (and, once the control plane resolves IPv6 next hops, its neighbour
+    // solicitations for the on-link destination: not this test's).
+    let solicitation =
+        |f: &Vec<u8>| f.len() > 54 && f[12..14] == [0x86, 0xdd] && f[20] == ICMPV6 && f[54] == 135;
+    let out1: Vec<Vec<u8>> = out1.into_iter().filter(|f| !solicitation(f)).collect();
     assert_eq!(out1.len(), 3, "{out1:02x?}");
     assert_eq!(out1[0], forwarded(&fwd_opts, NEIGH_22));
     assert_eq!(out1[1][12..14], [0x08, 0x00]);

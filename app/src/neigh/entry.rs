@@ -1,13 +1,20 @@
-//! One neighbour: its IPv4 address, state, flags, cached header and the time it
-//! was last confirmed reachable. One cache line per entry.
+//! One neighbour: its address (IPv4 or IPv6), state, flags, cached header and
+//! the time it was last confirmed reachable. One cache line per entry.
+//!
+//! The table finds an entry by its 64-bit key, published last with Release:
+//! an IPv4 address is its own key (the upper 32 bits zero), so an IPv4 lookup
+//! compares one word, as before IPv6; an IPv6 key is [`KEY6`] with a 32-bit
+//! hash of the address, and the whole address sits in the entry's last 16
+//! bytes, written before the key. 0 marks a free slot, [`TOMBSTONE`] a
+//! reclaimed one.
 //!
 //! Only the table's writer changes the address, state, flags and header.
 //! `confirm` is the one write the data path may make (like the kernel's
 //! `dst_confirm`), and it writes only when the time moves forward.
 
 use super::hh::{EthHeader, HhCache, ETH_HLEN};
-use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::*};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::*};
 
 /// Neighbour unreachability detection state (the kernel's `NUD_*`, reduced).
 #[repr(u8)]
@@ -68,12 +75,43 @@ impl NeighFlags {
     }
 }
 
-/// A neighbour entry. Address 0.0.0.0 marks a free slot.
+/// The key of a free slot.
+pub(super) const FREE: u64 = 0;
+/// The key of a reclaimed slot: no address has it.
+pub(super) const TOMBSTONE: u64 = u64::MAX;
+/// The upper half of every IPv6 key (IPv4 keys have it zero).
+pub(super) const KEY6: u64 = 1 << 32;
+
+/// The key of an IPv4 address: the address itself.
+#[inline(always)]
+pub(super) fn key4(addr: Ipv4Addr) -> u64 {
+    u64::from(u32::from(addr))
+}
+
+/// The key of an IPv6 address: [`KEY6`] and a 32-bit hash of the whole
+/// address (the interface identifiers of one link's neighbours differ in
+/// their last bits, which the multiply spreads over the top ones kept).
+#[inline(always)]
+pub(super) fn key6(addr: Ipv6Addr) -> u64 {
+    let [hi, lo] = words6(addr);
+    let h = (hi ^ lo.rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    KEY6 | (h >> 32)
+}
+
+/// An IPv6 address as the two words an entry stores.
+#[inline(always)]
+pub(super) fn words6(addr: Ipv6Addr) -> [u64; 2] {
+    let b = addr.to_bits();
+    [(b >> 64) as u64, b as u64]
+}
+
+/// A neighbour entry. Key 0 marks a free slot.
 #[repr(align(64))]
 #[derive(Debug, Default)]
 pub struct NeighEntry {
-    /// IPv4 address as `u32::from(Ipv4Addr)`; published last, with Release.
-    addr: AtomicU32,
+    /// [`key4`] or [`key6`] of the address, [`FREE`] or [`TOMBSTONE`];
+    /// published last, with Release.
+    key: AtomicU64,
     state: AtomicU8,
     flags: AtomicU8,
     /// Set by a worker that output through the entry (only when clear, so
@@ -82,31 +120,77 @@ pub struct NeighEntry {
     hh: HhCache,
     /// Caller's clock (a coarse tick such as ms: with raw TSC every confirm writes).
     confirmed: AtomicU64,
+    /// An IPv6 neighbour's address ([`words6`]); written before the key, and
+    /// only while no reader can hold the slot (free, or a tombstone past its
+    /// grace period). Unused by IPv4 entries.
+    addr6: [AtomicU64; 2],
 }
 
 impl NeighEntry {
     /// A free entry.
     pub const fn new() -> Self {
         NeighEntry {
-            addr: AtomicU32::new(0),
+            key: AtomicU64::new(FREE),
             state: AtomicU8::new(NeighState::Incomplete as u8),
             flags: AtomicU8::new(0),
             used: AtomicU8::new(0),
             hh: HhCache::new(),
             confirmed: AtomicU64::new(0),
+            addr6: [AtomicU64::new(0), AtomicU64::new(0)],
         }
     }
 
-    /// The neighbour's address (0.0.0.0 for a free slot).
+    /// The neighbour's IPv4 address (0.0.0.0 for a free slot or an IPv6
+    /// neighbour).
     pub fn addr(&self) -> Ipv4Addr {
-        Ipv4Addr::from(self.addr_bits())
+        match self.key() {
+            k if k >> 32 == 0 => Ipv4Addr::from(k as u32),
+            _ => Ipv4Addr::UNSPECIFIED,
+        }
     }
 
-    /// The address as the table keys it. Acquire: the entry's fields written
-    /// before it was published are visible after.
+    /// The neighbour's IPv6 address (`::` for a free slot or an IPv4
+    /// neighbour).
+    pub fn addr6(&self) -> Ipv6Addr {
+        match self.key() {
+            FREE | TOMBSTONE => Ipv6Addr::UNSPECIFIED,
+            k if k >> 32 == 0 => Ipv6Addr::UNSPECIFIED,
+            _ => self.stored6(),
+        }
+    }
+
+    /// The neighbour's address, either family (`None` for a free or
+    /// reclaimed slot).
+    pub fn ip(&self) -> Option<IpAddr> {
+        match self.key() {
+            FREE | TOMBSTONE => None,
+            k if k >> 32 == 0 => Some(IpAddr::V4(Ipv4Addr::from(k as u32))),
+            _ => Some(IpAddr::V6(self.stored6())),
+        }
+    }
+
+    /// Whether the entry holds an IPv6 neighbour.
+    pub fn is_ipv6(&self) -> bool {
+        let k = self.key();
+        k != TOMBSTONE && k >> 32 != 0
+    }
+
+    /// The key the table finds the entry by. Acquire: the entry's fields
+    /// written before it was published are visible after.
     #[inline(always)]
-    pub(super) fn addr_bits(&self) -> u32 {
-        self.addr.load(Acquire)
+    pub(super) fn key(&self) -> u64 {
+        self.key.load(Acquire)
+    }
+
+    /// The stored IPv6 address words (after an Acquire load of the key).
+    #[inline(always)]
+    pub(super) fn stored6_words(&self) -> [u64; 2] {
+        [self.addr6[0].load(Relaxed), self.addr6[1].load(Relaxed)]
+    }
+
+    fn stored6(&self) -> Ipv6Addr {
+        let [hi, lo] = self.stored6_words();
+        Ipv6Addr::from_bits((u128::from(hi) << 64) | u128::from(lo))
     }
 
     /// Acquire: pairs with `set_state`, so a valid state implies its header.
@@ -193,9 +277,24 @@ impl NeighEntry {
         }
     }
 
-    /// Publish the address (writer only; fill the other fields first).
+    /// Publish an IPv4 address (writer only; fill the other fields first).
+    #[cfg(test)]
     pub(super) fn set_addr_bits(&self, addr: u32) {
-        self.addr.store(addr, Release);
+        self.set_key(u64::from(addr));
+    }
+
+    /// Publish a key (writer only; fill the other fields first, the IPv6
+    /// address included).
+    pub(super) fn set_key(&self, key: u64) {
+        self.key.store(key, Release);
+    }
+
+    /// Store an IPv6 address before its key is published (writer only,
+    /// on a slot no reader can hold).
+    pub(super) fn set_addr6(&self, addr: Ipv6Addr) {
+        let w = words6(addr);
+        self.addr6[0].store(w[0], Relaxed);
+        self.addr6[1].store(w[1], Relaxed);
     }
 
     /// Release: the header written before is visible to whoever sees the state.

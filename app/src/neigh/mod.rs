@@ -1,4 +1,4 @@
-//! The neighbour table: next-hop IPv4 address → cached Ethernet header, read
+//! The neighbour table: next-hop IPv4 or IPv6 address → cached Ethernet header, read
 //! lock-free by the workers and written by the control lcore alone.
 //!
 //! - [`hh`]: the 16-byte hardware header slot under a seqlock;
@@ -13,4 +13,4 @@ pub mod table;
 
 pub use entry::{NeighEntry, NeighFlags, NeighState};
 pub use hh::{store_header, EthHeader, HhCache, ETH_HLEN, HH_SLOT};
-pub use table::{NeighError, NeighTable, NeighWriter};
+pub use table::{NeighError, NeighTable, NeighWriter, ETHERTYPE_IPV6};

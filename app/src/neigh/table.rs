@@ -1,5 +1,9 @@
 //! The neighbour table: a fixed array of entries, open addressing with linear
-//! probing on the IPv4 address, allocated once at creation and never grown.
+//! probing on the neighbour's key, allocated once at creation and never grown.
+//! One table holds both families: an IPv4 neighbour's key is its address (an
+//! IPv4 lookup compares one word per slot, as before IPv6), an IPv6
+//! neighbour's a hash of its address beside which the entry holds the whole
+//! address (see [`entry`](super::entry)); both probe the same slots.
 //!
 //! Concurrency: one writer ([`NeighWriter`], created with the table, not
 //! `Clone`, every change takes `&mut self`) and any number of lock-free readers
@@ -9,27 +13,30 @@
 //!
 //! Entries that no route holds (learned, not static, not a configured
 //! gateway) can be reclaimed: the writer marks the entry failed and its
-//! address a tombstone (probes pass over it, lookups no longer find it), and
+//! key a tombstone (probes pass over it, lookups no longer find it), and
 //! reuses the slot only after a grace period of the workers' reclamation
 //! domain ([`GracePeriods`]: the router's RCU QSBR, which the FIB and the
 //! hook sets use too): every online worker has passed a quiescent point
 //! since, so none still holds the index it looked up before the reclaim. A route's gateway keeps its index for the table's
 //! life. A reusable tombstone that no live entry's probe passes becomes a
-//! free slot again.
+//! free slot again. The same rules hold for both families; an IPv6
+//! address is written into a slot only while it is free or a reusable
+//! tombstone, so a reader that matched a slot's key reads the address that
+//! key was published with.
 //!
 //! At most `capacity` entries live in `2 * capacity` slots (rounded up to a
 //! power of two), so probes stay short and always meet a free slot.
 
-use super::entry::{NeighEntry, NeighFlags, NeighState};
+use super::entry::{key4, key6, words6, NeighEntry, NeighFlags, NeighState, FREE, TOMBSTONE};
 use super::hh::EthHeader;
 use hooks::grace::GracePeriods;
 use std::collections::VecDeque;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
-/// The address of a reclaimed slot: 255.255.255.255 is never a neighbour.
-const TOMBSTONE: u32 = u32::MAX;
+/// The ethertype of every IPv6 neighbour's cached header.
+pub const ETHERTYPE_IPV6: u16 = 0x86dd;
 
 /// Why the writer could not make a change.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -46,14 +53,46 @@ pub enum NeighError {
     Gateway(Ipv4Addr),
     #[error("neighbour {0} is not static (learned by ARP)")]
     NotStatic(Ipv4Addr),
+    #[error("{0} cannot be a neighbour (unspecified, loopback or multicast)")]
+    NotUnicast6(Ipv6Addr),
+    #[error("neighbour {0} not found")]
+    NotFound6(Ipv6Addr),
+    #[error("neighbour {0} is static")]
+    Static6(Ipv6Addr),
+    #[error("neighbour {0} is a route's gateway")]
+    Gateway6(Ipv6Addr),
+    #[error("neighbour {0} is not static (learned by neighbour discovery)")]
+    NotStatic6(Ipv6Addr),
 }
 
-/// Where a probe for an address ended.
-enum Probe {
-    Found(usize),
-    Free,
-    /// No free slot at all (cannot happen while `len <= capacity`).
-    Exhausted,
+impl NeighError {
+    fn not_found(a: IpAddr) -> Self {
+        match a {
+            IpAddr::V4(a) => NeighError::NotFound(a),
+            IpAddr::V6(a) => NeighError::NotFound6(a),
+        }
+    }
+
+    fn is_static(a: IpAddr) -> Self {
+        match a {
+            IpAddr::V4(a) => NeighError::Static(a),
+            IpAddr::V6(a) => NeighError::Static6(a),
+        }
+    }
+
+    fn gateway(a: IpAddr) -> Self {
+        match a {
+            IpAddr::V4(a) => NeighError::Gateway(a),
+            IpAddr::V6(a) => NeighError::Gateway6(a),
+        }
+    }
+
+    fn not_static(a: IpAddr) -> Self {
+        match a {
+            IpAddr::V4(a) => NeighError::NotStatic(a),
+            IpAddr::V6(a) => NeighError::NotStatic6(a),
+        }
+    }
 }
 
 /// The table, shared by the readers and its writer.
@@ -100,12 +139,12 @@ impl NeighTable {
         (table, writer)
     }
 
-    /// Most neighbours the table can hold.
+    /// Most neighbours the table can hold (both families together).
     pub fn capacity(&self) -> usize {
         self.capacity
     }
 
-    /// Neighbours in the table.
+    /// Neighbours in the table, both families.
     pub fn len(&self) -> usize {
         self.len.load(Relaxed)
     }
@@ -117,9 +156,45 @@ impl NeighTable {
     /// The index of `addr`'s entry, if present. Lock-free.
     #[inline]
     pub fn lookup(&self, addr: Ipv4Addr) -> Option<usize> {
-        match self.probe(u32::from(addr)) {
-            Probe::Found(i) => Some(i),
-            Probe::Free | Probe::Exhausted => None,
+        let key = key4(addr);
+        if key == FREE {
+            return None;
+        }
+        let mask = self.entries.len() - 1;
+        let mut i = self.home(key);
+        for _ in 0..self.entries.len() {
+            match self.entries[i].key() {
+                k if k == key => return Some(i),
+                FREE => return None,
+                _ => i = (i + 1) & mask,
+            }
+        }
+        None
+    }
+
+    /// The index of `addr`'s entry, if present. Lock-free: a slot whose key
+    /// matches is compared on the whole address (two more words).
+    #[inline]
+    pub fn lookup6(&self, addr: Ipv6Addr) -> Option<usize> {
+        let (key, words) = (key6(addr), words6(addr));
+        let mask = self.entries.len() - 1;
+        let mut i = self.home(key);
+        for _ in 0..self.entries.len() {
+            let e = &self.entries[i];
+            match e.key() {
+                k if k == key && e.stored6_words() == words => return Some(i),
+                FREE => return None,
+                _ => i = (i + 1) & mask,
+            }
+        }
+        None
+    }
+
+    /// The index of either family's neighbour, if present. Lock-free.
+    pub fn lookup_ip(&self, addr: IpAddr) -> Option<usize> {
+        match addr {
+            IpAddr::V4(a) => self.lookup(a),
+            IpAddr::V6(a) => self.lookup6(a),
         }
     }
 
@@ -127,6 +202,17 @@ impl NeighTable {
     #[inline]
     pub fn get(&self, addr: Ipv4Addr) -> Option<&NeighEntry> {
         self.lookup(addr).map(|i| &self.entries[i])
+    }
+
+    /// `addr`'s entry, if present. Lock-free.
+    #[inline]
+    pub fn get6(&self, addr: Ipv6Addr) -> Option<&NeighEntry> {
+        self.lookup6(addr).map(|i| &self.entries[i])
+    }
+
+    /// Either family's entry, if present. Lock-free.
+    pub fn get_ip(&self, addr: IpAddr) -> Option<&NeighEntry> {
+        self.lookup_ip(addr).map(|i| &self.entries[i])
     }
 
     /// The entry at `index` (from [`lookup`](Self::lookup) or the writer).
@@ -137,36 +223,61 @@ impl NeighTable {
         &self.entries[index]
     }
 
-    /// The entries in use, with their indices (for dumps and the writer).
+    /// The IPv4 neighbours in use, with their indices (for dumps and the
+    /// writer).
     pub fn iter(&self) -> impl Iterator<Item = (usize, &NeighEntry)> {
+        self.iter_all().filter(|(_, e)| !e.is_ipv6())
+    }
+
+    /// The IPv6 neighbours in use, with their indices.
+    pub fn iter6(&self) -> impl Iterator<Item = (usize, &NeighEntry)> {
+        self.iter_all().filter(|(_, e)| e.is_ipv6())
+    }
+
+    /// The neighbours in use of both families, with their indices.
+    pub fn iter_all(&self) -> impl Iterator<Item = (usize, &NeighEntry)> {
         self.entries
             .iter()
             .enumerate()
-            .filter(|(_, e)| !matches!(e.addr_bits(), 0 | TOMBSTONE))
+            .filter(|(_, e)| !matches!(e.key(), FREE | TOMBSTONE))
     }
 
-    /// Fibonacci hashing: the top bits of the product.
+    /// Fibonacci hashing of the key's low word: the top bits of the product
+    /// (an IPv4 address's home is what it was before IPv6).
     #[inline(always)]
-    fn home(&self, key: u32) -> usize {
-        (key.wrapping_mul(0x9e37_79b9) >> self.shift) as usize
+    fn home(&self, key: u64) -> usize {
+        ((key as u32).wrapping_mul(0x9e37_79b9) >> self.shift) as usize
     }
+}
 
-    /// Readers' probe: a tombstone is passed over like a used slot.
-    #[inline]
-    fn probe(&self, key: u32) -> Probe {
-        if key == 0 || key == TOMBSTONE {
-            return Probe::Exhausted;
+/// An address's key and, for IPv6, the words compared beside it.
+fn key_of(addr: IpAddr) -> (u64, Option<[u64; 2]>) {
+    match addr {
+        IpAddr::V4(a) => (key4(a), None),
+        IpAddr::V6(a) => (key6(a), Some(words6(a))),
+    }
+}
+
+/// Refuse addresses that are never a neighbour.
+fn check(addr: IpAddr) -> Result<(), NeighError> {
+    match addr {
+        IpAddr::V4(a) if a.is_unspecified() || a.is_broadcast() => Err(NeighError::Unspecified),
+        IpAddr::V6(a) if a.is_unspecified() || a.is_loopback() || a.is_multicast() => {
+            Err(NeighError::NotUnicast6(a))
         }
-        let mask = self.entries.len() - 1;
-        let mut i = self.home(key);
-        for _ in 0..self.entries.len() {
-            match self.entries[i].addr_bits() {
-                k if k == key => return Probe::Found(i),
-                0 => return Probe::Free,
-                _ => i = (i + 1) & mask,
-            }
-        }
-        Probe::Exhausted
+        _ => Ok(()),
+    }
+}
+
+/// The header as an entry of `addr`'s family caches it: an IPv6
+/// neighbour's always carries ethertype 0x86DD.
+fn header_for(addr: IpAddr, hdr: &EthHeader) -> EthHeader {
+    match addr {
+        IpAddr::V4(_) => *hdr,
+        IpAddr::V6(_) => EthHeader {
+            ethertype: ETHERTYPE_IPV6,
+            ..*hdr
+        },
     }
 }
 
@@ -191,6 +302,16 @@ impl NeighWriter {
 
     /// `addr`'s index, adding it as incomplete if absent.
     pub fn insert(&mut self, addr: Ipv4Addr) -> Result<usize, NeighError> {
+        self.insert_ip(IpAddr::V4(addr))
+    }
+
+    /// `addr`'s index, adding it as incomplete if absent.
+    pub fn insert6(&mut self, addr: Ipv6Addr) -> Result<usize, NeighError> {
+        self.insert_ip(IpAddr::V6(addr))
+    }
+
+    /// Either family: `addr`'s index, adding it as incomplete if absent.
+    pub fn insert_ip(&mut self, addr: IpAddr) -> Result<usize, NeighError> {
         let (i, new) = self.slot_for(addr)?;
         if new {
             self.publish(i, addr);
@@ -201,7 +322,17 @@ impl NeighWriter {
     /// A route's gateway: [`insert`](Self::insert), and the route holds the
     /// index, so the entry is never reclaimed.
     pub fn insert_gateway(&mut self, addr: Ipv4Addr) -> Result<usize, NeighError> {
-        let i = self.insert(addr)?;
+        self.insert_gateway_ip(IpAddr::V4(addr))
+    }
+
+    /// An IPv6 route's gateway (see [`insert_gateway`](Self::insert_gateway)).
+    pub fn insert_gateway6(&mut self, addr: Ipv6Addr) -> Result<usize, NeighError> {
+        self.insert_gateway_ip(IpAddr::V6(addr))
+    }
+
+    /// Either family's gateway.
+    pub fn insert_gateway_ip(&mut self, addr: IpAddr) -> Result<usize, NeighError> {
+        let i = self.insert_ip(addr)?;
         let e = &self.table.entries[i];
         e.set_flags(e.flags().union(NeighFlags::GATEWAY));
         Ok(i)
@@ -215,12 +346,33 @@ impl NeighWriter {
         hdr: &EthHeader,
         now: u64,
     ) -> Result<usize, NeighError> {
+        self.resolve_ip(IpAddr::V4(addr), hdr, now)
+    }
+
+    /// Resolution (a neighbour advertisement) of an IPv6 neighbour, as
+    /// [`resolve`](Self::resolve); the header's ethertype is stored as 0x86DD.
+    pub fn resolve6(
+        &mut self,
+        addr: Ipv6Addr,
+        hdr: &EthHeader,
+        now: u64,
+    ) -> Result<usize, NeighError> {
+        self.resolve_ip(IpAddr::V6(addr), hdr, now)
+    }
+
+    /// Either family's resolution.
+    pub fn resolve_ip(
+        &mut self,
+        addr: IpAddr,
+        hdr: &EthHeader,
+        now: u64,
+    ) -> Result<usize, NeighError> {
         let (i, new) = self.slot_for(addr)?;
         let e = &self.table.entries[i];
         if e.is_static() {
-            return Err(NeighError::Static(addr));
+            return Err(NeighError::is_static(addr));
         }
-        e.set_hh(hdr);
+        e.set_hh(&header_for(addr, hdr));
         e.confirm(now);
         e.set_state(NeighState::Reachable);
         if new {
@@ -229,12 +381,44 @@ impl NeighWriter {
         Ok(i)
     }
 
+    /// Learn a header without confirming reachability (an IPv6 neighbour
+    /// solicitation's source link-layer address, RFC 4861 section 7.2.3):
+    /// a new entry, or one whose header changes, becomes stale; an entry
+    /// whose header is unchanged keeps its state, an incomplete one becomes
+    /// stale. Adds `addr` if absent; static entries are left alone.
+    pub fn learn_stale_ip(&mut self, addr: IpAddr, hdr: &EthHeader) -> Result<usize, NeighError> {
+        let (i, new) = self.slot_for(addr)?;
+        let e = &self.table.entries[i];
+        if e.is_static() {
+            return Err(NeighError::is_static(addr));
+        }
+        let changed = e.set_hh(&header_for(addr, hdr));
+        if new || changed || !e.state().is_valid() {
+            e.set_state(NeighState::Stale);
+        }
+        if new {
+            self.publish(i, addr);
+        }
+        Ok(i)
+    }
+
     /// A configured neighbour: reachable, never ages, replaces a learned one.
     pub fn insert_static(&mut self, addr: Ipv4Addr, hdr: &EthHeader) -> Result<usize, NeighError> {
+        self.insert_static_ip(IpAddr::V4(addr), hdr)
+    }
+
+    /// A configured IPv6 neighbour (see [`insert_static`](Self::insert_static));
+    /// the header's ethertype is stored as 0x86DD.
+    pub fn insert_static6(&mut self, addr: Ipv6Addr, hdr: &EthHeader) -> Result<usize, NeighError> {
+        self.insert_static_ip(IpAddr::V6(addr), hdr)
+    }
+
+    /// Either family's configured neighbour.
+    pub fn insert_static_ip(&mut self, addr: IpAddr, hdr: &EthHeader) -> Result<usize, NeighError> {
         let (i, new) = self.slot_for(addr)?;
         let e = &self.table.entries[i];
         e.set_flags(e.flags().union(NeighFlags::STATIC));
-        e.set_hh(hdr);
+        e.set_hh(&header_for(addr, hdr));
         e.set_state(NeighState::Reachable);
         if new {
             self.publish(i, addr);
@@ -246,35 +430,63 @@ impl NeighWriter {
     /// (to be resolved by ARP: incomplete, its header no longer used),
     /// anything else is reclaimed. Refused for a neighbour that is not static.
     pub fn remove_static(&mut self, addr: Ipv4Addr) -> Result<(), NeighError> {
-        let i = self.table.lookup(addr).ok_or(NeighError::NotFound(addr))?;
+        self.remove_static_ip(IpAddr::V4(addr))
+    }
+
+    /// An IPv6 static neighbour is no longer configured (see
+    /// [`remove_static`](Self::remove_static)).
+    pub fn remove_static6(&mut self, addr: Ipv6Addr) -> Result<(), NeighError> {
+        self.remove_static_ip(IpAddr::V6(addr))
+    }
+
+    /// Either family's static neighbour is no longer configured.
+    pub fn remove_static_ip(&mut self, addr: IpAddr) -> Result<(), NeighError> {
+        let i = self
+            .table
+            .lookup_ip(addr)
+            .ok_or(NeighError::not_found(addr))?;
         let e = &self.table.entries[i];
         if !e.is_static() {
-            return Err(NeighError::NotStatic(addr));
+            return Err(NeighError::not_static(addr));
         }
         e.set_state(NeighState::Incomplete);
         e.set_flags(e.flags().without(NeighFlags::STATIC));
         if e.is_gateway() {
             return Ok(());
         }
-        self.reclaim(addr)
+        self.reclaim_ip(addr)
     }
 
     /// Set a learned neighbour's state (e.g. failed after unanswered probes).
     pub fn set_state(&mut self, addr: Ipv4Addr, state: NeighState) -> Result<usize, NeighError> {
-        let i = self.table.lookup(addr).ok_or(NeighError::NotFound(addr))?;
+        self.set_state_ip(IpAddr::V4(addr), state)
+    }
+
+    /// Set a learned IPv6 neighbour's state.
+    pub fn set_state6(&mut self, addr: Ipv6Addr, state: NeighState) -> Result<usize, NeighError> {
+        self.set_state_ip(IpAddr::V6(addr), state)
+    }
+
+    /// Set either family's learned neighbour's state.
+    pub fn set_state_ip(&mut self, addr: IpAddr, state: NeighState) -> Result<usize, NeighError> {
+        let i = self
+            .table
+            .lookup_ip(addr)
+            .ok_or(NeighError::not_found(addr))?;
         let e = &self.table.entries[i];
         if e.is_static() {
-            return Err(NeighError::Static(addr));
+            return Err(NeighError::is_static(addr));
         }
         e.set_state(state);
         Ok(i)
     }
 
-    /// Age learned reachable entries not confirmed for more than
-    /// `reachable_for` (same clock as `confirm`) to stale. Returns how many.
+    /// Age learned reachable entries (both families) not confirmed for
+    /// more than `reachable_for` (same clock as `confirm`) to stale.
+    /// Returns how many.
     pub fn age(&mut self, now: u64, reachable_for: u64) -> usize {
         let mut aged = 0;
-        for (_, e) in self.table.iter() {
+        for (_, e) in self.table.iter_all() {
             if !e.is_static()
                 && e.state() == NeighState::Reachable
                 && now.saturating_sub(e.confirmed()) > reachable_for
@@ -296,18 +508,31 @@ impl NeighWriter {
     /// index, gone for lookups; the slot is reused after a grace period.
     /// Static entries and routes' gateways are refused.
     pub fn reclaim(&mut self, addr: Ipv4Addr) -> Result<(), NeighError> {
-        let i = self.table.lookup(addr).ok_or(NeighError::NotFound(addr))?;
+        self.reclaim_ip(IpAddr::V4(addr))
+    }
+
+    /// Remove an IPv6 neighbour's entry (see [`reclaim`](Self::reclaim)).
+    pub fn reclaim6(&mut self, addr: Ipv6Addr) -> Result<(), NeighError> {
+        self.reclaim_ip(IpAddr::V6(addr))
+    }
+
+    /// Remove either family's entry.
+    pub fn reclaim_ip(&mut self, addr: IpAddr) -> Result<(), NeighError> {
+        let i = self
+            .table
+            .lookup_ip(addr)
+            .ok_or(NeighError::not_found(addr))?;
         let e = &self.table.entries[i];
         if e.is_static() {
-            return Err(NeighError::Static(addr));
+            return Err(NeighError::is_static(addr));
         }
         if e.is_gateway() {
-            return Err(NeighError::Gateway(addr));
+            return Err(NeighError::gateway(addr));
         }
         // Release stores: a reader that sees the tombstone or reads the state
         // after this sees failed, never the header as valid.
         e.set_state(NeighState::Failed);
-        e.set_addr_bits(TOMBSTONE);
+        e.set_key(TOMBSTONE);
         self.table.len.store(self.table.len() - 1, Relaxed);
         self.retiring.push_back((i, None));
         Ok(())
@@ -348,7 +573,7 @@ impl NeighWriter {
     fn free_unneeded(&mut self, i: usize) {
         let t = &self.table;
         let mask = t.entries.len() - 1;
-        let used = |x: usize| t.entries[x & mask].addr_bits() != 0;
+        let used = |x: usize| t.entries[x & mask].key() != FREE;
         // The run: from after the free slot before `i` to the next free one
         // (one exists: `occupied` stays below the slot count).
         let mut start = i;
@@ -363,7 +588,7 @@ impl NeighWriter {
         let mut free = Vec::new();
         for k in (0..len).rev() {
             let x = (start + k) & mask;
-            match t.entries[x].addr_bits() {
+            match t.entries[x].key() {
                 TOMBSTONE if self.reusable[x] && needed_from > k => free.push(x),
                 TOMBSTONE => {}
                 key => needed_from = needed_from.min(offset(t.home(key))),
@@ -371,29 +596,29 @@ impl NeighWriter {
         }
         for x in free {
             self.reusable[x] = false;
-            self.table.entries[x].set_addr_bits(0);
+            self.table.entries[x].set_key(FREE);
             self.occupied -= 1;
         }
     }
 
     /// `addr`'s slot and whether it is new (free or a reusable tombstone,
     /// not yet published).
-    fn slot_for(&mut self, addr: Ipv4Addr) -> Result<(usize, bool), NeighError> {
-        if addr.is_unspecified() || addr.is_broadcast() {
-            return Err(NeighError::Unspecified);
-        }
+    fn slot_for(&mut self, addr: IpAddr) -> Result<(usize, bool), NeighError> {
+        check(addr)?;
         let t = &self.table;
         let full = NeighError::Full {
             capacity: t.capacity,
         };
-        let key = u32::from(addr);
+        let (key, words) = key_of(addr);
+        let same = |e: &NeighEntry| words.is_none_or(|w| e.stored6_words() == w);
         let mask = t.entries.len() - 1;
         let mut i = t.home(key);
         let mut reuse = None;
         for _ in 0..t.entries.len() {
-            match t.entries[i].addr_bits() {
-                k if k == key => return Ok((i, false)),
-                0 => break,
+            let e = &t.entries[i];
+            match e.key() {
+                k if k == key && same(e) => return Ok((i, false)),
+                FREE => break,
                 TOMBSTONE if self.reusable[i] && reuse.is_none() => reuse = Some(i),
                 _ => {}
             }
@@ -408,7 +633,7 @@ impl NeighWriter {
                 r
             }
             // Keep a free slot, so that every probe ends.
-            None if t.entries[i].addr_bits() != 0 || self.occupied + 1 >= t.entries.len() => {
+            None if t.entries[i].key() != FREE || self.occupied + 1 >= t.entries.len() => {
                 return Err(full)
             }
             None => {
@@ -424,12 +649,15 @@ impl NeighWriter {
         Ok((slot, true))
     }
 
-    /// Make a filled slot visible to readers: fresh flags and used mark,
-    /// then the address.
-    fn publish(&mut self, i: usize, addr: Ipv4Addr) {
+    /// Make a filled slot visible to readers: fresh used mark and, for
+    /// IPv6, the address, then the key.
+    fn publish(&mut self, i: usize, addr: IpAddr) {
         let e = &self.table.entries[i];
         e.take_used();
-        self.table.entries[i].set_addr_bits(u32::from(addr));
+        if let IpAddr::V6(a) = addr {
+            e.set_addr6(a);
+        }
+        e.set_key(key_of(addr).0);
         self.table.len.store(self.table.len() + 1, Relaxed);
     }
 }
@@ -778,6 +1006,336 @@ mod tests {
                                     let mut f = [0u8; 14];
                                     crate::neigh::store_header(&mut f, words);
                                     assert_eq!(f[5], a, "header of another address");
+                                }
+                            }
+                        }
+                    }
+                    reader.quiescent();
+                }
+            });
+        });
+    }
+
+    // Both families in the one table.
+
+    fn ip6(last: u16) -> Ipv6Addr {
+        Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, last)
+    }
+
+    fn hdr6(last: u8) -> EthHeader {
+        EthHeader {
+            ethertype: ETHERTYPE_IPV6,
+            ..hdr(last)
+        }
+    }
+
+    /// Another address with `a`'s key: the words the key hashes, xored
+    /// with the same value in each.
+    fn same_key(a: Ipv6Addr) -> Ipv6Addr {
+        let [hi, lo] = words6(a);
+        let x = 0x0000_0001_0000_0100u64;
+        let b =
+            Ipv6Addr::from_bits((u128::from(hi ^ x) << 64) | u128::from(lo ^ x.rotate_right(32)));
+        assert_ne!(a, b);
+        assert_eq!(key6(a), key6(b));
+        b
+    }
+
+    #[test]
+    fn ipv6_neighbours_are_found_at_their_index_beside_ipv4() {
+        let (t, mut w) = NeighTable::new(8, no_readers());
+        let a = w.insert(ip(1)).unwrap();
+        let b = w.insert6(ip6(1)).unwrap();
+        let g = w.insert_gateway6("fe80::1".parse().unwrap()).unwrap();
+        assert_eq!(w.insert6(ip6(1)), Ok(b), "idempotent");
+        assert_eq!(t.len(), 3);
+        assert_eq!(t.lookup(ip(1)), Some(a));
+        assert_eq!(t.lookup6(ip6(1)), Some(b));
+        assert_eq!(t.lookup6("fe80::1".parse().unwrap()), Some(g));
+        assert_eq!(t.lookup6(ip6(2)), None);
+        assert_eq!(t.lookup_ip(IpAddr::V6(ip6(1))), Some(b));
+        assert_eq!(t.lookup_ip(IpAddr::V4(ip(1))), Some(a));
+        let e = t.get6(ip6(1)).unwrap();
+        assert_eq!(e.addr6(), ip6(1));
+        assert_eq!(e.ip(), Some(IpAddr::V6(ip6(1))));
+        assert!(e.is_ipv6());
+        assert_eq!(e.addr(), Ipv4Addr::UNSPECIFIED);
+        assert_eq!(e.state(), NeighState::Incomplete);
+        assert!(t.entry(g).is_gateway());
+        let v4 = t.get(ip(1)).unwrap();
+        assert!(!v4.is_ipv6());
+        assert_eq!(v4.addr6(), Ipv6Addr::UNSPECIFIED);
+        assert_eq!(v4.ip(), Some(IpAddr::V4(ip(1))));
+        // Each family's iterator, and both.
+        assert_eq!(t.iter().map(|(i, _)| i).collect::<Vec<_>>(), vec![a]);
+        let mut six: Vec<usize> = t.iter6().map(|(i, _)| i).collect();
+        six.sort();
+        let mut want = vec![b, g];
+        want.sort();
+        assert_eq!(six, want);
+        assert_eq!(t.iter_all().count(), 3);
+    }
+
+    #[test]
+    fn an_ipv4_address_equal_to_an_ipv6_hash_is_another_neighbour() {
+        let (t, mut w) = NeighTable::new(8, no_readers());
+        let six = w.insert6(ip6(7)).unwrap();
+        // The IPv4 address whose key is the IPv6 key's low word.
+        let four = Ipv4Addr::from(key6(ip6(7)) as u32);
+        assert_eq!(t.lookup(four), None);
+        let i = w.insert(four).unwrap();
+        assert_ne!(i, six);
+        assert_eq!(t.lookup(four), Some(i));
+        assert_eq!(t.lookup6(ip6(7)), Some(six));
+    }
+
+    #[test]
+    fn two_ipv6_addresses_with_one_key_are_told_apart_by_the_address() {
+        let (t, mut w) = NeighTable::new(8, no_readers());
+        let a = ip6(0x42);
+        let b = same_key(a);
+        let i = w.resolve6(a, &hdr6(1), 1).unwrap();
+        assert_eq!(t.lookup6(b), None, "same key, another address");
+        let j = w.resolve6(b, &hdr6(2), 1).unwrap();
+        assert_ne!(i, j);
+        assert_eq!(t.lookup6(a), Some(i));
+        assert_eq!(t.lookup6(b), Some(j));
+        assert_eq!(t.entry(j).hh().header(), hdr6(2));
+        // Reclaiming the first leaves the second found past its tombstone.
+        w.reclaim6(a).unwrap();
+        assert_eq!(t.lookup6(a), None);
+        assert_eq!(t.lookup6(b), Some(j));
+    }
+
+    #[test]
+    fn an_ipv6_header_carries_ethertype_86dd() {
+        let (t, mut w) = NeighTable::new(4, no_readers());
+        // Given an IPv4 header by mistake, the entry still says IPv6.
+        let i = w.insert_static6(ip6(1), &hdr(1)).unwrap();
+        assert_eq!(t.entry(i).hh().header(), hdr6(1));
+        let j = w.resolve6(ip6(2), &hdr(2), 5).unwrap();
+        assert_eq!(t.entry(j).hh().header().ethertype, 0x86dd);
+        let mut f = [0u8; 14];
+        assert!(t.entry(j).hh_output(&mut f));
+        assert_eq!(&f[12..], &[0x86, 0xdd]);
+        // IPv4 entries keep the header they are given.
+        let k = w.resolve(ip(1), &hdr(1), 5).unwrap();
+        assert_eq!(t.entry(k).hh().header(), hdr(1));
+    }
+
+    #[test]
+    fn ipv6_addresses_that_are_never_neighbours_are_refused() {
+        let (t, mut w) = NeighTable::new(4, no_readers());
+        for a in ["::", "::1", "ff02::1", "ff02::1:ff00:1"] {
+            let a: Ipv6Addr = a.parse().unwrap();
+            assert_eq!(w.insert6(a), Err(NeighError::NotUnicast6(a)));
+            assert_eq!(
+                w.insert_static6(a, &hdr6(1)),
+                Err(NeighError::NotUnicast6(a))
+            );
+            assert_eq!(w.insert_gateway6(a), Err(NeighError::NotUnicast6(a)));
+        }
+        assert!(t.is_empty());
+        assert_eq!(t.lookup6(Ipv6Addr::UNSPECIFIED), None);
+    }
+
+    #[test]
+    fn ipv6_static_gateway_and_missing_errors_name_the_address() {
+        let (t, mut w) = NeighTable::new(4, no_readers());
+        let (s, g, l) = (ip6(1), ip6(2), ip6(3));
+        w.insert_static6(s, &hdr6(1)).unwrap();
+        w.insert_gateway6(g).unwrap();
+        w.resolve6(l, &hdr6(3), 1).unwrap();
+        assert_eq!(w.resolve6(s, &hdr6(9), 2), Err(NeighError::Static6(s)));
+        assert_eq!(
+            w.set_state6(s, NeighState::Failed),
+            Err(NeighError::Static6(s))
+        );
+        assert_eq!(w.reclaim6(s), Err(NeighError::Static6(s)));
+        assert_eq!(w.reclaim6(g), Err(NeighError::Gateway6(g)));
+        assert_eq!(w.remove_static6(l), Err(NeighError::NotStatic6(l)));
+        assert_eq!(w.reclaim6(ip6(9)), Err(NeighError::NotFound6(ip6(9))));
+        assert_eq!(
+            w.set_state6(ip6(9), NeighState::Stale),
+            Err(NeighError::NotFound6(ip6(9)))
+        );
+        assert_eq!(
+            NeighError::Static6(s).to_string(),
+            "neighbour 2001:db8:1::1 is static"
+        );
+        // A static gateway no longer configured stays, incomplete.
+        w.insert_static6(g, &hdr6(2)).unwrap();
+        w.remove_static6(g).unwrap();
+        assert_eq!(t.get6(g).unwrap().state(), NeighState::Incomplete);
+        assert!(!t.get6(g).unwrap().is_static());
+        // A static neighbour that is not a gateway goes.
+        w.remove_static6(s).unwrap();
+        assert_eq!(t.lookup6(s), None);
+        assert_eq!(t.len(), 2);
+    }
+
+    #[test]
+    fn learning_from_a_solicitation_makes_stale_not_reachable() {
+        let (t, mut w) = NeighTable::new(4, no_readers());
+        let a = IpAddr::V6(ip6(1));
+        let i = w.learn_stale_ip(a, &hdr6(1)).unwrap();
+        assert_eq!(t.entry(i).state(), NeighState::Stale);
+        assert_eq!(t.entry(i).hh().header(), hdr6(1));
+        // Reachable and the same header: stays reachable.
+        w.resolve6(ip6(1), &hdr6(1), 5).unwrap();
+        assert_eq!(w.learn_stale_ip(a, &hdr6(1)), Ok(i));
+        assert_eq!(t.entry(i).state(), NeighState::Reachable);
+        // Another MAC: stale with the new header.
+        w.learn_stale_ip(a, &hdr6(2)).unwrap();
+        assert_eq!(t.entry(i).state(), NeighState::Stale);
+        assert_eq!(t.entry(i).hh().header(), hdr6(2));
+        // Incomplete (a gateway being resolved): stale with the header.
+        let g = w.insert_gateway6(ip6(2)).unwrap();
+        w.learn_stale_ip(IpAddr::V6(ip6(2)), &hdr6(3)).unwrap();
+        assert_eq!(t.entry(g).state(), NeighState::Stale);
+        // Static: refused.
+        w.insert_static6(ip6(3), &hdr6(4)).unwrap();
+        assert_eq!(
+            w.learn_stale_ip(IpAddr::V6(ip6(3)), &hdr6(5)),
+            Err(NeighError::Static6(ip6(3)))
+        );
+    }
+
+    #[test]
+    fn aging_covers_both_families() {
+        let (t, mut w) = NeighTable::new(4, no_readers());
+        let a = w.resolve(ip(1), &hdr(1), 100).unwrap();
+        let b = w.resolve6(ip6(1), &hdr6(1), 100).unwrap();
+        w.insert_static6(ip6(2), &hdr6(2)).unwrap();
+        assert_eq!(w.age(200, 50), 2);
+        assert_eq!(t.entry(a).state(), NeighState::Stale);
+        assert_eq!(t.entry(b).state(), NeighState::Stale);
+        assert_eq!(t.get6(ip6(2)).unwrap().state(), NeighState::Reachable);
+    }
+
+    #[test]
+    fn the_families_share_the_capacity() {
+        let (t, mut w) = NeighTable::new(3, no_readers());
+        w.insert(ip(1)).unwrap();
+        w.insert6(ip6(1)).unwrap();
+        w.insert6(ip6(2)).unwrap();
+        assert_eq!(w.insert6(ip6(3)), Err(NeighError::Full { capacity: 3 }));
+        assert_eq!(w.insert(ip(2)), Err(NeighError::Full { capacity: 3 }));
+        assert_eq!(t.len(), 3);
+    }
+
+    #[test]
+    fn a_slot_changes_family_only_after_a_grace_period_and_starts_afresh() {
+        let grace = Arc::new(Epochs::default());
+        let (t, mut w) = NeighTable::new(1, grace.clone());
+        let mut worker = grace.reader();
+        let i = w.resolve6(ip6(1), &hdr6(1), 1).unwrap();
+        w.reclaim6(ip6(1)).unwrap();
+        assert_eq!(t.lookup6(ip6(1)), None);
+        assert_eq!(t.entry(i).state(), NeighState::Failed);
+        assert!(t.entry(i).hh_snapshot().is_none());
+        assert_eq!(w.collect(), 0, "the grace period has just started");
+        // Capacity 1 in 2 slots: the tombstone is not free before the
+        // worker was quiescent, so nothing else fits.
+        assert_eq!(w.insert(ip(2)), Err(NeighError::Full { capacity: 1 }));
+        worker.quiescent();
+        assert_eq!(w.collect(), 1);
+        // Either slot now takes either family, with nothing of before.
+        let k = w.insert(ip(3)).unwrap();
+        assert_eq!(t.entry(k).state(), NeighState::Incomplete);
+        assert_eq!(t.entry(k).flags(), NeighFlags::NONE);
+        assert!(!t.entry(k).is_ipv6());
+        w.reclaim(ip(3)).unwrap();
+        worker.quiescent();
+        w.collect();
+        worker.quiescent();
+        w.collect();
+        let m = w.insert6(ip6(4)).unwrap();
+        assert_eq!(t.entry(m).addr6(), ip6(4));
+        assert!(t.entry(m).hh_snapshot().is_none(), "not an old header");
+        assert_eq!(t.lookup(ip(3)), None);
+        assert_eq!(t.len(), 1);
+    }
+
+    #[test]
+    fn churn_of_both_families_keeps_every_live_address_found() {
+        let cap = 64;
+        let (t, mut w) = NeighTable::new(cap, no_readers());
+        let mut live: Vec<IpAddr> = Vec::new();
+        let mut rng = fastrand::Rng::with_seed(0x0bad_cafe);
+        for round in 0..20_000u32 {
+            let x = rng.u32(..);
+            let a = if x & 1 == 0 {
+                IpAddr::V4(Ipv4Addr::from(0x0a00_0000 | (x >> 16)))
+            } else {
+                // Few distinct keys collide often: half are another's twin.
+                let base = ip6((x >> 16) as u16 & 0xff);
+                IpAddr::V6(if x & 2 == 0 { base } else { same_key(base) })
+            };
+            if live.len() == cap || (x >> 20).is_multiple_of(3) && !live.is_empty() {
+                let k = live.swap_remove((x >> 8) as usize % live.len());
+                w.reclaim_ip(k).unwrap();
+            } else if !live.contains(&a) {
+                w.collect();
+                w.insert_ip(a).unwrap();
+                live.push(a);
+            }
+            if round % 500 == 0 {
+                w.collect();
+                for &k in &live {
+                    let i = t.lookup_ip(k).expect("live address lost");
+                    assert_eq!(t.entry(i).ip(), Some(k));
+                }
+                assert_eq!(t.len(), live.len());
+                assert_eq!(t.iter_all().count(), live.len());
+                let v6 = live.iter().filter(|a| a.is_ipv6()).count();
+                assert_eq!(t.iter6().count(), v6);
+                assert_eq!(t.iter().count(), live.len() - v6);
+                assert!(w.occupied <= live.len() + cap / 2);
+            }
+        }
+    }
+
+    #[test]
+    fn a_reader_never_sees_another_family_or_address_through_a_reused_slot() {
+        // As above, with IPv4 and IPv6 neighbours taking each other's slots:
+        // whatever index a lookup gives, its header is that address's until
+        // the reader's next quiescent point.
+        let grace = Arc::new(Epochs::default());
+        let (t, mut w) = NeighTable::new(2, grace.clone());
+        let mut reader = grace.reader();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let addr = |n: u32| -> IpAddr {
+            let a = 1 + (n % 6) as u8;
+            if a.is_multiple_of(2) {
+                IpAddr::V6(ip6(u16::from(a)))
+            } else {
+                IpAddr::V4(ip(a))
+            }
+        };
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for n in 0..20_000u32 {
+                    let a = addr(n);
+                    let last = 1 + (n % 6) as u8;
+                    let _ = w.resolve_ip(a, &hdr(last), u64::from(n));
+                    let _ = w.reclaim_ip(addr(n + 3));
+                    w.collect();
+                }
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            });
+            s.spawn(|| {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    for n in 0..6 {
+                        let a = addr(n);
+                        if let Some(i) = t.lookup_ip(a) {
+                            for _ in 0..4 {
+                                if let Some(words) = t.entry(i).hh_snapshot() {
+                                    let mut f = [0u8; 14];
+                                    crate::neigh::store_header(&mut f, words);
+                                    assert_eq!(f[5], 1 + n as u8, "header of another address");
+                                    let v6 = [f[12], f[13]] == [0x86, 0xdd];
+                                    assert_eq!(v6, a.is_ipv6(), "header of another family");
                                 }
                             }
                         }

@@ -271,10 +271,11 @@ fn route(s: &Setup, ports: &mut Vec<Port>, signals: &Signals) -> Result<Outcome,
     // A taken --fpm port fails before any port or worker starts.
     let fpm = s.opts.fpm.as_ref().map(FpmLink::start).transpose()?;
     let mut up = ports::start_ports(s, ports)?;
-    let (tables, writers) = tables::build(s, &up.macs)?;
-    let ipv6 = ipv6::build(s, &up.macs, &tables.qsbr)?;
+    let (tables, mut writers) = tables::build(s, &up.macs)?;
+    let ipv6 = ipv6::build(s, &up.macs, &tables.qsbr, &mut writers.neigh)?;
     if let Some(t) = &ipv6 {
         eprintln!("{}", ipv6::notice(s.cfg, t));
+        ipv6::program_multicast(ports, &t.groups);
     }
     // Hooks: built (and their rules checked) before any worker starts.
     let chains = HookChains::new(s.cfg, s.registry, s.port_ids, s.max_port(), s.workers());
@@ -283,8 +284,13 @@ fn route(s: &Setup, ports: &mut Vec<Port>, signals: &Signals) -> Result<Outcome,
     let publisher = Publisher::new(chains.build(s.cfg, None)?, tables.qsbr.clone());
     log_hooks(&publisher.current());
     let hooks = Hooks { chains, publisher };
-    let mut workers = workers::start(s, &mut up, &tables, &hooks, ports, &signals.stop)?;
-    let mut main = MainLcore::new(s, writers, &up.addrs, &tables, &mut workers);
+    let v6 = workers::Ipv6Shared {
+        fib: ipv6.as_ref().map(|t| t.fib.clone()),
+        groups: ipv6.as_ref().map(|t| t.groups.clone()).unwrap_or_default(),
+    };
+    let mut workers = workers::start(s, &mut up, &tables, &v6, &hooks, ports, &signals.stop)?;
+    let fib6 = ipv6.as_ref().map(|t| t.fib.clone());
+    let mut main = MainLcore::new(s, writers, &up.addrs, &tables, fib6, &mut workers);
     main.fpm = fpm;
     let mut unfinished = None;
     if workers.launch_err.is_none() {

@@ -54,6 +54,7 @@ impl ControlPlane<'_> {
             self.reprobe(target, hdr, now);
         }
         self.probe_down_gateways(now);
+        self.age6(now);
     }
 
     /// ECMP members that failed get no packets, so nothing would ask for

@@ -12,7 +12,13 @@
 //! * ages reachable neighbours to stale, re-probes the used ones, reclaims
 //!   failed and long-unused entries;
 //! * sends ICMP errors (time exceeded, net unreachable, fragmentation
-//!   needed), rate-limited.
+//!   needed), rate-limited;
+//! * for IPv6 the same: answers neighbour solicitations for our addresses
+//!   (duplicate address detection included) and echo requests, resolves
+//!   next hops by neighbour discovery in the one neighbour table (the same
+//!   queues, budgets and aging as ARP, and the same hardening), and sends
+//!   ICMPv6 errors (time exceeded, destination unreachable codes 0, 2, 3,
+//!   packet too big), rate-limited.
 //!
 //! Workers never wait on it: it talks to them through SPSC rings.
 //!
@@ -24,18 +30,28 @@
 //! `icmp`, `resolve` (queues and ARP requests for next hops), `aging`,
 //! `views` (routes and neighbours shown), `stats`, `changes` (`fastpath
 //! ctl` and reload), with the plain-value helpers `frames`, `policy` and
-//! `limiter`.
+//! `limiter`. IPv6: `addr6` (our addresses per port), `nd` (neighbour
+//! discovery in), `resolve6` (queues and solicitations), `aging6`, `icmp6`,
+//! with the plain-frame helpers of `frames6`.
 
+pub mod addr6;
 mod aging;
+mod aging6;
 mod arp;
 pub mod changes;
 pub mod frames;
+pub mod frames6;
 mod icmp;
+mod icmp6;
 pub mod limiter;
+mod nd;
 pub mod parts;
 pub mod policy;
 mod resolve;
+mod resolve6;
 pub mod stats;
+#[cfg(test)]
+mod tests6;
 mod views;
 
 use crate::capture::{DropSite, Stage, Tap, NO_PORT};
@@ -44,15 +60,18 @@ use crate::datapath::budget::ArpAwaited;
 use crate::datapath::punt::Punt;
 use crate::dpdk::{Mbuf, MbufBurst, Mempool, RingConsumer, RingProducer};
 use crate::fib::{FibWriter, HopKind};
+use crate::fib6::Fib6;
 use crate::neigh::NeighWriter;
+use addr6::Port6;
 use hooks::DropReason;
 use limiter::TokenBucket;
 use parts::{ControlParts, NeighParams, PortAddr};
 use policy::Load;
 use resolve::Resolution;
+use resolve6::Resolution6;
 use stats::ControlStats;
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -94,6 +113,18 @@ pub struct ControlPlane<'a> {
     stats: ControlStats,
     /// The main lcore's way into drop capture.
     capture: Option<Arc<Tap>>,
+    /// Our ports' IPv6 addresses, by port id.
+    ports6: Vec<Option<Port6>>,
+    /// The IPv6 FIB (next hops of IPv6 packets waiting for resolution).
+    fib6: Option<Arc<Fib6>>,
+    /// IPv6 resolutions in progress, by address (as `pending`; they share
+    /// `load` and `queued` with ARP's).
+    pending6: HashMap<Ipv6Addr, Resolution6>,
+    /// When resolution of an IPv6 address last failed.
+    failed_at6: HashMap<Ipv6Addr, Instant>,
+    /// When a worker last used a learned IPv6 neighbour (seen at aging).
+    last_used6: HashMap<Ipv6Addr, Instant>,
+    icmp6_errors: TokenBucket,
 }
 
 impl<'a> ControlPlane<'a> {
@@ -107,6 +138,12 @@ impl<'a> ControlPlane<'a> {
         let mut by_id = vec![None; max];
         for p in &parts.ports {
             by_id[usize::from(p.id)] = Some(*p);
+        }
+        let max6 = parts.ports6.iter().map(|p| usize::from(p.id) + 1).max();
+        let mut ports6 = vec![None; max6.unwrap_or(0)];
+        for p in parts.ports6 {
+            let id = usize::from(p.id);
+            ports6[id] = Some(p);
         }
         let now = Instant::now();
         ControlPlane {
@@ -130,6 +167,12 @@ impl<'a> ControlPlane<'a> {
             next_age: now + Duration::from_secs(1),
             stats: ControlStats::default(),
             capture: None,
+            ports6,
+            fib6: parts.fib6,
+            pending6: HashMap::new(),
+            failed_at6: HashMap::new(),
+            last_used6: HashMap::new(),
+            icmp6_errors: TokenBucket::new(100.0, 50.0, now),
         }
     }
 
@@ -192,17 +235,14 @@ impl<'a> ControlPlane<'a> {
             Some(Punt::NoRoute) => self.net_unreachable(m),
             Some(Punt::FragNeeded) => self.frag_needed(m),
             Some(Punt::Resolve) => self.resolve(m),
-            // The IPv6 control plane is not written yet: nothing punts these.
-            Some(
-                Punt::Nd
-                | Punt::LocalIcmp6
-                | Punt::HopLimitExceeded
-                | Punt::Resolve6
-                | Punt::NoRoute6
-                | Punt::PacketTooBig
-                | Punt::BeyondScope,
-            )
-            | None => self.drop(m, meta.in_port, DropReason::UnsupportedProtocol),
+            Some(Punt::Nd) => self.nd_input(m),
+            Some(Punt::LocalIcmp6) => self.echo6(m),
+            Some(Punt::HopLimitExceeded) => self.hop_limit_exceeded(m),
+            Some(Punt::Resolve6) => self.resolve6(m),
+            Some(Punt::NoRoute6) => self.no_route6(m),
+            Some(Punt::PacketTooBig) => self.packet_too_big(m),
+            Some(Punt::BeyondScope) => self.beyond_scope(m),
+            None => self.drop(m, meta.in_port, DropReason::UnsupportedProtocol),
         }
     }
 
@@ -234,6 +274,11 @@ impl<'a> ControlPlane<'a> {
 
     fn port(&self, id: u16) -> Option<PortAddr> {
         self.ports.get(usize::from(id)).copied().flatten()
+    }
+
+    /// Port `id`'s IPv6 addresses (`None` without IPv6).
+    fn port6(&self, id: u16) -> Option<&Port6> {
+        self.ports6.get(usize::from(id)).and_then(Option::as_ref)
     }
 
     /// Send `m` out of `port` through a worker's TX path.
@@ -280,6 +325,15 @@ impl<'a> ControlPlane<'a> {
         self.load = Load::default();
         for (target, res) in std::mem::take(&mut self.pending) {
             self.awaited.remove(target);
+            let k = res.queue.len() as u64;
+            self.counters
+                .dropped(res.port, DropReason::ShutdownDrain, k);
+            for m in &res.queue {
+                self.capture(m, DropReason::ShutdownDrain, res.port);
+            }
+            n += k;
+        }
+        for (_, res) in std::mem::take(&mut self.pending6) {
             let k = res.queue.len() as u64;
             self.counters
                 .dropped(res.port, DropReason::ShutdownDrain, k);

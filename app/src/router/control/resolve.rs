@@ -188,6 +188,7 @@ impl ControlPlane<'_> {
                 _ => self.fail(target, now),
             }
         }
+        self.timers6(now);
         // Failures are remembered a minute (the hold is shorter), then forgotten.
         self.failed_at
             .retain(|_, at| now.saturating_duration_since(*at) < FAILED_REMEMBERED);

@@ -34,11 +34,35 @@ pub struct ControlStats {
     /// New resolutions refused (too many at once; packets counted as
     /// `neigh_resolve_limit`).
     pub resolve_refused: u64,
+    /// Neighbour solicitations sent to resolve an IPv6 next hop (to its
+    /// solicited-node group).
+    pub nd_solicits: u64,
+    /// Unicast solicitations probing stale IPv6 neighbours.
+    pub nd_probes: u64,
+    /// Neighbour advertisements sent for our addresses (duplicate address
+    /// detection answered included).
+    pub nd_adverts: u64,
+    /// Neighbour discovery from a sender with no entry and no resolution
+    /// in progress: no entry made (unsolicited advertisements,
+    /// solicitations from unknown hosts).
+    pub nd_not_learned: u64,
+    /// Advertisements or solicitations from another node using one of our
+    /// addresses (a duplicate address): not learned, counted.
+    pub nd_address_conflicts: u64,
+    /// ICMPv6 echo replies sent.
+    pub echo6_replies: u64,
+    /// ICMPv6 errors sent.
+    pub icmp6_errors: u64,
+    /// ICMPv6 errors not sent: over the rate limit.
+    pub icmp6_rate_limited: u64,
+    /// ICMPv6 errors not sent: RFC 4443 2.4 (e) forbids them (about an
+    /// ICMPv6 error, to a multicast destination, from `::`).
+    pub icmp6_not_allowed: u64,
 }
 
 impl ControlStats {
     /// Name and value of each counter.
-    pub fn fields(&self) -> [(&'static str, u64); 14] {
+    pub fn fields(&self) -> [(&'static str, u64); 23] {
         [
             ("arp_requests", self.arp_requests),
             ("arp_probes", self.arp_probes),
@@ -54,6 +78,15 @@ impl ControlStats {
             ("neigh_reclaimed", self.neigh_reclaimed),
             ("resolve_single_probe", self.resolve_single_probe),
             ("resolve_refused", self.resolve_refused),
+            ("nd_solicits", self.nd_solicits),
+            ("nd_probes", self.nd_probes),
+            ("nd_adverts", self.nd_adverts),
+            ("nd_not_learned", self.nd_not_learned),
+            ("nd_address_conflicts", self.nd_address_conflicts),
+            ("echo6_replies", self.echo6_replies),
+            ("icmp6_errors", self.icmp6_errors),
+            ("icmp6_rate_limited", self.icmp6_rate_limited),
+            ("icmp6_not_allowed", self.icmp6_not_allowed),
         ]
     }
 }

@@ -70,28 +70,36 @@ impl ControlPlane<'_> {
 
     /// The neighbour table, one line per entry, for the exit report, then
     /// the addresses whose resolution failed lately and that never answered
-    /// (they have no entry).
+    /// (they have no entry), then the IPv6 neighbours.
     pub fn describe_neighbours(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self
-            .neigh
-            .table()
-            .iter()
-            .map(|(_, e)| {
-                let h = e.hh().header();
-                format!(
-                    "{:<15} {:<17} {:?}{}",
-                    e.addr().to_string(),
-                    format_mac(&h.dst),
-                    e.state(),
-                    if e.is_static() { " static" } else { "" }
-                )
-            })
-            .collect();
+        let line = |(_, e): (usize, &crate::neigh::NeighEntry)| {
+            let h = e.hh().header();
+            format!(
+                "{:<15} {:<17} {:?}{}",
+                e.ip().map_or_else(String::new, |a| a.to_string()),
+                format_mac(&h.dst),
+                e.state(),
+                if e.is_static() { " static" } else { "" }
+            )
+        };
+        let table = self.neigh.table();
+        let mut lines: Vec<String> = table.iter().map(line).collect();
         lines.extend(
             self.failed_unknown()
                 .into_iter()
                 .map(|a| format!("{:<15} {:<17} Failed", a.to_string(), "-")),
         );
+        // An IPv6 neighbour probed by unicast is in the RFC's PROBE state.
+        lines.extend(table.iter6().map(|(i, e)| {
+            let probing = self
+                .pending6
+                .get(&e.addr6())
+                .is_some_and(|r| r.unicast.is_some());
+            match probing {
+                true => line((i, e)).replace("Stale", "Probe"),
+                false => line((i, e)),
+            }
+        }));
         lines
     }
 

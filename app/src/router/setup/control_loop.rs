@@ -9,11 +9,13 @@ use crate::capture::Tap;
 use crate::counters::LcoreCounters;
 use crate::ctl::server::CtlServer;
 use crate::dpdk::{lcore, Eal, Port};
+use crate::fib6::Fib6;
 use crate::lifecycle::input_end::report_end;
 use crate::lifecycle::{main_lcore_loop, port_names, run_length, InputEnd};
 use crate::ops::state::{Mode, Ops};
 use crate::ops::view::ControlView;
 use crate::report::HookReport;
+use crate::router::control::addr6::Port6;
 use crate::router::control::changes::Running;
 use crate::router::control::parts::{ControlParts, NeighParams, PortAddr};
 use crate::router::control::ControlPlane;
@@ -46,8 +48,10 @@ impl<'a> MainLcore<'a> {
         writers: Writers,
         addrs: &[PortAddr],
         tables: &Tables,
+        fib6: Option<Arc<Fib6>>,
         workers: &mut Workers,
     ) -> Self {
+        let macs: Vec<[u8; 6]> = addrs.iter().map(|a| a.mac).collect();
         let counters = Arc::new(LcoreCounters::new(lcore::main_lcore(), s.max_port()));
         let mut control = ControlPlane::new(ControlParts {
             ports: addrs.to_vec(),
@@ -62,6 +66,8 @@ impl<'a> MainLcore<'a> {
             pool: s.pool,
             counters: counters.clone(),
             awaited: tables.awaited.clone(),
+            ports6: Port6::of_config(s.cfg, s.port_ids, &macs),
+            fib6,
         });
         let tap = workers.hub.tap(lcore::main_lcore());
         control.set_capture(tap.clone());

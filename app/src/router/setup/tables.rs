@@ -1,6 +1,7 @@
 //! Step: the control plane's tables, before any worker reads them: the RCU
 //! the workers report their quiescent states to (the one reclamation domain
-//! of the FIB, the neighbour table and the hook sets), static neighbours,
+//! of the FIB, the neighbour table and the hook sets), static neighbours
+//! of both families,
 //! and the routes (FIB over DPDK's LPM).
 
 use super::Setup;
@@ -8,7 +9,7 @@ use crate::datapath::budget::ArpAwaited;
 use crate::dpdk::{Lpm, Qsbr};
 use crate::fib::{fib_entries, Fib, FibWriter, NEIGH_BY_DST};
 use crate::lifecycle::RunError;
-use crate::neigh::{EthHeader, NeighTable, NeighWriter};
+use crate::neigh::{EthHeader, NeighTable, NeighWriter, ETHERTYPE_IPV6};
 use hooks::wire::ethernet::ethertype;
 use std::sync::Arc;
 
@@ -45,6 +46,17 @@ pub(super) fn build(s: &Setup, macs: &[[u8; 6]]) -> Result<(Tables, Writers), Ru
         };
         writer
             .insert_static(n.address, &hdr)
+            .map_err(|e| RunError::Usage(cfg.error_at(n.line, e.to_string()).to_string()))?;
+    }
+    // The IPv6 ones share the table (and its capacity).
+    for n in &cfg.neighbours6 {
+        let hdr = EthHeader {
+            dst: n.mac,
+            src: macs[usize::from(s.port_ids[n.port])],
+            ethertype: ETHERTYPE_IPV6,
+        };
+        writer
+            .insert_static6(n.address, &hdr)
             .map_err(|e| RunError::Usage(cfg.error_at(n.line, e.to_string()).to_string()))?;
     }
     let mut neigh_err = None;

@@ -292,8 +292,7 @@ fn zebra_programs_the_fib_over_fpm_and_a_dead_zebra_is_swept_after_the_hold_time
 /// them): 20,000 /24 routes over two gateways, with a second connection
 /// replacing the first halfway (its replay makes the first half fresh
 /// again). All reach the FIB with origin fpm; the rate is printed (a
-/// debug build: a figure for orientation, not the benchmark of issue 35
-/// point 4).
+/// figure for orientation, not the benchmark of issue 35 point 4).
 #[test]
 fn twenty_thousand_routes_from_a_replaying_client_all_reach_the_fib() {
     use fastpath::fpm::build::{frame_of, new_route, via};
@@ -347,8 +346,13 @@ fn twenty_thousand_routes_from_a_replaying_client_all_reach_the_fib() {
     let installed = s["routes_added"].as_u64().unwrap() + s["routes_replaced"].as_u64().unwrap();
     eprintln!(
         "fpm ingest: {N} routes (+ {half} before the reconnect) in {took:.2} s: {:.0} routes/s \
-         into the FIB (debug build)",
-        f64::from(N) / took
+         into the FIB ({} build)",
+        f64::from(N) / took,
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        }
     );
     assert_eq!(s["routes_added"], N, "{s:#}");
     assert!(installed >= u64::from(N), "{s:#}");

@@ -96,6 +96,18 @@ pub struct AppArgs {
     #[arg(long, value_name = "ADDR:PORT", value_parser = crate::ops::http::parse_addr)]
     pub metrics: Option<std::net::SocketAddr>,
 
+    /// Router mode: take routes from FRR's zebra over FPM (its
+    /// `dplane_fpm_nl` module connects here; zebra's port is 2620), e.g.
+    /// `--fpm 127.0.0.1:2620`. See docs/frr.md.
+    #[arg(long, value_name = "ADDR:PORT", requires = "config", value_parser = parse_fpm_addr)]
+    pub fpm: Option<std::net::SocketAddr>,
+
+    /// Router mode: after zebra's connection ends (or a new one replaces
+    /// it), FPM routes zebra does not send again within this many seconds
+    /// of the last connect or disconnect are removed.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    pub fpm_hold: f64,
+
     /// Also write the final statistics as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub stats_json: Option<PathBuf>,
@@ -218,6 +230,12 @@ impl AppArgs {
                 self.neigh_reachable
             ));
         }
+        if !(self.fpm_hold.is_finite() && (0.0..=MAX_SECS).contains(&self.fpm_hold)) {
+            return Err(format!(
+                "--fpm-hold {}: give a number of seconds from 0 to {MAX_SECS}",
+                self.fpm_hold
+            ));
+        }
         if let Some(p) = self.stats_period {
             if !(p.is_finite() && (0.0..=MAX_SECS).contains(&p)) {
                 return Err(format!(
@@ -227,6 +245,17 @@ impl AppArgs {
         }
         Ok(())
     }
+}
+
+/// `--fpm ADDR:PORT`, or `ADDR` for zebra's default port 2620.
+fn parse_fpm_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    let t = s.trim();
+    if let Ok(a) = t.parse::<std::net::IpAddr>() {
+        return Ok(std::net::SocketAddr::new(a, crate::fpm::DEFAULT_PORT));
+    }
+    t.parse().map_err(|_| {
+        format!("`{s}` is not ADDR:PORT; give e.g. --fpm 127.0.0.1:2620 (zebra's `fpm address 127.0.0.1 port 2620`)")
+    })
 }
 
 #[cfg(test)]
@@ -303,6 +332,23 @@ mod tests {
         assert_eq!(v(&["--stats-period", "0"], true), None);
         assert_eq!(v(&["--quiet"], true), None);
         assert!(parse(&["--quiet", "--stats-period", "1"]).is_err());
+    }
+
+    #[test]
+    fn fpm_address_takes_the_default_port_and_names_the_fix() {
+        let cfg = ["--config", "x.toml"];
+        let a = parse(&[&cfg[..], &["--fpm", "127.0.0.1"]].concat()).unwrap();
+        assert_eq!(a.fpm.unwrap().port(), 2620);
+        let a = parse(&[&cfg[..], &["--fpm", "127.0.0.1:2621"]].concat()).unwrap();
+        assert_eq!(a.fpm.unwrap().port(), 2621);
+        let e = parse(&[&cfg[..], &["--fpm", "zebra"]].concat())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--fpm 127.0.0.1:2620"), "{e}");
+        assert!(
+            parse(&["--fpm", "127.0.0.1"]).is_err(),
+            "--fpm needs --config"
+        );
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod dpdk;
 pub mod fib;
 pub mod fib6;
 pub mod forward;
+pub mod fpm;
 pub mod health;
 pub mod hook_config;
 pub mod lifecycle;

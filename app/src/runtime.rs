@@ -203,6 +203,10 @@ pub fn router_options(args: &AppArgs, main_loop: MainLoopOptions) -> RouterOptio
             queue: args.capture_queue,
         },
         main_loop,
+        fpm: args.fpm.map(|listen| crate::router::FpmOptions {
+            listen,
+            hold: Duration::from_secs_f64(args.fpm_hold),
+        }),
     }
 }
 

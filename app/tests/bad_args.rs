@@ -176,3 +176,35 @@ fn metrics_address_in_use_fails_before_eal() {
         r.stderr
     );
 }
+
+#[test]
+fn fpm_address_in_use_fails_before_any_port_starts() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("router.toml");
+    std::fs::write(
+        &cfg,
+        "[[port]]\ndevice = \"net_null0\"\naddress = \"10.0.1.1/24\"\n",
+    )
+    .unwrap();
+    let r = run_args(
+        "fpm-inuse",
+        &["net_null0".into()],
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--fpm",
+            &addr,
+            "--duration",
+            "1",
+        ],
+    );
+    assert_clean_failure(&r, 2, &format!("--fpm {addr}: cannot listen"));
+    assert!(r.stderr.contains("pick another port"), "{}", r.stderr);
+    assert!(
+        !r.stderr.contains("link up"),
+        "no port started:\n{}",
+        r.stderr
+    );
+}

@@ -84,44 +84,80 @@ pub enum DropReason {
     /// A TCP fragment at offset 1 (8 bytes), which would overwrite the
     /// first fragment's TCP flags on reassembly (RFC 1858).
     OverlappingFragment = 35,
+    /// The IPv6 fixed header (40 bytes) does not fit in the frame.
+    Ipv6Truncated = 36,
+    /// IP version is not 6 under ethertype 0x86DD.
+    Ipv6BadVersion = 37,
+    /// IPv6 payload length beyond the frame (RFC 8200 section 3).
+    Ipv6BadPayloadLength = 38,
+    /// A multicast IPv6 source address (RFC 4291 section 2.7).
+    Ipv6MulticastSource = 39,
+    /// Source :: on anything but neighbour discovery to us (RFC 4291 section 2.5.2).
+    Ipv6UnspecifiedSource = 40,
+    /// Source or destination ::1 on a wire (RFC 4291 section 2.5.3).
+    Ipv6Loopback = 41,
+    /// Source or destination in ::ffff:0:0/96 on a wire (RFC 4291 2.5.5.2, RFC 6890).
+    Ipv6Ipv4Mapped = 42,
+    /// A link-local destination (fe80::/10) that is not ours: never forwarded (RFC 4291 section 2.5.6).
+    Ipv6LinkLocalDestination = 43,
+    /// Destination :: (RFC 4291 section 2.5.2).
+    Ipv6UnspecifiedDestination = 44,
+    /// Multicast of scope 0 to 2 (RFC 4291 section 2.7) that is not one of our groups: never forwarded.
+    Ipv6MulticastLinkScope = 45,
+    /// Multicast of a wider scope: fastpath does not route multicast.
+    Ipv6MulticastNotRouted = 46,
+    /// To one of our IPv6 addresses but not ICMPv6 (or a fragment of it): no local stack.
+    Ipv6LocalUnsupported = 47,
+    /// To one of our groups but not neighbour discovery (MLD, echo to all-nodes, UDP, ...).
+    Ipv6MulticastUnsupported = 48,
+    /// A router solicitation or advertisement to us: not answered yet.
+    Ipv6RouterDiscovery = 49,
+    /// An extension header runs past the packet (to us: the walk to the upper layer).
+    Ipv6ExtHeaderTruncated = 50,
+    /// A Hop-by-Hop Options header not right after the IPv6 header (RFC 8200 section 4.1).
+    Ipv6HopByHopNotFirst = 51,
+    /// More extension headers than the walker follows (hooks::wire::ipv6::MAX_EXTENSION_HEADERS).
+    Ipv6TooManyExtHeaders = 52,
+    /// A first fragment without the whole header chain (RFC 7112).
+    Ipv6ChainNotInFirstFragment = 53,
     // Neighbour discovery and ICMPv6 in the control plane.
     /// Punted as neighbour discovery but not a neighbour solicitation or advertisement.
-    NdNotNeighborMessage = 36,
+    NdNotNeighborMessage = 54,
     /// A neighbour solicitation or advertisement with a code other than 0 (RFC 4861 7.1).
-    NdBadCode = 37,
+    NdBadCode = 55,
     /// A neighbour solicitation or advertisement shorter than 24 bytes, or cut by its frame.
-    NdTruncated = 38,
+    NdTruncated = 56,
     /// Neighbour discovery with an IP hop limit other than 255: not sent from the link (RFC 4861 7.1).
-    NdHopLimitNot255 = 39,
+    NdHopLimitNot255 = 57,
     /// A neighbour solicitation or advertisement whose target is multicast (RFC 4861 7.1).
-    NdMulticastTarget = 40,
+    NdMulticastTarget = 58,
     /// A neighbour discovery option of length 0 (RFC 4861 7.1).
-    NdZeroLengthOption = 41,
+    NdZeroLengthOption = 59,
     /// A neighbour discovery option that runs past the message.
-    NdOptionTruncated = 42,
+    NdOptionTruncated = 60,
     /// A link-layer address option that is not 8 bytes on Ethernet.
-    NdLinkLayerOptionLength = 43,
+    NdLinkLayerOptionLength = 61,
     /// A solicitation from :: not sent to a solicited-node group (RFC 4861 7.1.1).
-    NdDadNotToSolicitedNode = 44,
+    NdDadNotToSolicitedNode = 62,
     /// A solicitation from :: with a source link-layer address option (RFC 4861 7.1.1).
-    NdDadWithSourceLlAddr = 45,
+    NdDadWithSourceLlAddr = 63,
     /// A solicited advertisement sent to a multicast address (RFC 4861 7.1.2).
-    NdSolicitedAdvertToMulticast = 46,
+    NdSolicitedAdvertToMulticast = 64,
     /// Neighbour discovery with a wrong ICMPv6 checksum.
-    NdBadChecksum = 47,
+    NdBadChecksum = 65,
     /// A neighbour solicitation for an address that is not the input port's.
-    NdTargetNotOurs = 48,
+    NdTargetNotOurs = 66,
     /// Neighbour discovery from an address not on the port's link, from one of our addresses, or with a multicast or zero link-layer address.
-    NdBadSource = 49,
+    NdBadSource = 67,
     /// ICMPv6 to us truncated, with a bad checksum, or not an echo request.
-    Icmpv6Invalid = 50,
+    Icmpv6Invalid = 68,
     /// A link-local source that its route would send off its link: ICMPv6 destination unreachable code 2 (RFC 4443 3.1).
-    Icmpv6BeyondScope = 51,
+    Icmpv6BeyondScope = 69,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 52] = [
+    pub const ALL: [DropReason; 70] = [
         DropReason::TxQueueFull,
         DropReason::Runt,
         DropReason::OtherHost,
@@ -158,6 +194,24 @@ impl DropReason {
         DropReason::BadSourceMac,
         DropReason::TinyFragment,
         DropReason::OverlappingFragment,
+        DropReason::Ipv6Truncated,
+        DropReason::Ipv6BadVersion,
+        DropReason::Ipv6BadPayloadLength,
+        DropReason::Ipv6MulticastSource,
+        DropReason::Ipv6UnspecifiedSource,
+        DropReason::Ipv6Loopback,
+        DropReason::Ipv6Ipv4Mapped,
+        DropReason::Ipv6LinkLocalDestination,
+        DropReason::Ipv6UnspecifiedDestination,
+        DropReason::Ipv6MulticastLinkScope,
+        DropReason::Ipv6MulticastNotRouted,
+        DropReason::Ipv6LocalUnsupported,
+        DropReason::Ipv6MulticastUnsupported,
+        DropReason::Ipv6RouterDiscovery,
+        DropReason::Ipv6ExtHeaderTruncated,
+        DropReason::Ipv6HopByHopNotFirst,
+        DropReason::Ipv6TooManyExtHeaders,
+        DropReason::Ipv6ChainNotInFirstFragment,
         DropReason::NdNotNeighborMessage,
         DropReason::NdBadCode,
         DropReason::NdTruncated,
@@ -217,6 +271,24 @@ impl DropReason {
             DropReason::BadSourceMac => "bad_source_mac",
             DropReason::TinyFragment => "tiny_fragment",
             DropReason::OverlappingFragment => "overlapping_fragment",
+            DropReason::Ipv6Truncated => "ipv6_truncated",
+            DropReason::Ipv6BadVersion => "ipv6_bad_version",
+            DropReason::Ipv6BadPayloadLength => "ipv6_bad_payload_length",
+            DropReason::Ipv6MulticastSource => "ipv6_multicast_source",
+            DropReason::Ipv6UnspecifiedSource => "ipv6_unspecified_source",
+            DropReason::Ipv6Loopback => "ipv6_loopback",
+            DropReason::Ipv6Ipv4Mapped => "ipv6_ipv4_mapped",
+            DropReason::Ipv6LinkLocalDestination => "ipv6_link_local_destination",
+            DropReason::Ipv6UnspecifiedDestination => "ipv6_unspecified_destination",
+            DropReason::Ipv6MulticastLinkScope => "ipv6_multicast_link_scope",
+            DropReason::Ipv6MulticastNotRouted => "ipv6_multicast_not_routed",
+            DropReason::Ipv6LocalUnsupported => "ipv6_local_unsupported",
+            DropReason::Ipv6MulticastUnsupported => "ipv6_multicast_unsupported",
+            DropReason::Ipv6RouterDiscovery => "ipv6_router_discovery",
+            DropReason::Ipv6ExtHeaderTruncated => "ipv6_ext_header_truncated",
+            DropReason::Ipv6HopByHopNotFirst => "ipv6_hop_by_hop_not_first",
+            DropReason::Ipv6TooManyExtHeaders => "ipv6_too_many_ext_headers",
+            DropReason::Ipv6ChainNotInFirstFragment => "ipv6_chain_not_in_first_fragment",
             DropReason::NdNotNeighborMessage => "nd_not_neighbor_message",
             DropReason::NdBadCode => "nd_bad_code",
             DropReason::NdTruncated => "nd_truncated",
@@ -327,6 +399,50 @@ impl DropReason {
             DropReason::OverlappingFragment => {
                 "TCP fragment at offset 8 bytes, over the first's flags (RFC 1858 attack)"
             }
+            DropReason::Ipv6Truncated => {
+                "IPv6 header truncated: frame ends before the 40-byte fixed header"
+            }
+            DropReason::Ipv6BadVersion => "not IPv6: version field is not 6 under ethertype 0x86DD",
+            DropReason::Ipv6BadPayloadLength => {
+                "IPv6 payload length beyond the frame: truncated or corrupt"
+            }
+            DropReason::Ipv6MulticastSource => {
+                "IPv6 source is multicast (ff00::/8): forged, never a sender (RFC 4291 2.7)"
+            }
+            DropReason::Ipv6UnspecifiedSource => {
+                "IPv6 source :: on a packet other than neighbour discovery: not routed"
+            }
+            DropReason::Ipv6Loopback => "IPv6 source or destination ::1 on a wire (RFC 4291 2.5.3)",
+            DropReason::Ipv6Ipv4Mapped => {
+                "IPv6 source or destination IPv4-mapped (::ffff:0:0/96) on a wire"
+            }
+            DropReason::Ipv6LinkLocalDestination => {
+                "IPv6 to a link-local address not ours: never forwarded (RFC 4291 2.5.6)"
+            }
+            DropReason::Ipv6UnspecifiedDestination => "IPv6 destination :: (RFC 4291 2.5.2)",
+            DropReason::Ipv6MulticastLinkScope => {
+                "IPv6 multicast of interface or link scope, not our group: never forwarded"
+            }
+            DropReason::Ipv6MulticastNotRouted => {
+                "IPv6 multicast of site scope or wider: multicast is not routed"
+            }
+            DropReason::Ipv6LocalUnsupported => {
+                "IPv6 to our address but not ICMPv6 (or a fragment): no local stack"
+            }
+            DropReason::Ipv6MulticastUnsupported => {
+                "IPv6 to our group but not neighbour discovery (MLD, echo, UDP...)"
+            }
+            DropReason::Ipv6RouterDiscovery => {
+                "ICMPv6 router solicitation or advertisement to us: not answered"
+            }
+            DropReason::Ipv6ExtHeaderTruncated => "IPv6 extension header runs past the packet",
+            DropReason::Ipv6HopByHopNotFirst => {
+                "IPv6 Hop-by-Hop Options header not first (RFC 8200 4.1)"
+            }
+            DropReason::Ipv6TooManyExtHeaders => "IPv6 chain of more than 8 extension headers",
+            DropReason::Ipv6ChainNotInFirstFragment => {
+                "IPv6 first fragment without the whole header chain (RFC 7112)"
+            }
             DropReason::NdNotNeighborMessage => {
                 "ND: punted as neighbour discovery but neither a solicitation nor an advertisement"
             }
@@ -372,6 +488,7 @@ impl DropReason {
 }
 
 // Discriminants run 0..COUNT: a reason missing from ALL would index past the counters.
+const _: () = assert!(DropReason::Icmpv6BeyondScope as usize == DropReason::COUNT - 1);
 const _: () = assert!(DropReason::Icmpv6BeyondScope as usize == DropReason::COUNT - 1);
 
 /// One counter per drop reason, owned by one lcore.

@@ -22,7 +22,7 @@ const COMMANDS: &str = "commands:
   neigh add IP MAC                  a static neighbour (replaces a learned one)
   neigh del IP                      remove a static neighbour
   reload                            re-read the config file: routes, neighbours, hooks
-  show routes|neighbours|hooks|stats";
+  show routes|neighbours|hooks|stats|fpm";
 
 /// `fastpath ctl` options.
 #[derive(Parser, Debug, Clone, PartialEq)]
@@ -110,9 +110,10 @@ pub fn parse_command(words: &[String]) -> Result<Request, String> {
                 "neighbours" | "neighbors" | "neigh" => Show::Neighbours,
                 "hooks" => Show::Hooks,
                 "stats" => Show::Stats,
+                "fpm" => Show::Fpm,
                 other => {
                     return Err(format!(
-                        "show {other}: expected routes, neighbours, hooks or stats"
+                        "show {other}: expected routes, neighbours, hooks, stats or fpm"
                     ))
                 }
             };

@@ -43,7 +43,7 @@ pub enum Request {
     NeighDel { address: String },
     /// Re-read the config file: routes, static neighbours and hooks.
     Reload,
-    /// `show routes|neighbours|hooks|stats`.
+    /// `show routes|neighbours|hooks|stats|fpm`.
     Show { what: Show },
     /// `capture start FILE`: dropped packets to a pcapng file (an absolute
     /// path: the client resolves a relative one against its own folder).
@@ -60,6 +60,8 @@ pub enum Show {
     Neighbours,
     Hooks,
     Stats,
+    /// The FPM session (zebra): state and counters.
+    Fpm,
 }
 
 /// The answer: done (with text for people and data for scripts) or

@@ -52,6 +52,9 @@ impl Stage {
 pub enum Step {
     /// IPv4 to us at l2: for ip_input.
     IpInput,
+    /// IPv6 to us at l2 (our MAC, or the MAC of one of our groups): for
+    /// ip6_input.
+    Ip6Input,
     /// Routed: for the egress hooks and neigh_output.
     NeighOutput,
     /// For the control plane (the reason in `Scratch::punt`), within the
@@ -118,6 +121,7 @@ impl Iterator for Each {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Steps {
     pub ip_input: Mask,
+    pub ip6_input: Mask,
     pub neigh_output: Mask,
     pub local: Mask,
     pub tx: Mask,
@@ -130,6 +134,7 @@ impl Steps {
     pub fn of(&self, step: Step) -> Mask {
         match step {
             Step::IpInput => self.ip_input,
+            Step::Ip6Input => self.ip6_input,
             Step::NeighOutput => self.neigh_output,
             Step::Local => self.local,
             Step::Tx => self.tx,
@@ -139,8 +144,9 @@ impl Steps {
     }
 
     /// Every step, for checks.
-    pub const ALL: [Step; 6] = [
+    pub const ALL: [Step; 7] = [
         Step::IpInput,
+        Step::Ip6Input,
         Step::NeighOutput,
         Step::Local,
         Step::Tx,
@@ -221,6 +227,7 @@ impl Cx<'_> {
         let steps = &mut self.s.steps;
         let bit: Mask = 1 << i;
         steps.ip_input &= !bit;
+        steps.ip6_input &= !bit;
         steps.neigh_output &= !bit;
         steps.local &= !bit;
         steps.tx &= !bit;

@@ -3,7 +3,7 @@
 
 use super::ip_input::header::{ipv4_input, plain_header, CsumFlag, Ipv4Fields};
 use super::l2_input::eth_type_trans::eth_type_trans;
-use super::l2_input::plain::{mac_word, plain_l2, plain_meta};
+use super::l2_input::plain::{mac_word, plain_l2, plain_l2_of, plain_meta, plain_meta6};
 use crate::neigh::store_header;
 use hooks::testkit;
 use hooks::wire::checksum;
@@ -208,4 +208,37 @@ proptest! {
         prop_assert_eq!(&out[23..24], &f[23..24]);
         prop_assert_eq!(&out[26..], &f[26..]);
     }
+
+    /// l2_input's plain IPv6 (two compares) takes exactly the frames
+    /// `eth_type_trans` gives to us, untagged IPv6 at byte 14, with the
+    /// same metadata.
+    #[test]
+    fn the_plain_ipv6_check_agrees_with_eth_type_trans(
+        payload in 0usize..64,
+        edits in proptest::collection::vec((0usize..18, any::<u8>()), 0..3),
+        zero_source in proptest::bool::weighted(0.05),
+        cut in 0usize..8,
+    ) {
+        let mut f = frame(payload, 0);
+        f[12..14].copy_from_slice(&ethertype::IPV6.to_be_bytes());
+        for (at, b) in edits {
+            f[at] = b;
+        }
+        if zero_source {
+            f[6..12].fill(0);
+        }
+        let new_len = f.len().saturating_sub(cut);
+        f.truncate(new_len);
+        let mut meta = PacketMeta::received_on(7);
+        let full = eth_type_trans(&f, &MAC, &mut meta).is_ok()
+            && meta.packet_type == PacketType::Host
+            && meta.protocol == ethertype::IPV6
+            && meta.vlan == 0
+            && meta.l3_offset == HEADER_LEN as u16;
+        prop_assert_eq!(plain_l2_of::<{ ethertype::IPV6 }>(&f, mac_word(&MAC)), full);
+        if full {
+            prop_assert_eq!(meta, plain_meta6(7));
+        }
+    }
+
 }

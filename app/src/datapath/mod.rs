@@ -5,6 +5,7 @@
 //!
 //! ```text
 //! l2_input → ingress_hook → ip_input → egress_hook → neigh_output → local → tx
+//!                            ip6_input ↗
 //! ```
 //!
 //! See docs/datapath.md (the stages, their next steps, the glossary). Safe
@@ -16,6 +17,7 @@ pub mod contract;
 pub mod egress_hook;
 pub mod hook_run;
 pub mod ingress_hook;
+pub mod ip6_input;
 pub mod ip_input;
 pub mod l2_input;
 pub mod local;
@@ -39,17 +41,20 @@ use crate::capture::Tap;
 use crate::counters::LcoreCounters;
 use crate::dpdk::MbufBurst;
 use crate::fib::Fib;
+use crate::fib6::Fib6;
 use crate::neigh::NeighTable;
 use budget::ArpAwaited;
 use hooks::HookSet;
+use ip6_input::groups::Groups6;
 use std::sync::Arc;
 use txbuf::TxBuffer;
 
 /// Every stage, in pipeline order, as each declares itself.
-pub const STAGES: [&StageSpec; 7] = [
+pub const STAGES: [&StageSpec; 8] = [
     &l2_input::SPEC,
     &ingress_hook::SPEC,
     &ip_input::SPEC,
+    &ip6_input::SPEC,
     &egress_hook::SPEC,
     &neigh_output::SPEC,
     &local::SPEC,
@@ -60,6 +65,11 @@ pub const STAGES: [&StageSpec; 7] = [
 /// ports' MAC addresses (indexed by port id).
 pub struct Pipeline {
     pub fib: Arc<Fib>,
+    /// The IPv6 FIB; `None` when the config has no IPv6 (IPv6 frames are
+    /// then dropped at l2 as `unsupported_protocol`).
+    pub fib6: Option<Arc<Fib6>>,
+    /// Per port id: the IPv6 groups the port belongs to, and their MACs.
+    pub groups6: Arc<Groups6>,
     pub neigh: Arc<NeighTable>,
     /// ARP senders the control plane waits for: their ARP is punted ahead
     /// of the budget floods spend.
@@ -130,6 +140,9 @@ impl Pipeline {
         clock.lap(Stage::IngressHook);
         cx.stage = &ip_input::SPEC;
         ip_input::run(&mut cx);
+        // Under the same stage: the IP input of both families.
+        cx.stage = &ip6_input::SPEC;
+        ip6_input::run(&mut cx);
         clock.lap(Stage::IpInput);
         cx.stage = &egress_hook::SPEC;
         egress_hook::run(&mut cx);

@@ -2,7 +2,8 @@
 //! hop in front of its IP header (16 bytes, two 64-bit stores). A
 //! neighbour's header is read (seqlock) once per run of packets to it, so a
 //! burst sees one consistent header per neighbour. A next hop without one
-//! sends the packet to the control plane to wait for ARP.
+//! sends the packet to the control plane to wait for ARP (or neighbour
+//! discovery, for IPv6: `Punt::Resolve6`).
 
 use super::contract::{all, each, Cx, Mask, Stage, StageSpec, Step};
 use super::punt::Punt;
@@ -10,6 +11,7 @@ use super::Pipeline;
 use crate::dpdk::{Mbuf, BURST_SIZE};
 use crate::fib::NEIGH_BY_DST;
 use crate::neigh::store_header;
+use hooks::wire::ethernet::ethertype;
 use std::net::Ipv4Addr;
 
 pub const SPEC: StageSpec = StageSpec {
@@ -35,7 +37,11 @@ pub fn run(cx: &mut Cx<'_>) {
         // To the control plane, with their metadata.
         s.fill_metas(waiting, cx.port, true);
         for i in each(waiting) {
-            s.punt[i] = Punt::Resolve;
+            s.punt[i] = if s.metas[i].protocol == ethertype::IPV6 {
+                Punt::Resolve6
+            } else {
+                Punt::Resolve
+            };
         }
         s.steps.local |= waiting;
     }
@@ -184,6 +190,7 @@ mod tests {
     use crate::datapath::l2_input::plain::plain_meta;
     use crate::datapath::testing::{Bench, GATEWAY_MAC, PEER_MAC, PORT_MACS};
     use hooks::testkit;
+    use hooks::PacketMeta;
     use std::net::Ipv4Addr;
 
     #[test]
@@ -241,5 +248,45 @@ mod tests {
             &frame[..],
             "a packet that waits is left as it was"
         );
+    }
+
+    #[test]
+    fn an_ipv6_neighbour_s_header_is_written_an_unresolved_one_waits_for_nd() {
+        use crate::datapath::ip6_input::frames::udp6;
+        let frame = udp6("2001:db8:1::7", "2001:db8:100::9").build();
+        let mut b = Bench::with_ipv6();
+        b.frames(&[frame.clone(), frame.clone()]);
+        let neigh = |a: &str| b.pipeline.neigh.lookup6(a.parse().unwrap()).unwrap() as u32;
+        let (resolved, waiting) = (neigh("2001:db8:2::2"), neigh("2001:db8:2::9"));
+        let mut meta = PacketMeta::received_on(0);
+        meta.protocol = ethertype::IPV6;
+        meta.l3_offset = 14;
+        meta.out_port = 1;
+        b.state(
+            Steps {
+                neigh_output: 0b11,
+                ..Steps::default()
+            },
+            &[meta, meta],
+        );
+        b.scratch.neigh[..2].copy_from_slice(&[resolved, waiting]);
+        let steps = b.run(&SPEC, run);
+        assert_eq!(
+            steps,
+            Steps {
+                tx: 0b01,
+                local: 0b10,
+                ..Steps::default()
+            }
+        );
+        assert_eq!(b.scratch.punt[1], Punt::Resolve6);
+        assert_eq!(&b.data(0)[..6], &GATEWAY_MAC);
+        assert_eq!(&b.data(0)[6..12], &PORT_MACS[1]);
+        assert_eq!(
+            &b.data(0)[12..],
+            &frame[12..],
+            "ethertype 0x86DD and the packet"
+        );
+        assert_eq!(b.data(1), &frame[..]);
     }
 }

@@ -4,6 +4,7 @@
 
 use super::budget::PuntBudgets;
 use super::contract::{each, Steps};
+use super::ip6_input::Ip6Burst;
 use super::ip_input::header::Ipv4Fields;
 use super::l2_input::plain::plain_meta;
 use super::punt::Punt;
@@ -41,7 +42,9 @@ pub struct Scratch {
     /// burst order with the packets' places in `lpm_at`.
     pub lpm_at: [u8; BURST_SIZE],
     pub lpm_entry: [u32; BURST_SIZE],
-    /// Set by ip_input: the one output port of every packet it routed
+    /// ip6_input's per-burst arrays.
+    pub ip6: Box<Ip6Burst>,
+    /// Set by ip_input (and ip6_input): the one output port of every packet it routed
     /// (`u16::MAX` when they leave by several, or none).
     pub out_port: u16,
     /// For a packet in `steps.stolen`: the hook point and the chain entry
@@ -106,6 +109,7 @@ impl Default for Scratch {
             full: 0,
             lpm_at: [0; BURST_SIZE],
             lpm_entry: [0; BURST_SIZE],
+            ip6: Box::default(),
             out_port: u16::MAX,
             stolen_by: [(HookPoint::Ingress, 0); BURST_SIZE],
             budgets: PuntBudgets::default(),

@@ -7,13 +7,15 @@
 //! port 1 with MTU 1500, 203.0.113.0/24 via 10.0.2.9 (no neighbour yet).
 
 use super::contract::{Cx, StageSpec, Steps};
+use super::ip6_input::groups::{Groups6, PortGroups6};
 use super::{Pipeline, Scratch};
 use crate::capture::Hub;
 use crate::config::RouterConfig;
 use crate::counters::LcoreCounters;
-use crate::dpdk::{Eal, Lpm, Mbuf, MbufBurst, Mempool, Qsbr};
+use crate::dpdk::{Eal, Lpm, Lpm6Writer, Mbuf, MbufBurst, Mempool, Qsbr};
 use crate::fib::{fib_entries, FibWriter, NEIGH_BY_DST};
-use crate::neigh::{EthHeader, NeighTable};
+use crate::fib6::{fib6_entries, Fib6};
+use crate::neigh::{EthHeader, NeighTable, NeighWriter};
 use hooks::wire::ethernet::ethertype;
 use hooks::{HookSet, PacketMeta};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -43,6 +45,39 @@ prefix = "203.0.113.0/24"
 via = "10.0.2.9"
 "#;
 
+/// [`CONFIG`] with IPv6: 2001:db8:1::1/64 on port 0, 2001:db8:2::1/64 on
+/// port 1 (link-local fe80::2), 2001:db8:100::/48 via 2001:db8:2::2 (a
+/// static neighbour, [`GATEWAY_MAC`]), 2001:db8:200::/48 via 2001:db8:2::9
+/// (no neighbour yet), port 1's MTU 1500.
+const CONFIG6: &str = r#"
+[[port]]
+device = "net_null0"
+address = "10.0.1.1/24"
+ipv6 = ["2001:db8:1::1/64"]
+
+[[port]]
+device = "net_null1"
+address = "10.0.2.1/24"
+ipv6 = ["2001:db8:2::1/64"]
+link_local = "fe80::2"
+
+[[route]]
+prefix = "198.51.100.0/24"
+via = "10.0.2.2"
+
+[[route]]
+prefix = "203.0.113.0/24"
+via = "10.0.2.9"
+
+[[route]]
+prefix = "2001:db8:100::/48"
+via = "2001:db8:2::2"
+
+[[route]]
+prefix = "2001:db8:200::/48"
+via = "2001:db8:2::9"
+"#;
+
 struct Dpdk {
     pool: Mempool,
     socket: i32,
@@ -59,7 +94,8 @@ fn dpdk() -> &'static Mutex<Dpdk> {
             "--no-shconf",
             "--no-pci",
             "-m",
-            "128",
+            // Room for an IPv6 FIB: two rte_lpm6 tables of 66 MiB.
+            "512",
             "--log-level",
             "lib.eal:error",
             "--file-prefix",
@@ -85,13 +121,24 @@ pub struct Bench {
     pub hooks: Arc<HookSet>,
     pub to_control: MbufBurst,
     _fib_writer: FibWriter,
+    _fib6_writer: Option<Lpm6Writer>,
 }
 
 impl Bench {
     /// The pipeline of the module's doc, without hooks.
     pub fn new() -> Bench {
+        Bench::with_config(CONFIG)
+    }
+
+    /// [`Bench::new`] with IPv6 ([`CONFIG6`]): an IPv6 FIB and the ports'
+    /// groups.
+    pub fn with_ipv6() -> Bench {
+        Bench::with_config(CONFIG6)
+    }
+
+    fn with_config(config: &str) -> Bench {
         let d = crate::sync::lock(dpdk());
-        let cfg = RouterConfig::parse("stages.toml".as_ref(), CONFIG).expect("config");
+        let cfg = RouterConfig::parse("stages.toml".as_ref(), config).expect("config");
         let qsbr = Qsbr::new(1).expect("qsbr");
         let (neigh, mut writer) = NeighTable::new(64, qsbr.clone());
         let gateway = writer
@@ -116,10 +163,13 @@ impl Bench {
             COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
         let lpm = Lpm::new(&name, 64, 64, d.socket).expect("lpm");
-        let (fib, fib_writer) = FibWriter::new(lpm, qsbr, &entries).expect("fib");
+        let (fib, fib_writer) = FibWriter::new(lpm, qsbr.clone(), &entries).expect("fib");
+        let (fib6, groups6, fib6_writer) = ipv6_tables(&cfg, &name, qsbr, &mut writer, d.socket);
         let tsc_hz = crate::dpdk::tsc_hz();
         let pipeline = Pipeline {
             fib,
+            fib6,
+            groups6,
             neigh,
             awaited: Arc::default(),
             macs: PORT_MACS.into(),
@@ -138,6 +188,7 @@ impl Bench {
             hooks: Arc::new(HookSet::default()),
             to_control: MbufBurst::new(),
             _fib_writer: fib_writer,
+            _fib6_writer: fib6_writer,
         }
     }
 
@@ -229,6 +280,46 @@ impl Drop for Bench {
         self.burst.free_all();
         self.to_control.free_all();
     }
+}
+
+/// The IPv6 FIB and groups of `cfg` (none without IPv6): 2001:db8:2::2 a
+/// static neighbour ([`GATEWAY_MAC`]), each gateway held in the table.
+fn ipv6_tables(
+    cfg: &RouterConfig,
+    name: &str,
+    qsbr: Arc<Qsbr>,
+    neigh: &mut NeighWriter,
+    socket: i32,
+) -> (Option<Arc<Fib6>>, Arc<Groups6>, Option<Lpm6Writer>) {
+    if !cfg.has_ipv6() {
+        return (None, Arc::default(), None);
+    }
+    let hdr = EthHeader {
+        dst: GATEWAY_MAC,
+        src: PORT_MACS[1],
+        ethertype: ethertype::IPV6,
+    };
+    neigh
+        .insert_static6("2001:db8:2::2".parse().expect("address"), &hdr)
+        .expect("neighbour");
+    let entries = fib6_entries(cfg, &[0, 1], &PORT_MACS, |gw, _| {
+        neigh.insert_gateway6(gw).expect("gateway") as u32
+    });
+    let (fib, writer) = Fib6::create(&format!("{name}v6"), &entries, qsbr, socket).expect("fib6");
+    let groups = cfg
+        .ports
+        .iter()
+        .zip(PORT_MACS)
+        .map(|(p, mac)| {
+            let own = p.ipv6.iter().map(|a| a.address);
+            PortGroups6::of(own.chain([p.link_local.address(mac)]))
+        })
+        .collect();
+    (
+        Some(Arc::new(fib)),
+        Arc::new(Groups6::new(groups)),
+        Some(writer),
+    )
 }
 
 static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);

@@ -25,7 +25,10 @@ pub const SPEC: StageSpec = StageSpec {
 pub fn run(cx: &mut Cx<'_>) {
     let n = cx.burst.len();
     debug_assert!(
-        cx.s.steps.is_partition(n) && cx.s.steps.ip_input == 0 && cx.s.steps.neigh_output == 0,
+        cx.s.steps.is_partition(n)
+            && cx.s.steps.ip_input == 0
+            && cx.s.steps.ip6_input == 0
+            && cx.s.steps.neigh_output == 0,
         "every packet in exactly one of tx, local, stolen, drop: {:?}",
         cx.s.steps
     );

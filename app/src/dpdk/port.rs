@@ -254,6 +254,39 @@ impl Port {
         Ok(())
     }
 
+    /// Program the device's multicast filter with exactly `macs`
+    /// (`rte_eth_dev_set_mc_addr_list`): frames to them are received.
+    pub fn set_multicast_macs(&mut self, macs: &[[u8; 6]]) -> Result<(), DpdkError> {
+        let mut list: Vec<sys::rte_ether_addr> = macs
+            .iter()
+            .map(|m| sys::rte_ether_addr { addr_bytes: *m })
+            .collect();
+        let n = list.len() as u32;
+        // SAFETY: list holds n initialised addresses, valid for the call (the
+        // driver copies them); the port id is valid.
+        let ret = unsafe { sys::rte_eth_dev_set_mc_addr_list(self.id, list.as_mut_ptr(), n) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(
+                format!("multicast filter of port {} ({})", self.id, self.name),
+                ret,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Receive every multicast frame (`rte_eth_allmulticast_enable`).
+    pub fn enable_all_multicast(&mut self) -> Result<(), DpdkError> {
+        // SAFETY: a plain control call on a valid port.
+        let ret = unsafe { sys::rte_eth_allmulticast_enable(self.id) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(
+                format!("all-multicast on port {} ({})", self.id, self.name),
+                ret,
+            ));
+        }
+        Ok(())
+    }
+
     /// Set the MTU; `Ok(false)` when the driver cannot change it (virtual
     /// devices often cannot), which the caller reports as a warning.
     pub fn set_mtu(&mut self, mtu: u16) -> Result<bool, DpdkError> {

@@ -38,6 +38,9 @@ pub enum Origin {
     Config,
     /// Added by `fastpath ctl` (kept by a reload unless the file names it).
     Ctl,
+    /// Sent by FRR's zebra over FPM (a config or ctl route of the same
+    /// prefix wins: see `fpm::rib`).
+    Fpm,
     /// A port's connected subnet (DPDK port id).
     Connected(u16),
     /// What no route may change: our addresses, broadcasts, multicast,
@@ -48,13 +51,14 @@ pub enum Origin {
 impl Origin {
     /// Whether routes may replace or delete it.
     pub fn is_route(&self) -> bool {
-        matches!(self, Origin::Config | Origin::Ctl)
+        matches!(self, Origin::Config | Origin::Ctl | Origin::Fpm)
     }
 
     pub fn name(&self) -> &'static str {
         match self {
             Origin::Config => "config",
             Origin::Ctl => "ctl",
+            Origin::Fpm => "fpm",
             Origin::Connected(_) => "connected",
             Origin::Fixed(_) => "fixed",
         }

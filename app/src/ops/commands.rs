@@ -17,7 +17,7 @@ use hooks::DropReason;
 pub const PAGE: usize = 100;
 
 /// Every command, its help line and its handler.
-pub const COMMANDS: [(&str, &str, Handler); 9] = [
+pub const COMMANDS: [(&str, &str, Handler); 10] = [
     (
         "/fastpath/stats",
         "Totals and the balance rx + originated = tx + dropped + consumed + stolen + in_flight",
@@ -54,6 +54,11 @@ pub const COMMANDS: [(&str, &str, Handler); 9] = [
         "/fastpath/conntrack",
         "Connection tracking: entries, capacity, full and early-drop events",
         conntrack,
+    ),
+    (
+        "/fastpath/fpm",
+        "The FPM session with zebra (--fpm): state and counters",
+        fpm,
     ),
 ];
 
@@ -305,6 +310,20 @@ fn conntrack(_: &str) -> Tel {
             .put_u64("view", v.seq);
         for (k, n) in ct.counters {
             d.put_u64(k, n);
+        }
+        d
+    })
+}
+
+/// `enabled` (0 without `--fpm`), then the session's state and counters.
+fn fpm(_: &str) -> Tel {
+    routed(|_, v| {
+        let mut d = Tel::dict();
+        d.put_str("mode", "router")
+            .put_u64("enabled", u64::from(!v.fpm.is_empty()))
+            .put_u64("view", v.seq);
+        for (k, n) in &v.fpm {
+            d.put_u64(*k, *n);
         }
         d
     })

@@ -315,6 +315,38 @@ fn control(t: &mut Text, v: &ControlView) {
     hook_families(t, v);
     conntrack(t, v);
     neighbours_and_events(t, v);
+    routes_and_fpm(t, v);
+}
+
+/// Routes by origin; with `--fpm`, the session's state and counters.
+fn routes_and_fpm(t: &mut Text, v: &ControlView) {
+    t.family(
+        "fastpath_routes_by_origin",
+        MetricType::GAUGE,
+        "Routes in the forwarding table, by origin (config, ctl, fpm, connected, fixed)",
+    );
+    for origin in ["config", "ctl", "fpm", "connected", "fixed"] {
+        let n = v.routes.iter().filter(|r| r.origin == origin).count();
+        t.sample(&[("origin", origin)], n);
+    }
+    if v.fpm.is_empty() {
+        return;
+    }
+    let (gauges, counts) = v.fpm.split_at(crate::fpm::stats::GAUGES.min(v.fpm.len()));
+    t.each(
+        "fastpath_fpm_state",
+        MetricType::GAUGE,
+        "The FPM session with zebra: connected, last_connect_unix, session_routes, rib_routes, stale_routes",
+        gauges,
+        |(k, n)| (vec![("field", k.to_string())], *n),
+    );
+    t.each(
+        "fastpath_fpm_events_total",
+        MetricType::COUNTER,
+        "What the FPM session did: frames, messages, routes added/replaced/removed/swept, errors by kind",
+        counts,
+        |(k, n)| (vec![("event", k.to_string())], *n),
+    );
 }
 
 /// Each hook's verdict counters and its own events.
@@ -454,6 +486,53 @@ mod tests {
         assert_eq!(
             t.encode(),
             "# HELP g a gauge\n# TYPE g gauge\ng 12.345\ng{k=\"v\"} 4294967295\n"
+        );
+    }
+
+    #[test]
+    fn routes_show_by_origin_and_the_fpm_session_only_with_fpm() {
+        use crate::ops::view::RouteView;
+        let route = |origin| RouteView {
+            prefix: std::net::Ipv4Addr::UNSPECIFIED,
+            len: 8,
+            kind: "forward",
+            origin,
+            hops: vec![],
+        };
+        let mut v = ControlView {
+            routes: vec![route("fpm"), route("fpm"), route("config")],
+            ..Default::default()
+        };
+        let mut t = Text(Vec::new());
+        routes_and_fpm(&mut t, &v);
+        let text = t.encode();
+        assert!(
+            text.contains("fastpath_routes_by_origin{origin=\"fpm\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("fastpath_routes_by_origin{origin=\"config\"} 1"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("fastpath_fpm"),
+            "no --fpm, no FPM families: {text}"
+        );
+        v.fpm = crate::fpm::FpmStats::default().fields();
+        let mut t = Text(Vec::new());
+        routes_and_fpm(&mut t, &v);
+        let text = t.encode();
+        assert!(
+            text.contains("fastpath_fpm_state{field=\"connected\"} 0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("fastpath_fpm_events_total{event=\"routes_swept\"} 0"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("fastpath_fpm_events_total{event=\"connected\"}"),
+            "{text}"
         );
     }
 }

@@ -14,7 +14,7 @@ pub struct RouteView {
     pub len: u8,
     /// `forward`, `local`, `not_unicast` or `martian`.
     pub kind: &'static str,
-    /// Where it comes from: `config`, `ctl`, `connected` or `fixed`.
+    /// Where it comes from: `config`, `ctl`, `fpm`, `connected` or `fixed`.
     pub origin: &'static str,
     /// Its next hops (several: ECMP).
     pub hops: Vec<HopView>,
@@ -66,6 +66,9 @@ pub struct ControlView {
     pub hooks: Vec<HookReport>,
     /// What the control plane did (ARP, ICMP, neighbour events).
     pub control: Vec<(&'static str, u64)>,
+    /// The FPM session's state and counters (`fpm::FpmStats::fields`;
+    /// empty without `--fpm`).
+    pub fpm: Vec<(&'static str, u64)>,
 }
 
 impl ControlView {

@@ -36,6 +36,8 @@ pub(super) struct CtlRequests<'a> {
     pub counters: Vec<Arc<LcoreCounters>>,
     /// Drop capture, for `capture start` / `stop`.
     pub capture: crate::capture::Control,
+    /// The FPM session's counters (`--fpm`), for `show fpm`.
+    pub fpm: Option<Arc<crate::fpm::FpmStats>>,
 }
 
 /// Whether two `[[route]]`s route the same way (lines aside).
@@ -68,6 +70,7 @@ impl CtlRequests<'_> {
             } => control.show_neighbours(),
             Request::Show { what: Show::Hooks } => self.show_hooks(),
             Request::Show { what: Show::Stats } => self.show_stats(),
+            Request::Show { what: Show::Fpm } => self.show_fpm(),
             Request::CaptureStart { file } => self.capture_start(&file),
             Request::CaptureStop => self.capture_stop(),
         }
@@ -172,7 +175,29 @@ impl CtlRequests<'_> {
         Ok(lines)
     }
 
-    /// `show hooks`: each hook and its counters.
+    /// `show fpm`: the FPM session's state and counters.
+    fn show_fpm(&self) -> Reply {
+        let Some(stats) = &self.fpm else {
+            return Reply::done(
+                "fpm: off (start fastpath with --fpm ADDR:PORT; docs/frr.md)\n",
+                json!({ "enabled": false }),
+            );
+        };
+        let fields = stats.fields();
+        let mut text = String::new();
+        for (k, v) in &fields {
+            if *v > 0 || k.starts_with("connected") || k.ends_with("routes") {
+                text.push_str(&format!("{k:<22} {v}\n"));
+            }
+        }
+        let mut data: serde_json::Map<String, serde_json::Value> = fields
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect();
+        data.insert("enabled".into(), json!(true));
+        Reply::done(text, serde_json::Value::Object(data))
+    }
+
     fn capture_start(&self, file: &std::path::Path) -> Reply {
         match self.capture.start(file) {
             Ok(()) => Reply::done(

@@ -5,9 +5,10 @@
 
 pub mod control;
 mod ctl_requests;
+mod fpm_link;
 mod hook_chains;
 pub mod options;
 pub mod setup;
 pub mod worker;
 
-pub use options::{CaptureOptions, RouterOptions};
+pub use options::{CaptureOptions, FpmOptions, RouterOptions};

@@ -25,6 +25,17 @@ pub struct RouterOptions {
     pub capture: CaptureOptions,
     /// How long the main lcore runs, and its live view.
     pub main_loop: MainLoopOptions,
+    /// The FPM server (`--fpm`), if on.
+    pub fpm: Option<FpmOptions>,
+}
+
+/// The FPM server's settings (docs/frr.md).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FpmOptions {
+    /// Where zebra connects.
+    pub listen: std::net::SocketAddr,
+    /// How long stale FPM routes stay after a connect or disconnect.
+    pub hold: Duration,
 }
 
 /// Drop capture's settings (docs/capture.md).

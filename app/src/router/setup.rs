@@ -24,6 +24,7 @@ use crate::dpdk::{lcore, Eal, Mempool, Port};
 use crate::lifecycle::input_end::verdict;
 use crate::lifecycle::{create_pool, default_pool_size, finish, InputEnd, RunError};
 use crate::report::Report;
+use crate::router::fpm_link::FpmLink;
 use control_loop::MainLcore;
 use drain::Outcome;
 use hooks::snapshot::Publisher;
@@ -267,11 +268,14 @@ fn input_end(s: &Setup) -> Result<Option<InputEnd>, RunError> {
 /// the caller to close whatever happens here.
 fn route(s: &Setup, ports: &mut Vec<Port>, signals: &Signals) -> Result<Outcome, RunError> {
     let input = input_end(s)?;
+    // A taken --fpm port fails before any port or worker starts.
+    let fpm = s.opts.fpm.as_ref().map(FpmLink::start).transpose()?;
     let mut up = ports::start_ports(s, ports)?;
     let (tables, mut writers) = tables::build(s, &up.macs)?;
     let ipv6 = ipv6::build(s, &up.macs, &tables.qsbr, &mut writers.neigh)?;
     if let Some(t) = &ipv6 {
         eprintln!("{}", ipv6::notice(s.cfg, t));
+        ipv6::program_multicast(ports, &t.groups);
     }
     // Hooks: built (and their rules checked) before any worker starts.
     let chains = HookChains::new(s.cfg, s.registry, s.port_ids, s.max_port(), s.workers());
@@ -280,9 +284,14 @@ fn route(s: &Setup, ports: &mut Vec<Port>, signals: &Signals) -> Result<Outcome,
     let publisher = Publisher::new(chains.build(s.cfg, None)?, tables.qsbr.clone());
     log_hooks(&publisher.current());
     let hooks = Hooks { chains, publisher };
-    let mut workers = workers::start(s, &mut up, &tables, &hooks, ports, &signals.stop)?;
+    let v6 = workers::Ipv6Shared {
+        fib: ipv6.as_ref().map(|t| t.fib.clone()),
+        groups: ipv6.as_ref().map(|t| t.groups.clone()).unwrap_or_default(),
+    };
+    let mut workers = workers::start(s, &mut up, &tables, &v6, &hooks, ports, &signals.stop)?;
     let fib6 = ipv6.as_ref().map(|t| t.fib.clone());
     let mut main = MainLcore::new(s, writers, &up.addrs, &tables, fib6, &mut workers);
+    main.fpm = fpm;
     let mut unfinished = None;
     if workers.launch_err.is_none() {
         unfinished = control_loop::run(s, &mut main, &hooks, &workers, ports, signals, input);

@@ -156,9 +156,13 @@ static MARTIAN_FIRST_OCTET: [bool; 256] = {
 pub fn plain_ipv4(frame: &[u8], csum: CsumFlag) -> Option<&[u8; MIN_HEADER_LEN]> {
     let ip = header_at_14(frame)?;
     // 20 <= total length <= the bytes after the Ethernet header, in one
-    // compare: below 20, the difference wraps to above any frame's length.
+    // compare of u16s: below 20, the difference wraps to above 65515, and
+    // any room above that holds every total length from 20 (an mbuf's
+    // frame is at most 65535 bytes: the clamp costs nothing there).
+    const MOST: u16 = u16::MAX - MIN_HEADER_LEN as u16;
     let room = frame.len() - (HEADER_LEN + MIN_HEADER_LEN);
-    let fits = usize::from(total_len(ip)).wrapping_sub(MIN_HEADER_LEN) <= room;
+    let room = u16::try_from(room).map_or(MOST, |r| r.min(MOST));
+    let fits = total_len(ip).wrapping_sub(MIN_HEADER_LEN as u16) <= room;
     let checksum_ok = match csum {
         CsumFlag::Good => true,
         CsumFlag::Bad => false,

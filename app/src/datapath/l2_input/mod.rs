@@ -7,17 +7,18 @@ pub mod eth_type_trans;
 pub mod plain;
 
 use super::contract::{each, Cx, Mask, Stage, StageSpec, Step};
+use super::ip6_input::groups::Groups6;
 use super::punt::Punt;
 use crate::dpdk::{Mbuf, MbufBurst, BURST_SIZE};
 use eth_type_trans::eth_type_trans;
 use hooks::wire::ethernet::{ethertype, HEADER_LEN, MIN_FRAME_LEN};
 use hooks::{DropReason, PacketMeta, PacketType};
-use plain::{mac_word, plain_l2, plain_meta};
+use plain::{mac_word, plain_l2, plain_l2_of, plain_meta, plain_meta6};
 
 pub const SPEC: StageSpec = StageSpec {
     stage: Stage::L2Input,
     takes: &[],
-    sets: &[Step::IpInput, Step::Local, Step::Drop],
+    sets: &[Step::IpInput, Step::Ip6Input, Step::Local, Step::Drop],
     drops: &[
         DropReason::Runt,
         DropReason::OtherHost,
@@ -34,7 +35,8 @@ pub const SPEC: StageSpec = StageSpec {
 pub const PREFETCH_AHEAD: usize = 4;
 
 /// Translate every frame of the burst: plain IPv4 to us goes to ip_input,
-/// ARP to local (`Punt::Arp`), anything else is translated in full.
+/// ARP to local (`Punt::Arp`), anything else is translated in full (IPv6
+/// to ip6_input among them: a burst of plain IPv4 never looks at IPv6).
 #[inline(always)]
 pub fn run(cx: &mut Cx<'_>) {
     let port = cx.port;
@@ -113,13 +115,26 @@ fn plain_all<const META: bool>(
 #[inline(never)]
 fn translate_all(cx: &mut Cx<'_>, others: Mask) {
     let port_mac = cx.pipeline.macs[usize::from(cx.port)];
+    // IPv6 is taken when there is an IPv6 FIB, to our MAC or a group's.
+    let v6 = cx.pipeline.fib6.is_some().then_some(&*cx.pipeline.groups6);
+    // Plain IPv6 to our MAC: IPv4's two compares with IPv6's ethertype.
+    let (word6, plain6) = match v6 {
+        Some(_) => (mac_word(&port_mac), plain_meta6(cx.port)),
+        None => (u64::MAX, PacketMeta::received_on(cx.port)),
+    };
     for i in each(others) {
         let Some(m) = cx.burst.as_slice().get(i) else {
             continue;
         };
         let meta = &mut cx.s.metas[i];
+        if plain_l2_of::<{ ethertype::IPV6 }>(m.data(), word6) {
+            *meta = plain6;
+            cx.s.steps.ip6_input |= 1 << i;
+            continue;
+        }
         *meta = PacketMeta::received_on(cx.port);
-        match translate(m, &port_mac, meta) {
+        match translate(m, &port_mac, meta, v6) {
+            Ok(Step::Ip6Input) => cx.s.steps.ip6_input |= 1 << i,
             Ok(Step::IpInput) => {
                 cx.s.steps.ip_input |= 1 << i;
                 if meta.l3_offset != HEADER_LEN as u16 {
@@ -136,8 +151,14 @@ fn translate_all(cx: &mut Cx<'_>, others: Mask) {
 }
 
 /// The next step of a frame that is not plain, its metadata written.
+/// `v6`: the ports' IPv6 groups, when IPv6 is forwarded.
 #[inline(always)]
-fn translate(m: &Mbuf, port_mac: &[u8; 6], meta: &mut PacketMeta) -> Result<Step, DropReason> {
+fn translate(
+    m: &Mbuf,
+    port_mac: &[u8; 6],
+    meta: &mut PacketMeta,
+    v6: Option<&Groups6>,
+) -> Result<Step, DropReason> {
     eth_type_trans(m.data(), port_mac, meta)?;
     // A priority tag (VLAN id 0) is as good as untagged; other tags are for
     // VLANs this router does not have.
@@ -148,7 +169,30 @@ fn translate(m: &Mbuf, port_mac: &[u8; 6], meta: &mut PacketMeta) -> Result<Step
         ethertype::IPV4 if meta.packet_type == PacketType::Host => Ok(Step::IpInput),
         ethertype::IPV4 => Err(DropReason::NotUnicast),
         ethertype::ARP => Ok(Step::Local),
+        ethertype::IPV6 => match v6 {
+            Some(groups) => ipv6_frame(m.data(), meta, groups),
+            None => Err(DropReason::UnsupportedProtocol),
+        },
         _ => Err(DropReason::UnsupportedProtocol),
+    }
+}
+
+/// An IPv6 frame is ours to our MAC, or to the MAC of one of the input
+/// port's groups (RFC 2464 section 7); other multicast and broadcast are
+/// not.
+#[inline]
+fn ipv6_frame(frame: &[u8], meta: &PacketMeta, groups: &Groups6) -> Result<Step, DropReason> {
+    let ours = match meta.packet_type {
+        PacketType::Host => true,
+        PacketType::Multicast => frame
+            .first_chunk::<6>()
+            .is_some_and(|dst| groups.has_mac(meta.in_port, dst)),
+        _ => false,
+    };
+    if ours {
+        Ok(Step::Ip6Input)
+    } else {
+        Err(DropReason::NotUnicast)
     }
 }
 
@@ -245,5 +289,57 @@ mod tests {
         ] {
             assert_eq!(b.dropped(&SPEC, reason), n, "{reason:?}");
         }
+    }
+
+    #[test]
+    fn ipv6_to_our_mac_or_a_group_of_ours_goes_to_ip6_input() {
+        use crate::datapath::ip6_input::frames::{icmp6, udp6};
+        let peer = "2001:db8:1::7";
+        let mut b = Bench::with_ipv6();
+        b.frames(&[
+            udp6(peer, "2001:db8:100::9").build(),
+            icmp6(peer, "ff02::1", 128)
+                .dst_mac([0x33, 0x33, 0, 0, 0, 1])
+                .build(),
+            icmp6(peer, "ff02::2", 133)
+                .dst_mac([0x33, 0x33, 0, 0, 0, 2])
+                .build(),
+            // 2001:db8:1::1's solicited-node group.
+            icmp6(peer, "ff02::1:ff00:1", 135)
+                .dst_mac([0x33, 0x33, 0xff, 0, 0, 1])
+                .build(),
+            // Port 1's (fe80::2): not a group of port 0.
+            icmp6(peer, "ff02::1:ff00:2", 135)
+                .dst_mac([0x33, 0x33, 0xff, 0, 0, 2])
+                .build(),
+            udp6(peer, "ff02::fb")
+                .dst_mac([0x33, 0x33, 0, 0, 0, 0xfb])
+                .build(),
+            udp6(peer, "2001:db8:100::9").dst_mac([0xff; 6]).build(),
+            udp6(peer, "2001:db8:100::9")
+                .dst_mac([0x02, 0, 0, 0, 0, 0x77])
+                .build(),
+        ]);
+        let steps = b.run(&SPEC, run);
+        assert_eq!(
+            steps,
+            Steps {
+                ip6_input: 0b0000_1111,
+                drop: 0b1111_0000,
+                ..Steps::default()
+            }
+        );
+        assert_eq!(b.dropped(&SPEC, DropReason::NotUnicast), 3);
+        assert_eq!(b.dropped(&SPEC, DropReason::OtherHost), 1);
+        let m = &b.scratch.metas[1];
+        assert_eq!(
+            (m.protocol, m.packet_type, m.l3_offset),
+            (ethertype::IPV6, PacketType::Multicast, 14)
+        );
+        // Without an IPv6 FIB, IPv6 is not taken.
+        let mut b = Bench::new();
+        b.frames(&[udp6(peer, "2001:db8:100::9").build()]);
+        assert_eq!(b.run(&SPEC, run).drop, 1);
+        assert_eq!(b.dropped(&SPEC, DropReason::UnsupportedProtocol), 1);
     }
 }

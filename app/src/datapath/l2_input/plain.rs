@@ -27,9 +27,11 @@ const DST_AND_SOURCE_GROUP: u64 = 0x0001_ffff_ffff_ffff;
 
 /// A frame's bytes 6..14 (little-endian: the source MAC in the low 48 bits,
 /// the ethertype's two bytes in the top 16) that are a non-zero source and
-/// ethertype IPv4 lie in `[SOURCE_IPV4_MIN, SOURCE_IPV4_MIN + SOURCE_SPAN)`:
+/// ethertype `ty` lie in `[source_min(ty), source_min(ty) + SOURCE_SPAN)`:
 /// one subtraction and one compare for both.
-const SOURCE_IPV4_MIN: u64 = ((ethertype::IPV4.swap_bytes() as u64) << 48) | 1;
+const fn source_min(ty: u16) -> u64 {
+    ((ty.swap_bytes() as u64) << 48) | 1
+}
 const SOURCE_SPAN: u64 = (1 << 48) - 1;
 
 /// Whether `frame` is plain at l2 on a port whose MAC word is `port_mac`
@@ -38,6 +40,13 @@ const SOURCE_SPAN: u64 = (1 << 48) - 1;
 /// source's group bit, then the source and the ethertype.
 #[inline(always)]
 pub fn plain_l2(frame: &[u8], port_mac: u64) -> bool {
+    plain_l2_of::<{ ethertype::IPV4 }>(frame, port_mac)
+}
+
+/// [`plain_l2`] for ethertype `TY`: untagged `TY` to us, at least 60 bytes,
+/// from a station's source MAC.
+#[inline(always)]
+pub fn plain_l2_of<const TY: u16>(frame: &[u8], port_mac: u64) -> bool {
     let Some(head) = frame.first_chunk::<MIN_FRAME_LEN>() else {
         return false;
     };
@@ -48,7 +57,16 @@ pub fn plain_l2(frame: &[u8], port_mac: u64) -> bool {
     let (dst, source_type) = (word(0), word(6));
     // `&`, not `&&`: one branch, not two.
     (dst & DST_AND_SOURCE_GROUP == port_mac)
-        & (source_type.wrapping_sub(SOURCE_IPV4_MIN) < SOURCE_SPAN)
+        & (source_type.wrapping_sub(source_min(TY)) < SOURCE_SPAN)
+}
+
+/// The metadata `eth_type_trans` gives a frame `plain_l2_of::<IPV6>`
+/// accepted on `port`: to us, untagged IPv6 at byte 14.
+#[inline(always)]
+pub fn plain_meta6(port: u16) -> PacketMeta {
+    let mut meta = plain_meta(port);
+    meta.protocol = ethertype::IPV6;
+    meta
 }
 
 /// The metadata `eth_type_trans` gives a frame [`plain_l2`] accepted on

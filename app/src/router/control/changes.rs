@@ -40,7 +40,7 @@ impl Running<'_> {
 /// What a rule that no route may change is.
 fn fixed_what(origin: &Origin) -> Option<String> {
     match origin {
-        Origin::Config | Origin::Ctl => None,
+        Origin::Config | Origin::Ctl | Origin::Fpm => None,
         Origin::Connected(port) => Some(format!(
             "the connected subnet of port {port}, always routed on-link out of it"
         )),

@@ -20,6 +20,7 @@ use crate::router::control::changes::Running;
 use crate::router::control::parts::{ControlParts, NeighParams, PortAddr};
 use crate::router::control::ControlPlane;
 use crate::router::ctl_requests::CtlRequests;
+use crate::router::fpm_link::{Changed, FpmLink};
 use hooks::HookSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -35,6 +36,8 @@ pub(super) struct MainLcore<'a> {
     pub control: ControlPlane<'a>,
     pub counters: Arc<LcoreCounters>,
     pub tap: Arc<Tap>,
+    /// The FPM server and zebra's routes (`--fpm`).
+    pub fpm: Option<FpmLink>,
 }
 
 impl<'a> MainLcore<'a> {
@@ -72,6 +75,7 @@ impl<'a> MainLcore<'a> {
             control,
             counters,
             tap,
+            fpm: None,
         }
     }
 }
@@ -96,7 +100,9 @@ pub(super) fn run(
         workers.counters.clone(),
         Some(main.counters.clone()),
     ));
-    ops.publish(control_view(&main.control, &publisher.current()));
+    let fpm_stats = main.fpm.as_ref().map(FpmLink::stats);
+    let view = |c: &ControlPlane, h: &HookSet| control_view(c, h, fpm_stats.as_deref());
+    ops.publish(view(&main.control, &publisher.current()));
     crate::ops::state::install(ops.clone());
     let mut next_view = Instant::now() + VIEW_PERIOD;
     eprintln!(
@@ -119,9 +125,12 @@ pub(super) fn run(
             .cloned()
             .collect(),
         capture: workers.capture.clone(),
+        fpm: fpm_stats.clone(),
     };
+    let run = requests.run;
     let mut ctl = start_ctl(s.eal);
     let control = &mut main.control;
+    let fpm = &mut main.fpm;
     // The control plane is not a poll-mode core: it naps while idle.
     let ended = main_lcore_loop(
         &s.opts.main_loop,
@@ -133,22 +142,34 @@ pub(super) fn run(
         || {
             if signals.reload.swap(false, Ordering::SeqCst) {
                 requests.sighup(control);
+                if let Some(f) = fpm.as_mut() {
+                    f.after(&Changed::All, control, run);
+                }
                 next_view = Instant::now();
             }
-            let asked = ctl
-                .as_mut()
-                .map_or(0, |c| c.serve(|r| requests.handle(control, r)));
+            let asked = ctl.as_mut().map_or(0, |c| {
+                c.serve(|r| {
+                    let changed = Changed::of(&r);
+                    let reply = requests.handle(control, r);
+                    if let Some(f) = fpm.as_mut() {
+                        f.after(&changed, control, run);
+                    }
+                    reply
+                })
+            });
+            let zebra = fpm.as_mut().map_or(0, |f| f.poll(control, run));
             // A change made here (a route, a neighbour, a reload) shows
-            // at once; otherwise every VIEW_PERIOD.
+            // at once; otherwise every VIEW_PERIOD (zebra's too: a replay
+            // of many frames must not rebuild the view every round).
             if asked > 0 {
                 next_view = Instant::now();
             }
             let handled = control.poll();
             if Instant::now() >= next_view {
-                ops.publish(control_view(control, &publisher.current()));
+                ops.publish(view(control, &publisher.current()));
                 next_view = Instant::now() + VIEW_PERIOD;
             }
-            handled + asked > 0
+            handled + asked + zebra > 0
         },
     );
     drop(ctl);
@@ -176,8 +197,13 @@ fn start_ctl(eal: &Eal) -> Option<CtlServer> {
 
 /// The control plane's state for the operations plane: the one place the
 /// published routes, neighbours and hook counters come from.
-fn control_view(control: &ControlPlane, hooks: &HookSet) -> ControlView {
+fn control_view(
+    control: &ControlPlane,
+    hooks: &HookSet,
+    fpm: Option<&crate::fpm::FpmStats>,
+) -> ControlView {
     ControlView {
+        fpm: fpm.map(|f| f.fields()).unwrap_or_default(),
         seq: 0,
         built: Some(Instant::now()),
         routes: control.routes(),

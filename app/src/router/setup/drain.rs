@@ -66,6 +66,7 @@ pub(super) fn drain(
         mut control,
         counters: main_counters,
         tap,
+        fpm: _,
     } = main;
     let waiting = control.shutdown();
     let neighbours = control.describe_neighbours();

@@ -1,24 +1,28 @@
-//! Step: the IPv6 tables, when the config has IPv6. The config's IPv6
-//! addresses and routes are loaded into the IPv6 FIB at start, but the
-//! datapath does not forward IPv6 in this build yet: it still drops IPv6
-//! frames as `unsupported_protocol`, and one line at start says so.
+//! Step: the IPv6 tables, when the config has IPv6: the IPv6 FIB with the
+//! config's addresses and routes, each port's groups (all-nodes,
+//! all-routers, each address's solicited-node group), and each port's
+//! multicast filter programmed with the groups' MACs (or all-multicast
+//! where the device has no filter), with one line per port saying which.
 
 use super::Setup;
 use crate::config::RouterConfig;
+use crate::datapath::ip6_input::groups::{Groups6, PortGroups6};
 use crate::dpdk::lpm6::table_bytes;
-use crate::dpdk::{Lpm6Writer, Qsbr};
+use crate::dpdk::{Lpm6Writer, Port, Qsbr};
 use crate::fib::NEIGH_BY_DST;
 use crate::fib6::{fib6_entries, table_sizes, Fib6};
 use crate::lifecycle::RunError;
 use crate::neigh::NeighWriter;
 use std::sync::Arc;
 
-/// The IPv6 FIB and its writer (for the route changes to come).
+/// The IPv6 FIB and its writer (for the route changes to come), and the
+/// ports' groups.
 pub(super) struct Ipv6Tables {
     pub fib: Arc<Fib6>,
     pub _writer: Lpm6Writer,
     /// Prefixes installed (the default route included).
     pub prefixes: usize,
+    pub groups: Arc<Groups6>,
 }
 
 /// The IPv6 FIB with the config's routes, or `None` when the config has no
@@ -60,22 +64,53 @@ pub(super) fn build(
                 table_bytes(rules, tbl8s) >> 20
             ))
         })?;
+    let mut groups = vec![PortGroups6::default(); s.max_port()];
+    for (i, p) in cfg.ports.iter().enumerate() {
+        let own = p.ipv6.iter().map(|a| a.address);
+        let link_local = p.link_local.address(port_macs[i]);
+        groups[usize::from(s.port_ids[i])] = PortGroups6::of(own.chain([link_local]));
+    }
     Ok(Some(Ipv6Tables {
         fib: Arc::new(fib),
         _writer: writer,
         prefixes: entries.len(),
+        groups: Arc::new(Groups6::new(groups)),
     }))
 }
 
-/// The line printed at start when the config has IPv6: what was loaded,
-/// and that IPv6 is not forwarded yet.
+/// Program each port's multicast filter with its groups' MACs, or turn
+/// all-multicast on where the device has no filter; one line per port.
+pub(super) fn program_multicast(ports: &mut [Port], groups: &Groups6) {
+    for port in ports {
+        let Some(g) = groups.port(port.id()) else {
+            continue;
+        };
+        let how = match port.set_multicast_macs(&g.macs) {
+            Ok(()) => format!("multicast filter set to its {} group MACs", g.macs.len()),
+            Err(filter) => match port.enable_all_multicast() {
+                Ok(()) => format!("no multicast filter ({}): all-multicast on", filter.reason),
+                Err(all) => format!(
+                    "neither a multicast filter ({}) nor all-multicast ({}): it receives \
+                     what its device delivers",
+                    filter.reason, all.reason
+                ),
+            },
+        };
+        eprintln!(
+            "fastpath: port {} ({}) IPv6 groups: {how}",
+            port.id(),
+            port.name()
+        );
+    }
+}
+
+/// The line printed at start when the config has IPv6: what was loaded.
 pub(super) fn notice(cfg: &RouterConfig, t: &Ipv6Tables) -> String {
     let addresses: usize = cfg.ports.iter().map(|p| p.ipv6.len() + 1).sum();
     format!(
         "fastpath: IPv6: {addresses} addresses (link-local included), {} routes and {} static \
-         neighbours loaded from the config ({} prefixes, {} next hops in the IPv6 FIB); IPv6 \
-         forwarding is not enabled in this build yet: IPv6 frames are dropped and counted as \
-         unsupported_protocol, and neighbour discovery does not answer",
+         neighbours loaded from the config ({} prefixes, {} next hops in the IPv6 FIB); IPv6 is \
+         forwarded (hooks do not see IPv6 packets)",
         cfg.routes6.len(),
         cfg.neighbours6.len(),
         t.prefixes,

@@ -18,6 +18,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+/// The IPv6 tables every worker reads (none without IPv6 in the config).
+pub(super) struct Ipv6Shared {
+    pub fib: Option<Arc<crate::fib6::Fib6>>,
+    pub groups: Arc<crate::datapath::ip6_input::groups::Groups6>,
+}
+
 /// The workers once launched, and the control plane's ends of their rings.
 pub(super) struct Workers {
     /// One per launched worker, to join at the end.
@@ -62,6 +68,7 @@ pub(super) fn start(
     s: &Setup,
     up: &mut PortsUp,
     tables: &Tables,
+    v6: &Ipv6Shared,
     hooks: &Hooks,
     ports: &[Port],
     stop: &Arc<AtomicBool>,
@@ -89,7 +96,7 @@ pub(super) fn start(
         w.punt_rx.push(punt_rx);
         w.inject_tx.push(inject_tx);
         let ends = WorkerRings { punt, inject, rcu };
-        let worker = worker_for(s, i, up, tables, hooks, w.hub.tap(*lcore_id), ends);
+        let worker = worker_for(s, i, up, (tables, v6), hooks, w.hub.tap(*lcore_id), ends);
         let c = Arc::new(LcoreCounters::new(*lcore_id, s.max_port()));
         let (cc, st, td) = (c.clone(), stop.clone(), w.to_drain.clone());
         match lcore::launch(*lcore_id, move || worker.run(cc, st, td)) {
@@ -130,7 +137,7 @@ fn worker_for(
     s: &Setup,
     w: usize,
     up: &mut PortsUp,
-    tables: &Tables,
+    (tables, v6): (&Tables, &Ipv6Shared),
     hooks: &Hooks,
     tap: Arc<Tap>,
     rings: WorkerRings,
@@ -158,6 +165,8 @@ fn worker_for(
         inject: rings.inject,
         pipeline: Pipeline {
             fib: tables.fib.clone(),
+            fib6: v6.fib.clone(),
+            groups6: v6.groups.clone(),
             neigh: tables.neigh.clone(),
             awaited: tables.awaited.clone(),
             macs: up.macs.clone(),

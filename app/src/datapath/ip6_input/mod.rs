@@ -1,0 +1,354 @@
+//! ip6_input: the IPv6 packets l2_input passed (ethertype 0x86DD, to our
+//! MAC or a group of ours): the header checks of each (`header.rs`), one
+//! bulk LPM6 lookup of the burst's destinations (`Fib6::lookup_bulk`),
+//! then each packet by its next hop (`route.rs`): forwarded with the hop
+//! limit one less, delivered to us (`local.rs`), punted for the ICMPv6 error it is
+//! owed, or dropped by name. Beside ip_input, counted and timed under the
+//! same stage (`ip_input`: the IP input of both families).
+//!
+//! IPv6 packets skip the hook stages: the ingress hooks run before this
+//! stage over IPv4's steps only, and the egress hooks leave out what this
+//! stage routed (hooks on IPv6 are issue 34).
+
+pub mod groups;
+pub mod header;
+pub mod local;
+pub mod neighbour;
+pub mod route;
+
+#[cfg(test)]
+mod any_frame;
+#[cfg(test)]
+pub(crate) mod frames;
+
+use super::contract::{each, Cx, Stage, StageSpec, Step};
+use super::punt::Punt;
+use crate::dpdk::BURST_SIZE;
+use crate::fib6::Fib6;
+use header::{addr, ipv6_input, Ip6Fields};
+use hooks::wire::ipv6::field;
+use hooks::DropReason;
+use neighbour::Neighbours;
+use route::{route, Routed6};
+
+pub const SPEC: StageSpec = StageSpec {
+    stage: Stage::IpInput,
+    takes: &[Step::Ip6Input],
+    sets: &[Step::NeighOutput, Step::Local, Step::Drop],
+    drops: &[
+        DropReason::Ipv6Truncated,
+        DropReason::Ipv6BadVersion,
+        DropReason::Ipv6BadPayloadLength,
+        DropReason::Ipv6MulticastSource,
+        DropReason::Ipv6UnspecifiedSource,
+        DropReason::Ipv6Loopback,
+        DropReason::Ipv6Ipv4Mapped,
+        DropReason::Ipv6LinkLocalDestination,
+        DropReason::Ipv6UnspecifiedDestination,
+        DropReason::Ipv6MulticastLinkScope,
+        DropReason::Ipv6MulticastNotRouted,
+        DropReason::Ipv6LocalUnsupported,
+        DropReason::Ipv6MulticastUnsupported,
+        DropReason::Ipv6RouterDiscovery,
+        DropReason::Ipv6ExtHeaderTruncated,
+        DropReason::Ipv6HopByHopNotFirst,
+        DropReason::Ipv6TooManyExtHeaders,
+        DropReason::Ipv6ChainNotInFirstFragment,
+        DropReason::IcmpInvalid,
+        DropReason::NotUnicast,
+        DropReason::UnsupportedProtocol,
+    ],
+};
+
+/// ip6_input's per-burst arrays (in `Scratch`): the destinations of the
+/// packets that passed the checks, in burst order, their places and
+/// fields, and their next-hop ids.
+pub struct Ip6Burst {
+    pub dsts: [[u8; 16]; BURST_SIZE],
+    pub ids: [u32; BURST_SIZE],
+    pub at: [u8; BURST_SIZE],
+    pub fields: [Ip6Fields; BURST_SIZE],
+}
+
+impl Default for Ip6Burst {
+    fn default() -> Self {
+        Ip6Burst {
+            dsts: [[0; 16]; BURST_SIZE],
+            ids: [0; BURST_SIZE],
+            at: [0; BURST_SIZE],
+            fields: [Ip6Fields::default(); BURST_SIZE],
+        }
+    }
+}
+
+/// Check, look up and route every packet in `steps.ip6_input`: one branch
+/// for a burst without IPv6.
+#[inline(always)]
+pub fn run(cx: &mut Cx<'_>) {
+    let mask = std::mem::take(&mut cx.s.steps.ip6_input);
+    if mask != 0 {
+        input(cx, mask);
+    }
+}
+
+#[inline(never)]
+fn input(cx: &mut Cx<'_>, mask: u64) {
+    let p = cx.pipeline;
+    let Some(fib) = p.fib6.as_deref() else {
+        // l2_input passes no IPv6 without an IPv6 FIB.
+        for i in each(mask) {
+            cx.drop(i, DropReason::UnsupportedProtocol);
+        }
+        return;
+    };
+    let k = check_all(cx, mask);
+    let b = &mut cx.s.ip6;
+    fib.lookup_bulk(&b.dsts[..k], &mut b.ids[..k]);
+    let routed_before = cx.s.steps.neigh_output;
+    let out_port = route_all(cx, fib, k);
+    // The one output port of every packet routed (ip_input's and ours).
+    if let Some(port) = out_port {
+        cx.s.out_port = if routed_before == 0 || cx.s.out_port == port {
+            port
+        } else {
+            u16::MAX
+        };
+    }
+}
+
+/// The header checks of every packet of `mask`: those that pass have their
+/// destination, place and fields gathered in burst order; the others are
+/// dropped. Returns how many passed.
+#[inline(always)]
+fn check_all(cx: &mut Cx<'_>, mask: u64) -> usize {
+    let mut k = 0;
+    for i in each(mask) {
+        let Some(m) = cx.burst.as_slice().get(i) else {
+            continue;
+        };
+        match ipv6_input(m.data(), usize::from(cx.s.metas[i].l3_offset)) {
+            Ok((f, h)) => {
+                let b = &mut cx.s.ip6;
+                b.dsts[k % BURST_SIZE] = *addr(h, field::DST);
+                b.at[k % BURST_SIZE] = i as u8;
+                b.fields[k % BURST_SIZE] = f;
+                k += 1;
+            }
+            Err(r) => cx.drop(i, r),
+        }
+    }
+    k
+}
+
+/// Route the `k` packets looked up, the next hop read once per run of
+/// equal ids. Returns the output port of the packets forwarded (u16::MAX
+/// if several; `None` if none).
+#[inline(always)]
+fn route_all(cx: &mut Cx<'_>, fib: &Fib6, k: usize) -> Option<u16> {
+    let p = cx.pipeline;
+    let mut neighbours = Neighbours::new(p);
+    let mut out_port = None;
+    let mut j = 0;
+    while j < k {
+        let id = cx.s.ip6.ids[j % BURST_SIZE];
+        let hop = fib.hop(id);
+        let mut forwarded = false;
+        while j < k && cx.s.ip6.ids[j % BURST_SIZE] == id {
+            let i = usize::from(cx.s.ip6.at[j % BURST_SIZE]) % BURST_SIZE;
+            let f = cx.s.ip6.fields[j % BURST_SIZE];
+            j += 1;
+            let Some(m) = cx.burst.as_mut_slice().get_mut(i) else {
+                continue;
+            };
+            let meta = &mut cx.s.metas[i];
+            match route(m, meta, &f, hop, &p.groups6, cx.port) {
+                Routed6::Neigh => match hop.and_then(|h| neighbours.index(m, &h)) {
+                    Some(index) => {
+                        cx.s.neigh[i] = index;
+                        cx.s.steps.neigh_output |= 1 << i;
+                        forwarded = true;
+                    }
+                    None => punt(cx, i, Punt::Resolve6),
+                },
+                Routed6::Punt(reason) => punt(cx, i, reason),
+                Routed6::Drop(r) => cx.drop(i, r),
+            }
+        }
+        // A run's forwards all leave by its next hop's port.
+        if let Some(port) = hop.filter(|_| forwarded).map(|h| h.port) {
+            out_port = Some(match out_port {
+                Some(q) if q != port => u16::MAX,
+                _ => port,
+            });
+        }
+    }
+    out_port
+}
+
+#[inline(always)]
+fn punt(cx: &mut Cx<'_>, i: usize, reason: Punt) {
+    cx.s.punt[i] = reason;
+    cx.s.steps.local |= 1 << i;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datapath::contract::Steps;
+    use crate::datapath::testing::{Bench, PORT_MACS};
+    use frames::{icmp6, udp6, Frame6};
+    use hooks::wire::ethernet::ethertype;
+    use hooks::{PacketMeta, PacketType};
+
+    const PEER: &str = "2001:db8:1::7";
+    const FAR: &str = "2001:db8:100::9";
+
+    /// The metadata l2_input gives an IPv6 frame on port 0.
+    fn meta(f: &Frame6) -> PacketMeta {
+        let mut m = PacketMeta::received_on(0);
+        m.packet_type = if f.dst_mac == PORT_MACS[0] {
+            PacketType::Host
+        } else {
+            PacketType::Multicast
+        };
+        m.protocol = ethertype::IPV6;
+        m.l3_offset = 14;
+        m
+    }
+
+    fn run_frames(frames: &[Frame6]) -> (Bench, Steps) {
+        let mut b = Bench::with_ipv6();
+        b.frames(&frames.iter().map(Frame6::build).collect::<Vec<_>>());
+        let metas: Vec<PacketMeta> = frames.iter().map(meta).collect();
+        b.state(
+            Steps {
+                ip6_input: (1 << frames.len()) - 1,
+                ..Steps::default()
+            },
+            &metas,
+        );
+        let steps = b.run(&SPEC, run);
+        (b, steps)
+    }
+
+    #[test]
+    fn one_burst_checked_looked_up_and_routed_each_rule_by_name() {
+        let group = |mac: [u8; 6], f: Frame6| f.dst_mac(mac);
+        let frames = vec![
+            // 0: forwarded.
+            udp6(PEER, FAR),
+            udp6(PEER, FAR).hop_limit(1),
+            udp6(PEER, "2001:db8:999::1"),
+            udp6(PEER, FAR).grow(1500 - 40 - 16 + 1),
+            udp6("fe80::7", FAR),
+            // 5: neighbour discovery, to us and to our solicited-node group.
+            icmp6(PEER, "2001:db8:1::1", 135),
+            group(
+                [0x33, 0x33, 0xff, 0, 0, 1],
+                icmp6(PEER, "ff02::1:ff00:1", 135),
+            ),
+            icmp6(PEER, "2001:db8:1::1", 128),
+            udp6(PEER, "2001:db8:1::1"),
+            group([0x33, 0x33, 0, 0, 0, 2], icmp6(PEER, "ff02::2", 133)),
+            // 10
+            group([0x33, 0x33, 0, 0, 0, 1], udp6(PEER, "ff02::1")),
+            group([0x33, 0x33, 0, 0, 0, 5], udp6(PEER, "ff02::5")),
+            group([0x33, 0x33, 0, 0, 0, 2], udp6(PEER, "ff05::2")),
+            udp6(PEER, "fe80::99"),
+            udp6(PEER, FAR),
+            // 15
+            udp6("ff02::1", FAR),
+            udp6(PEER, "::1"),
+            udp6("::ffff:10.0.0.1", FAR),
+            udp6("::", FAR),
+            udp6(PEER, FAR).dest_opts().pad(20),
+            // 20: port 1's link-local address, on port 0's link.
+            udp6(PEER, "fe80::2"),
+            group([0x33, 0x33, 0, 0, 0, 1], udp6(PEER, FAR)),
+            udp6(PEER, "2001:db8:2::77"),
+        ];
+        let mut b = Bench::with_ipv6();
+        // 14: version 4 under ethertype IPv6.
+        let mut built: Vec<Vec<u8>> = frames.iter().map(Frame6::build).collect();
+        built[14][14] = 0x45;
+        b.frames(&built);
+        let metas: Vec<PacketMeta> = frames.iter().map(meta).collect();
+        let n = frames.len();
+        b.state(
+            Steps {
+                ip6_input: (1 << n) - 1,
+                ..Steps::default()
+            },
+            &metas,
+        );
+        let steps = b.run(&SPEC, run);
+        let punted = [
+            (1, Punt::HopLimitExceeded),
+            (2, Punt::NoRoute6),
+            (3, Punt::PacketTooBig),
+            (4, Punt::BeyondScope),
+            (5, Punt::Nd),
+            (6, Punt::Nd),
+            (7, Punt::LocalIcmp6),
+            (22, Punt::Resolve6),
+        ];
+        let local: u64 = punted.iter().map(|(i, _)| 1u64 << i).sum();
+        let routed: u64 = (1 << 0) | (1 << 19);
+        assert_eq!(
+            steps,
+            Steps {
+                neigh_output: routed,
+                local,
+                drop: ((1 << n) - 1) & !local & !routed,
+                ..Steps::default()
+            },
+            "{steps:#x?}"
+        );
+        // The gateway's index, from the route.
+        let gateway = b.pipeline.neigh.lookup6("2001:db8:2::2".parse().unwrap());
+        assert_eq!(Some(b.scratch.neigh[0] as usize), gateway);
+        assert_eq!(b.scratch.neigh[19], b.scratch.neigh[0]);
+        assert_eq!(b.scratch.out_port, 1);
+        for (i, p) in punted {
+            assert_eq!(b.scratch.punt[i], p, "packet {i}");
+        }
+        for (reason, count) in [
+            (DropReason::Ipv6LocalUnsupported, 1),
+            (DropReason::Ipv6RouterDiscovery, 1),
+            (DropReason::Ipv6MulticastUnsupported, 1),
+            (DropReason::Ipv6MulticastLinkScope, 1),
+            (DropReason::Ipv6MulticastNotRouted, 1),
+            (DropReason::Ipv6LinkLocalDestination, 2),
+            (DropReason::Ipv6BadVersion, 1),
+            (DropReason::Ipv6MulticastSource, 1),
+            (DropReason::Ipv6Loopback, 1),
+            (DropReason::Ipv6Ipv4Mapped, 1),
+            (DropReason::Ipv6UnspecifiedSource, 1),
+            (DropReason::NotUnicast, 1),
+        ] {
+            assert_eq!(b.dropped(&SPEC, reason), count, "{reason:?}");
+        }
+        // The forwards: hop limit - 1, padding off, the Destination Options
+        // header as it was, the output port.
+        assert_eq!(b.data(0)[14 + 7], 63);
+        assert_eq!(b.scratch.metas[0].out_port, 1);
+        let opts = frames[19].build();
+        assert_eq!(b.data(19).len(), opts.len() - 20);
+        assert_eq!(b.data(19)[21], 63);
+        assert_eq!(&b.data(19)[22..], &opts[22..opts.len() - 20]);
+        // The errors' packets as they came, for the quote.
+        assert_eq!(b.data(1)[14 + 7], 1);
+        assert_eq!(b.data(3).len(), frames[3].build().len());
+        assert_eq!(
+            b.scratch.metas[3].out_port, 1,
+            "the port whose MTU it exceeds"
+        );
+    }
+
+    #[test]
+    fn an_empty_step_is_one_branch_and_routes_nothing() {
+        let (b, steps) = run_frames(&[]);
+        assert_eq!(steps, Steps::default());
+        assert_eq!(b.scratch.out_port, u16::MAX);
+    }
+}

@@ -489,7 +489,6 @@ impl DropReason {
 
 // Discriminants run 0..COUNT: a reason missing from ALL would index past the counters.
 const _: () = assert!(DropReason::Icmpv6BeyondScope as usize == DropReason::COUNT - 1);
-const _: () = assert!(DropReason::Icmpv6BeyondScope as usize == DropReason::COUNT - 1);
 
 /// One counter per drop reason, owned by one lcore.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -169,3 +169,28 @@ fn advertisements_follow_rfc_4861_7_2_5() {
     assert_eq!(rig.cp.stats.nd_address_conflicts, 1);
     assert!(t.get6(a("2001:db8:2::1")).is_none());
 }
+
+#[test]
+fn a_solicitation_from_a_neighbour_being_resolved_sends_its_queue() {
+    // RFC 4861 7.2.3: its source link-layer address resolves it, stale.
+    let mut rig = Rig::new();
+    let (n, ours) = (a("2001:db8:2::7"), a("2001:db8:2::1"));
+    let packet = datagram(a("2001:db8:1::2"), n, 63);
+    rig.punt(&packet, Punt::Resolve6, 0, 1);
+    assert_eq!(rig.sent().len(), 1, "our solicitation");
+    let group = solicited_node(ours);
+    let nd = NdRepr::NeighborSolicit {
+        target: ours,
+        source_ll: Some(NEXT),
+    };
+    let ns = nd_frame((multicast_mac(group), NEXT), (n, group), 255, nd);
+    rig.punt(&ns, Punt::Nd, 1, 1);
+    let sent = rig.sent();
+    assert_eq!(sent.len(), 2, "{sent:02x?}");
+    assert_eq!(sent[0].1[..12], [NEXT, P1].concat()[..], "the packet");
+    assert_eq!(&sent[0].1[12..], &packet[12..]);
+    assert_eq!(sent[1].1, neighbor_advert(P1, ours, n, NEXT, true));
+    let e = rig.cp.neigh.table().get6(n).unwrap();
+    assert_eq!(e.state(), NeighState::Stale);
+    assert!(rig.cp.pending6.is_empty());
+}

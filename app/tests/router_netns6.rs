@@ -155,11 +155,15 @@ fn routes_ipv6_between_two_namespaces() {
         }
 
         // The router's own addresses: global near and far side, and the
-        // near port's link-local one (scoped to host a's veth).
+        // near port's link-local one (scoped to host a's veth). Each reply
+        // comes from the address pinged (RFC 4443 2.2), with hop limit 64.
         let link_local = format!("fe80::1%{}", topo.host_if("a"));
         for addr in ["2001:db8:1::1", "2001:db8:2::1", link_local.as_str()] {
             let (ok, out) = topo.ping("a", addr, &["-6"]);
             assert!(ok && out.contains("3 received"), "{addr}: {out}");
+            let from = format!("bytes from {addr}: ");
+            assert_eq!(out.matches(&from).count(), 3, "{addr}: {out}");
+            assert!(!out.contains("DIFFERENT ADDRESS"), "{addr}: {out}");
             assert_eq!(hop_limits(&out), [64, 64, 64], "{addr}: {out}");
         }
 

@@ -1,10 +1,12 @@
 //! fastpath as a dual-stack router between two kernel hosts in network
 //! namespaces (the topology of `common/netns.rs`, each host given an IPv6
 //! address and default route beside its IPv4 one): neighbour discovery with
-//! Linux, `ping -6` both ways with the hop limit one less, `ping -6` of the
-//! router's global and link-local addresses, a time exceeded for hop limit 1,
-//! TCP over IPv6 both ways compared byte for byte, a packet too big that the
-//! sending host's path MTU cache takes, and IPv4 in the same topology.
+//! Linux (the router flag seen in host a's neighbour table), `ping -6` both
+//! ways with the hop limit one less, `ping -6` of the router's global and
+//! link-local addresses answered from the address pinged, a time exceeded
+//! for hop limit 1, a packet too big that the sending host's path MTU cache
+//! takes, TCP over IPv6 both ways compared byte for byte, and IPv4 in the
+//! same topology.
 
 mod common;
 #[path = "common/netns.rs"]
@@ -187,7 +189,11 @@ fn routes_ipv6_between_two_namespaces() {
         let before = route_get();
         assert!(!before.contains(&mtu), "{before}");
         let (ok, out) = topo.ping("a", "2001:db8:2::2", &["-6", "-s", "1400", "-M", "do"]);
-        assert!(!ok && !out.contains(" 3 received"), "{out}");
+        assert!(
+            !ok && out.contains("From 2001:db8:1::1")
+                && out.contains(&format!("Packet too big: mtu={B_MTU}")),
+            "{out}"
+        );
         let route = route_get();
         assert!(route.contains(&mtu), "{out}\n{route}");
         // Packets that fit the path MTU go through.
@@ -204,6 +210,18 @@ fn routes_ipv6_between_two_namespaces() {
             assert_eq!(got.len(), blob.len(), "TCP {from} -> {to}: length");
             assert!(got == blob, "TCP {from} -> {to}: content differs");
         }
+
+        // Host a learnt the router by neighbour discovery: its MAC, and the
+        // router flag of its advertisements.
+        let mac =
+            std::fs::read_to_string(format!("/sys/class/net/{}/address", topo.router_if("a")))
+                .expect("router end's MAC");
+        let neigh = topo.exec("a", &["ip", "-6", "neigh", "show", "2001:db8:1::1"]);
+        let neigh = String::from_utf8_lossy(&neigh.stdout).into_owned();
+        assert!(
+            neigh.contains(&format!("lladdr {} router", mac.trim())),
+            "{neigh}"
+        );
 
         // IPv4 in the same topology.
         let (ok, out) = topo.ping("a", "10.0.2.2", &[]);

@@ -43,8 +43,16 @@ mtu = {B_MTU}
 
 /// Give each host 2001:db8:<net>::2/64 (no duplicate address detection,
 /// so it is usable at once) and a default route via the router's address.
+/// The root namespace's kernel gets no IPv6 on the router ends: it would
+/// take the same EUI-64 link-local address as fastpath's port and answer
+/// for it beside fastpath.
 fn add_ipv6(topo: &Topology) {
     for (side, net) in [("a", 1), ("b", 2)] {
+        let sysctl = format!(
+            "/proc/sys/net/ipv6/conf/{}/disable_ipv6",
+            topo.router_if(side)
+        );
+        std::fs::write(&sysctl, "1").unwrap_or_else(|e| panic!("{sysctl}: {e}"));
         let ns = topo.ns(side);
         let host = topo.host_if(side);
         let addr = format!("2001:db8:{net}::2/64");
@@ -84,6 +92,28 @@ fn hop_limits(out: &str) -> Vec<u8> {
         .filter_map(|w| w.strip_prefix("ttl=").or_else(|| w.strip_prefix("hlim=")))
         .filter_map(|v| v.parse().ok())
         .collect()
+}
+
+/// The MAC of side's router end (net_af_packet sends with the
+/// interface's own), as `ip` prints it.
+fn router_mac(topo: &Topology, side: &str) -> String {
+    let path = format!("/sys/class/net/{}/address", topo.router_if(side));
+    let mac = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    mac.trim().to_string()
+}
+
+/// The link-local address derived from `mac` by modified EUI-64: the
+/// universal/local bit flipped, ff:fe in the middle.
+fn link_local_of(mac: &str) -> std::net::Ipv6Addr {
+    let m: Vec<u8> = mac
+        .split(':')
+        .map(|b| u8::from_str_radix(b, 16).expect("MAC byte"))
+        .collect();
+    let id = [m[0] ^ 2, m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]];
+    let mut a = [0u8; 16];
+    a[..2].copy_from_slice(&[0xfe, 0x80]);
+    a[8..].copy_from_slice(&id);
+    a.into()
 }
 
 /// Send `sent` from `from` to `to_addr`:5001 on `to` over TCP with nc;
@@ -169,6 +199,21 @@ fn routes_ipv6_between_two_namespaces() {
             assert_eq!(hop_limits(&out), [64, 64, 64], "{addr}: {out}");
         }
 
+        // Port 1 has no `link_local`: its address is the modified EUI-64
+        // of its MAC (RFC 4291 appendix A), which host b reaches as well.
+        let eui64 = format!(
+            "{}%{}",
+            link_local_of(&router_mac(&topo, "b")),
+            topo.host_if("b")
+        );
+        let (ok, out) = topo.ping("b", &eui64, &["-6"]);
+        assert!(ok && out.contains("3 received"), "{eui64}: {out}");
+        assert_eq!(
+            out.matches(&format!("bytes from {eui64}: ")).count(),
+            3,
+            "{out}"
+        );
+
         // Hop limit 1: time exceeded from the router's address on host a's link.
         let (ok, out) = topo.ping("a", "2001:db8:2::2", &["-6", "-t", "1"]);
         assert!(
@@ -213,15 +258,10 @@ fn routes_ipv6_between_two_namespaces() {
 
         // Host a learnt the router by neighbour discovery: its MAC, and the
         // router flag of its advertisements.
-        let mac =
-            std::fs::read_to_string(format!("/sys/class/net/{}/address", topo.router_if("a")))
-                .expect("router end's MAC");
+        let mac = router_mac(&topo, "a");
         let neigh = topo.exec("a", &["ip", "-6", "neigh", "show", "2001:db8:1::1"]);
         let neigh = String::from_utf8_lossy(&neigh.stdout).into_owned();
-        assert!(
-            neigh.contains(&format!("lladdr {} router", mac.trim())),
-            "{neigh}"
-        );
+        assert!(neigh.contains(&format!("lladdr {mac} router")), "{neigh}");
 
         // IPv4 in the same topology.
         let (ok, out) = topo.ping("a", "10.0.2.2", &[]);

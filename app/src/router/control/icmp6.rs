@@ -52,8 +52,8 @@ impl ControlPlane<'_> {
     }
 
     /// An echo request to one of our addresses (or a group of ours):
-    /// answered in place, from the address it was sent to (from ours on
-    /// the port for a group).
+    /// answered in place, from the address it was sent to, whichever
+    /// port's it is (RFC 4443 2.2; from ours on the port for a group).
     pub(super) fn echo6(&mut self, mut m: Mbuf) {
         let meta = *m.meta();
         let port = meta.in_port;
@@ -65,8 +65,10 @@ impl ControlPlane<'_> {
         let (Some(peer_mac), Some(tags)) = (peer_mac, l3.checked_sub(HEADER_LEN)) else {
             return self.drop(m, port, DropReason::Icmpv6Invalid);
         };
+        let ports6 = &self.ports6;
+        let ours_anywhere = |dst| ports6.iter().flatten().any(|q| q.is_ours(dst));
         let reply_src = |dst, src| {
-            if p.is_ours(dst) {
+            if ours_anywhere(dst) {
                 dst
             } else {
                 p.source_for(src)

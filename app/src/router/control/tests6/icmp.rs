@@ -30,6 +30,27 @@ fn an_echo_request_to_us_is_answered_from_the_address_it_was_sent_to() {
     assert!(rig.sent().is_empty());
 }
 
+/// RFC 4443 2.2: the reply to a message sent to one of our unicast
+/// addresses leaves from that address, also when it belongs to another
+/// port than the one the request came in on (a host pinging the router's
+/// far side: Linux's ping otherwise prints "DIFFERENT ADDRESS!").
+#[test]
+fn an_echo_request_to_another_port_s_address_is_answered_from_that_address() {
+    let mut rig = Rig::new();
+    let host = a("2001:db8:1::2");
+    let far_side = a("2001:db8:2::1");
+    let mut echo = vec![kind::ECHO_REQUEST, 0, 0, 0, 0x12, 0x34, 0, 1, 9, 8, 7, 6];
+    Icmpv6Packet::new_unchecked(&mut echo[..]).fill_checksum(&host, &far_side);
+    let f = frame6((P0, HOST), (host, far_side), next_header::ICMPV6, 64, &echo);
+    rig.punt(&f, Punt::LocalIcmp6, 0, 0);
+    let reply = rig.one_sent(0);
+    let (fields, src, dst) = icmp6(&reply);
+    assert_eq!(fields.0, kind::ECHO_REPLY);
+    assert_eq!((src, dst), (far_side, host));
+    assert_eq!(&reply[..12], &[HOST, P0].concat()[..], "out of port 0");
+    assert_eq!(rig.cp.stats.echo6_replies, 1);
+}
+
 #[test]
 fn each_error_has_its_type_code_source_and_drop_reason() {
     let mut rig = Rig::new();

@@ -311,7 +311,7 @@ pub const MAX_QUOTE: usize = MIN_MTU - IPV6_HEADER_LEN - HEADER_LEN;
 /// An ICMPv6 error message's type and what its four bytes say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorRepr {
-    /// Type 1 with a code of [`unreachable`].
+    /// Type 1 with a code of [`mod@unreachable`].
     DestUnreachable(u8),
     /// Type 2: the MTU of the next-hop link.
     PacketTooBig { mtu: u32 },

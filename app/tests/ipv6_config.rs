@@ -159,9 +159,10 @@ fn reload_applies_ipv6_route_changes() {
     std::fs::write(p("router.toml"), changed).unwrap();
     let said = ctl_ok(&prefix(test), &["reload"]);
     assert!(
-        said.stdout
-            .contains("IPv6 routes reloaded from")
-            && said.stdout.contains("1 added or changed, 1 deleted (one swap)"),
+        said.stdout.contains("IPv6 routes reloaded from")
+            && said
+                .stdout
+                .contains("1 added or changed, 1 deleted (one swap)"),
         "{said:?}"
     );
     assert!(said.stdout.contains("routes reloaded from"), "{said:?}");

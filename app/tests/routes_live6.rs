@@ -237,8 +237,8 @@ fn ipv6_batches_under_traffic_never_drop_a_prefix_they_do_not_touch() {
         .collect();
     let probed: HashSet<Ipv6Addr> = (0..PROBED).map(|i| long_route(i).1).collect();
     let mut frames = Vec::new();
-    for i in 0..PROBED {
-        frames.push(udp6(steady[i], 1000 + i as u16));
+    for (i, &to) in steady.iter().enumerate() {
+        frames.push(udp6(to, 1000 + i as u16));
         frames.push(udp6(long_route(i).1, 2000 + i as u16));
     }
     let mut watch = Watch {

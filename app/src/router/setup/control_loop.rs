@@ -208,6 +208,8 @@ fn control_view(
         built: Some(Instant::now()),
         routes: control.routes(),
         neighbours: control.neighbours(),
+        routes6: control.routes6(),
+        neighbours6: control.neighbours6(),
         hooks: HookReport::of(hooks),
         control: control.stats().fields().to_vec(),
     }

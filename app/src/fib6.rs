@@ -5,22 +5,23 @@
 //! 16 bytes would slow the IPv4 path for IPv6's sake, and the two tables'
 //! ids are looked up in separate LPMs anyway.
 //!
-//! Built by the control plane at start from the config ([`fib6_entries`]).
-//! The next hops are fixed once built; changes at run time (`fastpath ctl`
-//! with IPv6, reloads) will add the IPv4 FIB's slot rules (a slot written
-//! before a table that names it is published, reused only after a grace
-//! period) on top of the pair's writer, which already keeps every change
-//! whole for the workers (docs/ipv6.md).
+//! Built by the control plane at start from the config ([`fib6_entries`])
+//! and changed by it at run time ([`Fib6Writer`]: `fastpath ctl`, reloads)
+//! while the workers look up: see `writer` for how a change reaches them
+//! whole.
 
 mod entries;
+mod hops;
+mod writer;
 
 pub use entries::fib6_entries;
+pub use writer::{Fib6Writer, Route6Change, Rule6, HOP6_CAPACITY};
 
-use crate::dpdk::{DpdkError, Lpm6, Lpm6Change, Lpm6Pair, Lpm6Writer, Qsbr, LPM6_MISS};
+use crate::dpdk::{DpdkError, Lpm6, Lpm6Pair, Qsbr, LPM6_MISS};
 use crate::fib::{HopKind, Origin};
-use std::collections::BTreeMap;
+use hops::HopTable6;
 use std::net::Ipv6Addr;
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, Ordering::Acquire};
 use std::sync::Arc;
 
 /// One IPv6 next hop.
@@ -50,7 +51,7 @@ pub struct Fib6Entry {
 #[derive(Debug)]
 pub struct Fib6 {
     lpm: Arc<Lpm6Pair>,
-    hops: Box<[NextHop6]>,
+    hops: HopTable6,
     /// Next-hop id of the default route `::/0`, which `rte_lpm6` cannot hold
     /// (depth 1..=128): a miss becomes it. `LPM6_MISS` when none.
     default: AtomicU32,
@@ -59,54 +60,20 @@ pub struct Fib6 {
 impl Fib6 {
     /// A pair of `rte_lpm6` tables named `name`_a and `name`_b, sized for
     /// `entries` (see [`table_sizes`]), read by the workers of `qsbr`, with
-    /// `entries` installed: the table and its writer.
+    /// `entries` installed (later ones replace identical earlier prefixes;
+    /// identical next hops share an id): the table and its writer. On an
+    /// error (a full table) the workers see none of it.
     pub fn create(
         name: &str,
         entries: &[Fib6Entry],
         qsbr: Arc<Qsbr>,
         socket: i32,
-    ) -> Result<(Fib6, Lpm6Writer), DpdkError> {
+    ) -> Result<(Arc<Fib6>, Fib6Writer), DpdkError> {
         let (rules, tbl8s) = table_sizes(entries);
         let a = Lpm6::new(&format!("{name}_a"), rules, tbl8s, socket)?;
         let b = Lpm6::new(&format!("{name}_b"), rules, tbl8s, socket)?;
-        let (_, mut writer) = Lpm6Pair::new(a, b, qsbr)?;
-        let fib = Fib6::build(&mut writer, entries)?;
-        Ok((fib, writer))
-    }
-
-    /// Install `entries` (later ones replace identical earlier prefixes;
-    /// identical next hops share an id) in one batch through `writer`, whose
-    /// pair must be empty. On an error (a full table) the workers see none
-    /// of it.
-    pub fn build(writer: &mut Lpm6Writer, entries: &[Fib6Entry]) -> Result<Fib6, DpdkError> {
-        let mut hops: Vec<NextHop6> = Vec::new();
-        let mut id_of = |h: NextHop6| match hops.iter().position(|x| *x == h) {
-            Some(i) => i as u32,
-            None => {
-                hops.push(h);
-                hops.len() as u32 - 1
-            }
-        };
-        let mut prefixes: BTreeMap<(u128, u8), u32> = BTreeMap::new();
-        let mut default = LPM6_MISS;
-        for e in entries {
-            let id = id_of(e.hop);
-            if e.len == 0 {
-                default = id;
-            } else {
-                prefixes.insert((e.prefix.to_bits(), e.len), id);
-            }
-        }
-        let batch: Vec<Lpm6Change> = prefixes
-            .iter()
-            .map(|(&(p, d), &h)| Lpm6Change::Add(Ipv6Addr::from_bits(p), d, h))
-            .collect();
-        writer.apply(&batch)?;
-        Ok(Fib6 {
-            lpm: writer.table().clone(),
-            hops: hops.into_boxed_slice(),
-            default: AtomicU32::new(default),
-        })
+        let (_, writer) = Lpm6Pair::new(a, b, qsbr.clone())?;
+        Fib6Writer::new(writer, qsbr, entries)
     }
 
     /// Next-hop ids of a burst of destinations (16 bytes each, as
@@ -116,7 +83,7 @@ impl Fib6 {
     #[inline(always)]
     pub fn lookup_bulk(&self, dsts: &[[u8; 16]], ids: &mut [u32]) {
         self.lpm.lookup_bulk(dsts, ids);
-        let default = self.default.load(Relaxed);
+        let default = self.default.load(Acquire);
         if default != LPM6_MISS {
             for id in ids.iter_mut() {
                 if *id == LPM6_MISS {
@@ -129,7 +96,7 @@ impl Fib6 {
     /// The next hop of an id from `lookup_bulk` (`None` for a miss).
     #[inline(always)]
     pub fn hop(&self, id: u32) -> Option<NextHop6> {
-        self.hops.get(id as usize).copied()
+        self.hops.get(id)
     }
 
     /// The next hop for one destination.
@@ -137,13 +104,8 @@ impl Fib6 {
         let id = self
             .lpm
             .lookup(dst)
-            .unwrap_or_else(|| self.default.load(Relaxed));
+            .unwrap_or_else(|| self.default.load(Acquire));
         self.hop(id)
-    }
-
-    /// How many distinct next hops the table holds.
-    pub fn hop_count(&self) -> usize {
-        self.hops.len()
     }
 }
 

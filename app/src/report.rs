@@ -101,6 +101,43 @@ pub struct Report {
     /// Every drop capture of the run (router mode), oldest first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub captures: Vec<crate::capture::Summary>,
+    /// The IPv6 table at exit (router mode with IPv6).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ipv6: Option<Ipv6Report>,
+}
+
+/// The IPv6 table at exit.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Ipv6Report {
+    /// Prefixes in the IPv6 FIB, the default route included.
+    pub routes: usize,
+    /// The same by origin (config, ctl, connected, fixed).
+    pub routes_by_origin: BTreeMap<&'static str, usize>,
+    /// IPv6 neighbours in the table, and of them static.
+    pub neighbours: usize,
+    pub static_neighbours: usize,
+    /// Times the workers' IPv6 table was swapped for a changed one (the
+    /// start's build, then each batch of changes).
+    pub table_swaps: u64,
+}
+
+impl Ipv6Report {
+    /// One line for the exit report.
+    pub fn to_line(&self) -> String {
+        let origins: Vec<String> = self
+            .routes_by_origin
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        format!(
+            "IPv6: {} routes ({}), {} neighbours ({} static), {} table swaps",
+            self.routes,
+            origins.join(", "),
+            self.neighbours,
+            self.static_neighbours,
+            self.table_swaps
+        )
+    }
 }
 
 /// One hook's counters at exit, summed over workers.
@@ -263,6 +300,7 @@ impl Report {
             control: BTreeMap::new(),
             hooks: Vec::new(),
             captures: Vec::new(),
+            ipv6: None,
         }
     }
 
@@ -459,6 +497,9 @@ impl Report {
             for h in &self.hooks {
                 let _ = writeln!(s, "  {}", h.to_line());
             }
+        }
+        if let Some(v6) = &self.ipv6 {
+            let _ = writeln!(s, "{}", v6.to_line());
         }
         if !self.neighbours.is_empty() {
             let _ = writeln!(s, "neighbours:");

@@ -438,3 +438,41 @@ fn doctor_on_this_host_with_vdevs_only() {
         r.stdout
     );
 }
+
+#[test]
+fn doctor_says_what_the_ipv6_fib_needs() {
+    let f = passing("ipv6");
+    let cfg = f.root().join("router.toml");
+    std::fs::write(
+        &cfg,
+        "[[port]]\ndevice = \"0000:01:00.0\"\naddress = \"10.0.1.1/24\"\n\
+         ipv6 = [\"2001:db8:1::1/64\"]\n\n\
+         [[route]]\nprefix = \"2001:db8:100::/48\"\nvia = \"2001:db8:1::2\"\n",
+    )
+    .unwrap();
+    let config = ["--config", cfg.to_str().unwrap()];
+    // Enough: -m 1024 against two tables of 67 MiB.
+    let r = doctor(&f, ARGS, &config);
+    assert_exit(&r, 0);
+    let (line, _) = finding(&r, "ok", "the IPv6 FIB of");
+    assert!(
+        line.contains("two LPM6 tables of 67 MiB (134 MiB of DPDK memory")
+            && line.contains("-m 1024 gives 1024 MiB"),
+        "{line}"
+    );
+    // Too little: -m 128.
+    let args = ["-l", "0-1", "-a", "0000:01:00.0", "-m", "128", "-n", "4"];
+    let r = doctor(&f, &args, &config);
+    assert_exit(&r, 1);
+    let (line, fix) = finding(&r, "fail", "the IPv6 FIB of");
+    assert!(line.contains("-m 128 gives 128 MiB"), "{line}");
+    assert!(fix.contains("more than 198 MiB"), "{fix}");
+    // An IPv4-only config: nothing said about IPv6.
+    std::fs::write(
+        &cfg,
+        "[[port]]\ndevice = \"0000:01:00.0\"\naddress = \"10.0.1.1/24\"\n",
+    )
+    .unwrap();
+    let r = doctor(&f, ARGS, &config);
+    assert!(!r.stdout.contains("IPv6"), "{}", r.stdout);
+}

@@ -132,11 +132,11 @@ fn ipv4_only_says_nothing_of_ipv6() {
     assert_eq!(out1.len(), 1);
 }
 
-/// A reload with other IPv6 routes says they wait for a restart (the IPv6
-/// FIB is built at start only in this build), and reloads the rest.
+/// A reload with other IPv6 routes applies them as a difference (the /48
+/// deleted, the /56 added, in one swap), and reloads the rest.
 #[test]
-fn reload_says_ipv6_changes_wait_for_a_restart() {
-    use common::ctl::{ctl_ok, prefix};
+fn reload_applies_ipv6_route_changes() {
+    use common::ctl::{ctl_ok, gateways, prefix, routes};
     use common::watch::Watched;
     use std::time::Duration;
     let test = "ipv6reload";
@@ -159,11 +159,19 @@ fn reload_says_ipv6_changes_wait_for_a_restart() {
     std::fs::write(p("router.toml"), changed).unwrap();
     let said = ctl_ok(&prefix(test), &["reload"]);
     assert!(
-        said.stdout
-            .contains("the IPv6 routes or neighbours changed; a reload does not apply them"),
+        said.stdout.contains("IPv6 routes reloaded from")
+            && said
+                .stdout
+                .contains("1 added or changed, 1 deleted (one swap)"),
         "{said:?}"
     );
     assert!(said.stdout.contains("routes reloaded from"), "{said:?}");
+    let r = routes(&prefix(test));
+    assert_eq!(
+        gateways(&r, "2001:db8:100::/56"),
+        Some(vec!["2001:db8:2::2".to_string()])
+    );
+    assert_eq!(gateways(&r, "2001:db8:100::/48"), None, "{r}");
     child.signal("-INT");
     assert_success(&child.finish(limit));
 }

@@ -546,3 +546,148 @@ fn forward_mode_answers_counters_and_says_it_does_not_route() {
     assert!(!scrape.contains("fastpath_stage_dropped"), "{scrape}");
     assert!(report.get("stage_drops").is_none(), "{report}");
 }
+
+/// A dual-stack router: ports, an IPv6 route and static neighbour.
+const ROUTER6: &str = r#"
+[[port]]
+device = "net_pcap0"
+address = "10.0.1.1/24"
+ipv6 = ["2001:db8:1::1/64"]
+
+[[port]]
+device = "net_pcap1"
+address = "10.0.2.1/24"
+ipv6 = ["2001:db8:2::1/64"]
+
+[[route]]
+prefix = "2001:db8:100::/48"
+via = "2001:db8:2::2"
+
+[[neighbour]]
+address = "2001:db8:2::2"
+mac = "02:bb:00:00:00:22"
+"#;
+
+/// A UDP datagram from host A (2001:db8:1::2) to `dst`.
+fn udp6(dst: &str) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend(common::frames::PCAP0_MAC);
+    f.extend(common::frames::HOST_A_MAC);
+    f.extend([0x86, 0xdd, 0x60, 0, 0, 0, 0, 12, 17, 64]);
+    f.extend(
+        "2001:db8:1::2"
+            .parse::<std::net::Ipv6Addr>()
+            .unwrap()
+            .octets(),
+    );
+    f.extend(dst.parse::<std::net::Ipv6Addr>().unwrap().octets());
+    f.extend([0x30, 0x39, 0, 53, 0, 12, 0, 0, 1, 2, 3, 4]);
+    f
+}
+
+#[test]
+fn ipv6_tables_and_drops_in_telemetry_metrics_and_the_final_report() {
+    let test = "opsread-ipv6";
+    let prefix = format!("fpt-{test}-{}", std::process::id());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("router.toml"), ROUTER6).unwrap();
+    let mut frames: Vec<Vec<u8>> = (0..5).map(|_| udp6("2001:db8:100::9")).collect();
+    frames.extend((0..3).map(|_| udp6("::1")));
+    frames.extend((0..2).map(|_| udp6("fe80::77")));
+    write_pcap(&dir.path().join("in0.pcap"), &frames);
+    write_pcap(&dir.path().join("in1.pcap"), &[]);
+    let config = dir.path().join("router.toml");
+    let (fp, addr) = start(test, dir.path(), &["--config", config.to_str().unwrap()]);
+    wait_settled(&prefix, frames.len() as u64, true);
+    let out = fastpath()
+        .args(["ctl", "--file-prefix", &prefix, "route", "add"])
+        .args(["2001:db8:200::/48", "via", "2001:db8:2::3"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // The control view is published after a change: wait for the route.
+    let start_at = Instant::now();
+    let routes6 = loop {
+        let r = telemetry(&prefix, &["/fastpath/routes6"]).remove(0);
+        let has = r["routes"]
+            .as_object()
+            .is_some_and(|l| l.values().any(|x| x["prefix"] == "2001:db8:200::/48"));
+        if has {
+            break r;
+        }
+        assert!(start_at.elapsed() < Duration::from_secs(30), "{r}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let answers = telemetry(&prefix, &["/fastpath/neighbours6", "/fastpath/drops"]);
+    let (neigh6, drops) = (&answers[0], &answers[1]);
+    let (status, scrape) = http_get(&addr, "/metrics");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    promtool_accepts(&scrape);
+    let report = stop(fp, dir.path());
+
+    // Telemetry: the IPv6 table, with origins, and its neighbours.
+    assert_eq!(routes6["mode"], "router");
+    let list: Vec<&Value> = routes6["routes"].as_object().unwrap().values().collect();
+    let find = |p: &str| {
+        *list
+            .iter()
+            .find(|r| r["prefix"] == p)
+            .unwrap_or_else(|| panic!("{p} in {routes6}"))
+    };
+    let r = find("2001:db8:100::/48");
+    assert_eq!(
+        (&r["kind"], &r["origin"], &r["port"], &r["via"]),
+        (
+            &"forward".into(),
+            &"config".into(),
+            &1.into(),
+            &"2001:db8:2::2".into()
+        )
+    );
+    assert_eq!(find("2001:db8:200::/48")["origin"], "ctl");
+    assert_eq!(find("2001:db8:1::/64")["origin"], "connected");
+    assert_eq!(find("2001:db8:1::1/128")["kind"], "local");
+    let routes = routes6["count"].as_u64().unwrap();
+    let n = neigh6["neighbours"].as_object().unwrap();
+    let static22 = n
+        .values()
+        .find(|e| e["address"] == "2001:db8:2::2")
+        .unwrap_or_else(|| panic!("{neigh6}"));
+    assert_eq!(
+        (&static22["mac"], &static22["static"]),
+        (&"02:bb:00:00:00:22".into(), &1.into())
+    );
+
+    // The IPv6 drop reasons, equal everywhere.
+    let t = &report["totals"]["drops"];
+    for (reason, n) in [("ipv6_loopback", 3), ("ipv6_link_local_destination", 2)] {
+        assert_eq!(t[reason], n, "stats-json {reason}: {t}");
+        assert_eq!(drops[reason], n, "/fastpath/drops {reason}");
+        let series = format!("fastpath_dropped_packets_total{{reason=\"{reason}\"}}");
+        assert_eq!(metric(&scrape, &series), n, "{series}");
+    }
+
+    // Metrics: the IPv6 routes (by origin) and neighbours.
+    assert_eq!(metric(&scrape, "fastpath_routes6"), routes);
+    assert_eq!(
+        metric(&scrape, "fastpath_routes6_by_origin{origin=\"ctl\"}"),
+        1
+    );
+    assert_eq!(
+        metric(&scrape, "fastpath_routes6_by_origin{origin=\"config\"}"),
+        1
+    );
+    assert!(metric(&scrape, "fastpath_neighbours6{state=\"reachable\"}") >= 1);
+
+    // The final report: the same table.
+    let v6 = &report["ipv6"];
+    assert_eq!(v6["routes"], routes, "{v6}");
+    assert_eq!(v6["routes_by_origin"]["ctl"], 1, "{v6}");
+    assert_eq!(v6["routes_by_origin"]["config"], 1, "{v6}");
+    assert!(v6["static_neighbours"].as_u64() >= Some(1), "{v6}");
+    assert_eq!(
+        v6["table_swaps"], 2,
+        "the start's build and one ctl add: {v6}"
+    );
+    assert_eq!(report["totals"]["balanced"], true);
+}

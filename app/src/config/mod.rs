@@ -73,6 +73,7 @@ pub use changes::RuntimeItem;
 pub(crate) use device::label;
 pub use device::DeviceRef;
 pub use fields::{format_mac, parse_mac, route_prefix};
+pub(crate) use fields6::{is_ipv6_text, route_prefix6};
 pub use hooks::HookSpec;
 pub use position::ConfigError;
 pub use schema::{

@@ -18,8 +18,10 @@ use std::time::Duration;
 const COMMANDS: &str = "commands:
   route add PREFIX via IP[,IP...]   route PREFIX to one next hop or several (ECMP)
   route add PREFIX dev PORT         route PREFIX on-link out of PORT (device name or port id)
-  route del PREFIX                  delete the route of PREFIX
-  neigh add IP MAC                  a static neighbour (replaces a learned one)
+  route add PREFIX via IP dev PORT  IPv6: a link-local gateway IP on PORT
+  route del PREFIX                  delete the route of PREFIX (IPv4 or IPv6)
+  neigh add IP MAC [dev PORT]       a static neighbour (replaces a learned one); dev for
+                                    an IPv6 link-local one
   neigh del IP                      remove a static neighbour
   reload                            re-read the config file: routes, neighbours, hooks
   show routes|neighbours|hooks|stats|fpm";
@@ -82,6 +84,13 @@ pub fn parse_command(words: &[String]) -> Result<Request, String> {
                 dev: None,
             })
         }
+        ["route", "add", prefix, "via", gateway, "dev", port] if prefix.contains(':') => {
+            Ok(Request::RouteAdd {
+                prefix: prefix.into(),
+                via: vec![gateway.into()],
+                dev: Some(port.into()),
+            })
+        }
         ["route", "add", prefix, "dev", port] => Ok(Request::RouteAdd {
             prefix: prefix.into(),
             via: Vec::new(),
@@ -98,11 +107,19 @@ pub fn parse_command(words: &[String]) -> Result<Request, String> {
         [n, "add", address, mac] if neigh(n) => Ok(Request::NeighAdd {
             address: address.into(),
             mac: mac.into(),
+            dev: None,
+        }),
+        [n, "add", address, mac, "dev", port] if neigh(n) => Ok(Request::NeighAdd {
+            address: address.into(),
+            mac: mac.into(),
+            dev: Some(port.into()),
         }),
         [n, "del" | "delete", address] if neigh(n) => Ok(Request::NeighDel {
             address: address.into(),
         }),
-        [n, ..] if neigh(n) => Err("neigh: expected `neigh add IP MAC` or `neigh del IP`".into()),
+        [n, ..] if neigh(n) => {
+            Err("neigh: expected `neigh add IP MAC [dev PORT]` or `neigh del IP`".into())
+        }
         ["reload"] => Ok(Request::Reload),
         ["show", what] => {
             let what = match what {

@@ -27,7 +27,9 @@ pub fn socket_path(base: &Path, prefix: &str) -> PathBuf {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "command", rename_all = "snake_case")]
 pub enum Request {
-    /// `route add PREFIX via IP[,IP...]` (`dev`: None) or `route add PREFIX dev PORT`.
+    /// `route add PREFIX via IP[,IP...]` (`dev`: None) or `route add PREFIX
+    /// dev PORT`; an IPv6 prefix also `via IP dev PORT` (a link-local gateway
+    /// and its port).
     RouteAdd {
         prefix: String,
         #[serde(default)]
@@ -37,8 +39,14 @@ pub enum Request {
     },
     /// `route del PREFIX`.
     RouteDel { prefix: String },
-    /// `neigh add IP MAC`: a static neighbour.
-    NeighAdd { address: String, mac: String },
+    /// `neigh add IP MAC [dev PORT]`: a static neighbour (`dev`: the port
+    /// of a link-local IPv6 one).
+    NeighAdd {
+        address: String,
+        mac: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dev: Option<String>,
+    },
     /// `neigh del IP`: a static neighbour no more.
     NeighDel { address: String },
     /// Re-read the config file: routes, static neighbours and hooks.

@@ -12,9 +12,9 @@ use super::{Pipeline, Scratch};
 use crate::capture::Hub;
 use crate::config::RouterConfig;
 use crate::counters::LcoreCounters;
-use crate::dpdk::{Eal, Lpm, Lpm6Writer, Mbuf, MbufBurst, Mempool, Qsbr};
+use crate::dpdk::{Eal, Lpm, Mbuf, MbufBurst, Mempool, Qsbr};
 use crate::fib::{fib_entries, FibWriter, NEIGH_BY_DST};
-use crate::fib6::{fib6_entries, Fib6};
+use crate::fib6::{fib6_entries, Fib6, Fib6Writer};
 use crate::neigh::{EthHeader, NeighTable, NeighWriter};
 use hooks::wire::ethernet::ethertype;
 use hooks::{HookSet, PacketMeta};
@@ -121,7 +121,7 @@ pub struct Bench {
     pub hooks: Arc<HookSet>,
     pub to_control: MbufBurst,
     _fib_writer: FibWriter,
-    _fib6_writer: Option<Lpm6Writer>,
+    _fib6_writer: Option<Fib6Writer>,
 }
 
 impl Bench {
@@ -290,7 +290,7 @@ fn ipv6_tables(
     qsbr: Arc<Qsbr>,
     neigh: &mut NeighWriter,
     socket: i32,
-) -> (Option<Arc<Fib6>>, Arc<Groups6>, Option<Lpm6Writer>) {
+) -> (Option<Arc<Fib6>>, Arc<Groups6>, Option<Fib6Writer>) {
     if !cfg.has_ipv6() {
         return (None, Arc::default(), None);
     }
@@ -315,11 +315,7 @@ fn ipv6_tables(
             PortGroups6::of(own.chain([p.link_local.address(mac)]))
         })
         .collect();
-    (
-        Some(Arc::new(fib)),
-        Arc::new(Groups6::new(groups)),
-        Some(writer),
-    )
+    (Some(fib), Arc::new(Groups6::new(groups)), Some(writer))
 }
 
 static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);

@@ -17,7 +17,7 @@ use hooks::DropReason;
 pub const PAGE: usize = 100;
 
 /// Every command, its help line and its handler.
-pub const COMMANDS: [(&str, &str, Handler); 10] = [
+pub const COMMANDS: [(&str, &str, Handler); 12] = [
     (
         "/fastpath/stats",
         "Totals and the balance rx + originated = tx + dropped + consumed + stolen + in_flight",
@@ -48,6 +48,16 @@ pub const COMMANDS: [(&str, &str, Handler); 10] = [
         "/fastpath/neighbours",
         "The neighbour table. Parameters: first entry shown (100 per call)",
         neighbours,
+    ),
+    (
+        "/fastpath/routes6",
+        "The IPv6 forwarding table. Parameters: first entry shown (100 per call)",
+        routes6,
+    ),
+    (
+        "/fastpath/neighbours6",
+        "The IPv6 neighbours. Parameters: first entry shown (100 per call)",
+        neighbours6,
     ),
     ("/fastpath/hooks", "Every hook with its counters", hooks_cmd),
     (
@@ -266,6 +276,46 @@ fn neighbours(params: &str) -> Tel {
         });
         let mut states = Tel::dict();
         for (name, n) in NEIGH_STATES.iter().zip(v.neigh_states()) {
+            states.put_u64(*name, n);
+        }
+        d.put("states", states);
+        d
+    })
+}
+
+/// `/fastpath/routes`' shape for the IPv6 table (one next hop a route).
+fn routes6(params: &str) -> Tel {
+    routed(|_, v| {
+        page(params, "routes", &v.routes6, |r| {
+            let mut d = Tel::dict();
+            d.put_str("prefix", format!("{}/{}", r.prefix, r.len))
+                .put_str("kind", r.kind)
+                .put_str("origin", r.origin)
+                .put_u64("port", u64::from(r.port))
+                .put_str("via", r.via.map(|g| g.to_string()).unwrap_or_default());
+            d
+        })
+    })
+}
+
+/// `/fastpath/neighbours`' shape for the IPv6 neighbours.
+fn neighbours6(params: &str) -> Tel {
+    routed(|_, v| {
+        let mut d = page(params, "neighbours", &v.neighbours6, |n| {
+            let mut d = Tel::dict();
+            d.put_str("address", n.address.to_string())
+                .put_str(
+                    "mac",
+                    n.mac
+                        .map(|m| crate::config::format_mac(&m))
+                        .unwrap_or_default(),
+                )
+                .put_str("state", n.state)
+                .put_u64("static", u64::from(n.is_static));
+            d
+        });
+        let mut states = Tel::dict();
+        for (name, n) in NEIGH_STATES.iter().zip(v.neigh6_states()) {
             states.put_u64(*name, n);
         }
         d.put("states", states);

@@ -316,6 +316,38 @@ fn control(t: &mut Text, v: &ControlView) {
     conntrack(t, v);
     neighbours_and_events(t, v);
     routes_and_fpm(t, v);
+    ipv6(t, v);
+}
+
+/// The IPv6 table's routes (in all and by origin) and neighbours by state;
+/// only when fastpath runs with IPv6 (an IPv4-only scrape stays as it was).
+fn ipv6(t: &mut Text, v: &ControlView) {
+    if v.routes6.is_empty() {
+        return;
+    }
+    t.family(
+        "fastpath_routes6",
+        MetricType::GAUGE,
+        "Routes in the IPv6 forwarding table",
+    );
+    t.sample(&[], v.routes6.len());
+    t.family(
+        "fastpath_routes6_by_origin",
+        MetricType::GAUGE,
+        "Routes in the IPv6 forwarding table, by origin (config, ctl, connected, fixed)",
+    );
+    for origin in ["config", "ctl", "connected", "fixed"] {
+        let n = v.routes6.iter().filter(|r| r.origin == origin).count();
+        t.sample(&[("origin", origin)], n);
+    }
+    t.family(
+        "fastpath_neighbours6",
+        MetricType::GAUGE,
+        "IPv6 neighbours in the table, by state",
+    );
+    for (s, n) in NEIGH_STATES.iter().zip(v.neigh6_states()) {
+        t.sample(&[("state", s)], n);
+    }
 }
 
 /// Routes by origin; with `--fpm`, the session's state and counters.

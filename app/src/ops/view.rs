@@ -4,7 +4,7 @@
 //! one.
 
 use crate::report::HookReport;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::Instant;
 
 /// One route of the forwarding table.
@@ -42,6 +42,32 @@ pub struct NeighView {
     pub is_static: bool,
 }
 
+/// One route of the IPv6 table (one next hop: IPv6 has no ECMP here).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Route6View {
+    pub prefix: Ipv6Addr,
+    pub len: u8,
+    /// `forward`, `local`, `not_unicast` or `martian`.
+    pub kind: &'static str,
+    /// Where it comes from: `config`, `ctl`, `connected` or `fixed`.
+    pub origin: &'static str,
+    /// Output port (for `local`: the port owning the address).
+    pub port: u16,
+    /// The gateway; `None` on-link.
+    pub via: Option<Ipv6Addr>,
+}
+
+/// One IPv6 neighbour (the table both families share).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Neigh6View {
+    pub address: Ipv6Addr,
+    /// The MAC address, when known.
+    pub mac: Option<[u8; 6]>,
+    /// `incomplete`, `reachable`, `stale` or `failed` (as IPv4's).
+    pub state: &'static str,
+    pub is_static: bool,
+}
+
 /// The neighbour states, in the order they are counted.
 pub const NEIGH_STATES: [&str; 4] = ["incomplete", "reachable", "stale", "failed"];
 
@@ -63,6 +89,9 @@ pub struct ControlView {
     pub built: Option<Instant>,
     pub routes: Vec<RouteView>,
     pub neighbours: Vec<NeighView>,
+    /// The IPv6 table (empty without IPv6).
+    pub routes6: Vec<Route6View>,
+    pub neighbours6: Vec<Neigh6View>,
     pub hooks: Vec<HookReport>,
     /// What the control plane did (ARP, ICMP, neighbour events).
     pub control: Vec<(&'static str, u64)>,
@@ -76,6 +105,17 @@ impl ControlView {
     pub fn neigh_states(&self) -> [u64; NEIGH_STATES.len()] {
         let mut n = [0; NEIGH_STATES.len()];
         for e in &self.neighbours {
+            if let Some(i) = NEIGH_STATES.iter().position(|s| *s == e.state) {
+                n[i] += 1;
+            }
+        }
+        n
+    }
+
+    /// How many IPv6 neighbours are in each of [`NEIGH_STATES`].
+    pub fn neigh6_states(&self) -> [u64; NEIGH_STATES.len()] {
+        let mut n = [0; NEIGH_STATES.len()];
+        for e in &self.neighbours6 {
             if let Some(i) = NEIGH_STATES.iter().position(|s| *s == e.state) {
                 n[i] += 1;
             }

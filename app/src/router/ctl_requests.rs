@@ -6,7 +6,8 @@
 //! file as last loaded: new and changed `[[route]]`s are installed in place,
 //! routes the file no longer has are deleted (a route `fastpath ctl` added
 //! stays, unless the file now names its prefix), static neighbours likewise,
-//! and the hooks are rebuilt and swapped as a whole. The file is checked
+//! and the hooks are rebuilt and swapped as a whole. IPv6 routes and static
+//! neighbours likewise (`control::changes6`: the IPv6 routes in one batch). The file is checked
 //! whole first (and its hooks built): a file that does not load changes
 //! nothing. Ports and lcores need a restart.
 
@@ -55,7 +56,9 @@ impl CtlRequests<'_> {
                 control.route_add(run, &prefix, &via, dev.as_deref()).into()
             }
             Request::RouteDel { prefix } => control.route_del(&prefix).into(),
-            Request::NeighAdd { address, mac } => control.neigh_add(run, &address, &mac).into(),
+            Request::NeighAdd { address, mac, dev } => control
+                .neigh_add(run, &address, &mac, dev.as_deref())
+                .into(),
             Request::NeighDel { address } => control.neigh_del(&address).into(),
             Request::Reload => self
                 .reload(control)
@@ -153,10 +156,7 @@ impl CtlRequests<'_> {
              deleted; static neighbours: {neigh_set} added or changed, {neigh_gone} removed"
         ));
         if (&file.routes6, &file.neighbours6) != (&self.last.routes6, &self.last.neighbours6) {
-            lines.push(format!(
-                "{path}: the IPv6 routes or neighbours changed; a reload does not apply them \
-                 in this build (IPv6 is not forwarded yet): they take effect at a restart"
-            ));
+            lines.push(control.reload6(run, &self.last)?);
         }
         if file.lcores != self.last.lcores {
             lines.push(format!(

@@ -272,7 +272,7 @@ fn route(s: &Setup, ports: &mut Vec<Port>, signals: &Signals) -> Result<Outcome,
     let fpm = s.opts.fpm.as_ref().map(FpmLink::start).transpose()?;
     let mut up = ports::start_ports(s, ports)?;
     let (tables, mut writers) = tables::build(s, &up.macs)?;
-    let ipv6 = ipv6::build(s, &up.macs, &tables.qsbr, &mut writers.neigh)?;
+    let mut ipv6 = ipv6::build(s, &up.macs, &tables.qsbr, &mut writers.neigh)?;
     if let Some(t) = &ipv6 {
         eprintln!("{}", ipv6::notice(s.cfg, t));
         ipv6::program_multicast(ports, &t.groups);
@@ -289,7 +289,7 @@ fn route(s: &Setup, ports: &mut Vec<Port>, signals: &Signals) -> Result<Outcome,
         groups: ipv6.as_ref().map(|t| t.groups.clone()).unwrap_or_default(),
     };
     let mut workers = workers::start(s, &mut up, &tables, &v6, &hooks, ports, &signals.stop)?;
-    let fib6 = ipv6.as_ref().map(|t| t.fib.clone());
+    let fib6 = ipv6.as_mut().and_then(|t| t.writer.take());
     let mut main = MainLcore::new(s, writers, &up.addrs, &tables, fib6, &mut workers);
     main.fpm = fpm;
     let mut unfinished = None;

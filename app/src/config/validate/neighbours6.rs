@@ -45,7 +45,7 @@ impl Source<'_> {
         Ok(out)
     }
 
-    fn neighbour6(
+    pub(crate) fn neighbour6(
         &self,
         ports: &[PortSpec],
         raw: &Spanned<RawNeighbour>,

@@ -4,6 +4,7 @@ mod args;
 mod drivers;
 mod hugepages;
 mod iommu;
+mod ipv6;
 mod lcores;
 pub mod pci;
 
@@ -12,10 +13,12 @@ use super::finding::Finding;
 use super::host::Host;
 use super::inputs::Inputs;
 
-/// Every check, in report order: arguments, memory, IOMMU, devices, lcores, drivers.
+/// Every check, in report order: arguments, memory (the IPv6 FIB's
+/// included), IOMMU, devices, lcores, drivers.
 pub fn run_all(host: &Host, inputs: &Inputs, catalogue: &Catalogue) -> Vec<Finding> {
     let mut findings = args::check(inputs);
     findings.extend(hugepages::check(host, inputs));
+    findings.extend(ipv6::check(host, inputs));
     findings.extend(iommu::check(host, inputs));
     findings.extend(pci::check(host, inputs, catalogue));
     findings.extend(lcores::check(host, inputs));

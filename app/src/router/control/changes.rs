@@ -22,7 +22,7 @@ pub struct Running<'a> {
 impl Running<'_> {
     /// A port as the command names it: its device (as in the file) or its
     /// DPDK port id.
-    fn device(&self, name: &str) -> DeviceRef {
+    pub(super) fn device(&self, name: &str) -> DeviceRef {
         let by_name = DeviceRef::Name(name.to_string());
         if self.cfg.port_index(&by_name).is_some() {
             return by_name;
@@ -38,7 +38,7 @@ impl Running<'_> {
 }
 
 /// What a rule that no route may change is.
-fn fixed_what(origin: &Origin) -> Option<String> {
+pub(super) fn fixed_what(origin: &Origin) -> Option<String> {
     match origin {
         Origin::Config | Origin::Ctl | Origin::Fpm => None,
         Origin::Connected(port) => Some(format!(
@@ -72,6 +72,11 @@ impl ControlPlane<'_> {
         via: &[String],
         dev: Option<&str>,
     ) -> Result<Reply, String> {
+        if crate::config::is_ipv6_text(prefix) {
+            return self.route_add6(run, prefix, via, dev);
+        }
+        // `via` with `dev` is IPv6's link-local gateway; IPv4 takes `dev` alone.
+        let via = if dev.is_some() { &[][..] } else { via };
         let device = dev.map(|d| run.device(d));
         let spec = run
             .cfg
@@ -128,6 +133,9 @@ impl ControlPlane<'_> {
 
     /// `route del PREFIX`.
     pub fn route_del(&mut self, prefix: &str) -> Result<Reply, String> {
+        if crate::config::is_ipv6_text(prefix) {
+            return self.route_del6(prefix);
+        }
         let (p, l) = route_prefix(prefix).map_err(|e| format!("route del: {e}"))?;
         let Some(rule) = self.fib.rule(p, l) else {
             return Err(format!(
@@ -154,7 +162,11 @@ impl ControlPlane<'_> {
         run: Running<'_>,
         address: &str,
         mac: &str,
+        dev: Option<&str>,
     ) -> Result<Reply, String> {
+        if crate::config::is_ipv6_text(address) {
+            return self.neigh_add6(run, address, mac, dev);
+        }
         let spec = run
             .cfg
             .check_neighbour(address, mac)
@@ -194,6 +206,9 @@ impl ControlPlane<'_> {
 
     /// `neigh del IP`.
     pub fn neigh_del(&mut self, address: &str) -> Result<Reply, String> {
+        if crate::config::is_ipv6_text(address) {
+            return self.neigh_del6(address);
+        }
         let a: Ipv4Addr = address.trim().parse().map_err(|_| {
             format!("neigh del: {address:?} is not an IPv4 address; expected e.g. 10.0.1.2")
         })?;
@@ -248,6 +263,9 @@ impl ControlPlane<'_> {
             ));
             data.push(self.route_json(p, l));
         }
+        let (text6, data6) = self.routes6_shown();
+        text.push_str(&text6);
+        data.extend(data6);
         Reply::done(text, serde_json::Value::Array(data))
     }
 
@@ -278,6 +296,19 @@ impl ControlPlane<'_> {
                 .and_then(|s| s.parse::<Ipv4Addr>().ok())
                 .map(u32::from)
         });
+        let mut data6: Vec<serde_json::Value> = self
+            .neigh
+            .table()
+            .iter6()
+            .map(|(_, e)| self.neighbour6_json(e.addr6()))
+            .collect();
+        data6.sort_by_key(|v| {
+            v["address"]
+                .as_str()
+                .and_then(|s| s.parse::<std::net::Ipv6Addr>().ok())
+                .map(std::net::Ipv6Addr::to_bits)
+        });
+        data.extend(data6);
         let mut text = self.describe_neighbours().join("\n");
         text.push('\n');
         Reply::done(text, serde_json::Value::Array(data))

@@ -39,6 +39,7 @@ mod aging;
 mod aging6;
 mod arp;
 pub mod changes;
+mod changes6;
 pub mod frames;
 pub mod frames6;
 mod icmp;
@@ -60,7 +61,7 @@ use crate::datapath::budget::ArpAwaited;
 use crate::datapath::punt::Punt;
 use crate::dpdk::{Mbuf, MbufBurst, Mempool, RingConsumer, RingProducer};
 use crate::fib::{FibWriter, HopKind};
-use crate::fib6::Fib6;
+use crate::fib6::{Fib6, Fib6Writer};
 use crate::neigh::NeighWriter;
 use addr6::Port6;
 use hooks::DropReason;
@@ -115,8 +116,9 @@ pub struct ControlPlane<'a> {
     capture: Option<Arc<Tap>>,
     /// Our ports' IPv6 addresses, by port id.
     ports6: Vec<Option<Port6>>,
-    /// The IPv6 FIB (next hops of IPv6 packets waiting for resolution).
-    fib6: Option<Arc<Fib6>>,
+    /// The IPv6 FIB's writer (route changes; next hops of IPv6 packets
+    /// waiting for resolution).
+    fib6: Option<Fib6Writer>,
     /// IPv6 resolutions in progress, by address (as `pending`; they share
     /// `load` and `queued` with ARP's).
     pending6: HashMap<Ipv6Addr, Resolution6>,
@@ -188,6 +190,11 @@ impl<'a> ControlPlane<'a> {
             let at = DropSite::new(reason, Stage::Control, m.meta().in_port);
             tap.capture(m.data(), at.to_port(out_port));
         }
+    }
+
+    /// The IPv6 FIB the workers read (`None` without IPv6).
+    fn fib6(&self) -> Option<&Fib6> {
+        self.fib6.as_ref().map(|w| &**w.table())
     }
 
     /// What the control plane has done so far.

@@ -269,13 +269,9 @@ impl ControlPlane<'_> {
         let unicast = !(a.is_multicast() || a.is_unspecified() || a.is_loopback());
         unicast
             && !p.is_ours(a)
-            && self
-                .fib6
-                .as_ref()
-                .and_then(|f| f.lookup(&a))
-                .is_some_and(|h| {
-                    h.kind == HopKind::Forward && h.gateway.is_none() && h.port == port
-                })
+            && self.fib6().and_then(|f| f.lookup(&a)).is_some_and(|h| {
+                h.kind == HopKind::Forward && h.gateway.is_none() && h.port == port
+            })
     }
 }
 

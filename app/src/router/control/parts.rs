@@ -6,7 +6,7 @@ use crate::counters::LcoreCounters;
 use crate::datapath::budget::ArpAwaited;
 use crate::dpdk::{Mempool, RingConsumer, RingProducer};
 use crate::fib::FibWriter;
-use crate::fib6::Fib6;
+use crate::fib6::Fib6Writer;
 use crate::neigh::NeighWriter;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
@@ -93,7 +93,8 @@ pub struct ControlParts<'a> {
     pub awaited: Arc<ArpAwaited>,
     /// Our ports' IPv6 addresses (empty when the config has no IPv6).
     pub ports6: Vec<super::addr6::Port6>,
-    /// The IPv6 FIB the workers read: where an IPv6 packet's next hop is
-    /// found again (`None` without IPv6: on-link destinations only).
-    pub fib6: Option<Arc<Fib6>>,
+    /// The IPv6 FIB's writer (route changes), and the table the workers
+    /// read: where an IPv6 packet's next hop is found again (`None` without
+    /// IPv6: on-link destinations only).
+    pub fib6: Option<Fib6Writer>,
 }

@@ -93,7 +93,7 @@ impl ControlPlane<'_> {
         let dst = Ipv6Packet::new_checked(m.data().get(l3..)?)
             .ok()?
             .dst_addr();
-        match &self.fib6 {
+        match self.fib6() {
             Some(fib) => {
                 let hop = fib.lookup(&dst)?;
                 (hop.kind == HopKind::Forward).then_some((hop.gateway.unwrap_or(dst), hop.port))

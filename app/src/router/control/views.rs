@@ -5,7 +5,7 @@ use super::ControlPlane;
 use crate::config::format_mac;
 use crate::fib::HopKind;
 use crate::neigh::NeighState;
-use crate::ops::view::{HopView, NeighView, RouteView};
+use crate::ops::view::{HopView, Neigh6View, NeighView, Route6View, RouteView};
 use std::net::Ipv4Addr;
 
 impl ControlPlane<'_> {
@@ -33,6 +33,58 @@ impl ControlPlane<'_> {
                         down: h.gateway != 0 && self.fib.is_down(h.gateway),
                     })
                     .collect(),
+            })
+            .collect()
+    }
+
+    /// The IPv6 table, by prefix (empty without IPv6).
+    pub fn routes6(&self) -> Vec<Route6View> {
+        let Some(w) = &self.fib6 else {
+            return Vec::new();
+        };
+        w.rules()
+            .map(|(prefix, len, r)| Route6View {
+                prefix,
+                len,
+                kind: kind_name(r.hop.kind),
+                origin: r.origin.name(),
+                port: r.hop.port,
+                via: r.hop.gateway,
+            })
+            .collect()
+    }
+
+    /// The IPv6 table's counts for the exit report (`None` without IPv6).
+    pub fn ipv6_report(&self) -> Option<crate::report::Ipv6Report> {
+        let w = self.fib6.as_ref()?;
+        let mut r = crate::report::Ipv6Report {
+            table_swaps: w.swaps(),
+            ..Default::default()
+        };
+        for (_, _, rule) in w.rules() {
+            r.routes += 1;
+            *r.routes_by_origin.entry(rule.origin.name()).or_default() += 1;
+        }
+        for (_, e) in self.neigh.table().iter6() {
+            r.neighbours += 1;
+            r.static_neighbours += usize::from(e.is_static());
+        }
+        Some(r)
+    }
+
+    /// The IPv6 neighbours of the table.
+    pub fn neighbours6(&self) -> Vec<Neigh6View> {
+        self.neigh
+            .table()
+            .iter6()
+            .map(|(_, e)| {
+                let state = e.state();
+                Neigh6View {
+                    address: e.addr6(),
+                    mac: state.is_valid().then(|| e.hh().header().dst),
+                    state: state_name(state),
+                    is_static: e.is_static(),
+                }
             })
             .collect()
     }
@@ -115,5 +167,25 @@ impl ControlPlane<'_> {
             .collect();
         failed.sort();
         failed
+    }
+}
+
+/// A route kind as the operations plane names it.
+fn kind_name(k: HopKind) -> &'static str {
+    match k {
+        HopKind::Local => "local",
+        HopKind::NotUnicast => "not_unicast",
+        HopKind::Martian => "martian",
+        HopKind::Forward | HopKind::Group => "forward",
+    }
+}
+
+/// A neighbour state as the operations plane names it.
+fn state_name(s: NeighState) -> &'static str {
+    match s {
+        NeighState::Incomplete => "incomplete",
+        NeighState::Reachable => "reachable",
+        NeighState::Stale => "stale",
+        NeighState::Failed => "failed",
     }
 }

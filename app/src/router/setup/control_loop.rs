@@ -9,7 +9,7 @@ use crate::capture::Tap;
 use crate::counters::LcoreCounters;
 use crate::ctl::server::CtlServer;
 use crate::dpdk::{lcore, Eal, Port};
-use crate::fib6::Fib6;
+use crate::fib6::Fib6Writer;
 use crate::lifecycle::input_end::report_end;
 use crate::lifecycle::{main_lcore_loop, port_names, run_length, InputEnd};
 use crate::ops::state::{Mode, Ops};
@@ -48,7 +48,7 @@ impl<'a> MainLcore<'a> {
         writers: Writers,
         addrs: &[PortAddr],
         tables: &Tables,
-        fib6: Option<Arc<Fib6>>,
+        fib6: Option<Fib6Writer>,
         workers: &mut Workers,
     ) -> Self {
         let macs: Vec<[u8; 6]> = addrs.iter().map(|a| a.mac).collect();
@@ -208,6 +208,8 @@ fn control_view(
         built: Some(Instant::now()),
         routes: control.routes(),
         neighbours: control.neighbours(),
+        routes6: control.routes6(),
+        neighbours6: control.neighbours6(),
         hooks: HookReport::of(hooks),
         control: control.stats().fields().to_vec(),
     }

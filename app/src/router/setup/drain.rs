@@ -30,6 +30,7 @@ pub(super) struct Outcome {
     events: BTreeMap<&'static str, u64>,
     hooks: Vec<HookReport>,
     captures: Vec<Summary>,
+    ipv6: Option<crate::report::Ipv6Report>,
 }
 
 impl Outcome {
@@ -40,6 +41,7 @@ impl Outcome {
         r.control = self.events.clone();
         r.hooks = self.hooks.clone();
         r.captures = self.captures.clone();
+        r.ipv6 = self.ipv6.clone();
     }
 }
 
@@ -70,6 +72,7 @@ pub(super) fn drain(
     } = main;
     let waiting = control.shutdown();
     let neighbours = control.describe_neighbours();
+    let ipv6 = control.ipv6_report();
     let events: BTreeMap<&'static str, u64> = control.stats().fields().into_iter().collect();
     drop(control);
     let mut to_drain = std::mem::take(&mut *crate::sync::lock(&workers.to_drain));
@@ -103,6 +106,7 @@ pub(super) fn drain(
         events,
         hooks: hook_reports,
         captures,
+        ipv6,
     })
 }
 

@@ -8,18 +8,20 @@ use super::Setup;
 use crate::config::RouterConfig;
 use crate::datapath::ip6_input::groups::{Groups6, PortGroups6};
 use crate::dpdk::lpm6::table_bytes;
-use crate::dpdk::{Lpm6Writer, Port, Qsbr};
+use crate::dpdk::{Port, Qsbr};
 use crate::fib::NEIGH_BY_DST;
-use crate::fib6::{fib6_entries, table_sizes, Fib6};
+use crate::fib6::{fib6_entries, table_sizes, Fib6, Fib6Writer};
 use crate::lifecycle::RunError;
 use crate::neigh::NeighWriter;
 use std::sync::Arc;
 
-/// The IPv6 FIB and its writer (for the route changes to come), and the
-/// ports' groups.
+/// The IPv6 FIB and its writer (taken by the control plane, for route
+/// changes), and the ports' groups.
 pub(super) struct Ipv6Tables {
     pub fib: Arc<Fib6>,
-    pub _writer: Lpm6Writer,
+    pub writer: Option<Fib6Writer>,
+    /// Distinct next hops at start.
+    pub hops: usize,
     /// Prefixes installed (the default route included).
     pub prefixes: usize,
     pub groups: Arc<Groups6>,
@@ -71,8 +73,9 @@ pub(super) fn build(
         groups[usize::from(s.port_ids[i])] = PortGroups6::of(own.chain([link_local]));
     }
     Ok(Some(Ipv6Tables {
-        fib: Arc::new(fib),
-        _writer: writer,
+        fib,
+        hops: writer.hop_count(),
+        writer: Some(writer),
         prefixes: entries.len(),
         groups: Arc::new(Groups6::new(groups)),
     }))
@@ -114,6 +117,6 @@ pub(super) fn notice(cfg: &RouterConfig, t: &Ipv6Tables) -> String {
         cfg.routes6.len(),
         cfg.neighbours6.len(),
         t.prefixes,
-        t.fib.hop_count()
+        t.hops
     )
 }

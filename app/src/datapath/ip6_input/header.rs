@@ -15,6 +15,10 @@ pub struct Ip6Fields {
     pub trimmed_len: u16,
     /// Hop limit on arrival (forwarding needs > 1).
     pub hop_limit: u8,
+    /// Taken by [`plain_ipv6`]: the source is global unicast (neither `::`
+    /// nor link-local: a forward need not read it again) and the frame
+    /// has no padding.
+    pub plain: bool,
 }
 
 /// Check the IPv6 header at byte `l3` of `frame`, in this order: 40 bytes
@@ -52,8 +56,37 @@ pub fn ipv6_input(frame: &[u8], l3: usize) -> Result<(Ip6Fields, &[u8; HEADER_LE
     let fields = Ip6Fields {
         trimmed_len: (l3 + HEADER_LEN + payload) as u16,
         hop_limit: h[field::HOP_LIMIT],
+        plain: false,
     };
     Ok((fields, h))
+}
+
+/// The common case in one compare per field, for the header at byte `l3`:
+/// version 6, a payload length that is exactly the rest of the frame (no
+/// padding), source and destination both global unicast (2000::/3: not
+/// multicast, not `::`, not loopback, not IPv4-mapped, not link-local).
+/// What it takes [`ipv6_input`] takes with the same fields (but `plain`);
+/// what it refuses goes there.
+#[inline(always)]
+pub fn plain_ipv6(frame: &[u8], l3: usize) -> Option<(Ip6Fields, &[u8; HEADER_LEN])> {
+    let h: &[u8; HEADER_LEN] = frame.get(l3..)?.first_chunk()?;
+    let rest = frame.len() - l3 - HEADER_LEN;
+    let word = |at: usize| {
+        let bytes = h.get(at..at + 8).and_then(|b| b.first_chunk::<8>());
+        u64::from_be_bytes(bytes.copied().unwrap_or_default())
+    };
+    let (head, src, dst) = (word(0), word(field::SRC), word(field::DST));
+    // Version in the top nibble, payload length in bytes 4 and 5.
+    let version_ok = head >> 60 == 6;
+    let payload_ok = (head >> 16) & 0xffff == rest as u64;
+    let global = (src >> 61 == 1) & (dst >> 61 == 1);
+    // `&`, not `&&`: one branch, not four.
+    let fields = Ip6Fields {
+        trimmed_len: frame.len() as u16,
+        hop_limit: h[field::HOP_LIMIT],
+        plain: true,
+    };
+    (version_ok & payload_ok & global).then_some((fields, h))
 }
 
 /// Loopback or IPv4-mapped on either side (RFC 4291 sections 2.5.3,
@@ -96,6 +129,52 @@ mod tests {
         let ok = check(&f).unwrap();
         assert_eq!(usize::from(ok.trimmed_len), len);
         assert_eq!(ok.hop_limit, 64);
+    }
+
+    #[test]
+    fn the_plain_check_takes_global_unicast_without_padding_as_the_full_one_does() {
+        let ok = packet("2001:db8:1::7", "2001:db8:2::9");
+        let (plain, h) = plain_ipv6(&ok, 14).unwrap();
+        assert_eq!(h, ipv6_input(&ok, 14).unwrap().1);
+        let full = check(&ok).unwrap();
+        assert_eq!(
+            plain,
+            Ip6Fields {
+                plain: true,
+                ..full
+            }
+        );
+        // Each refused by the plain check, some taken by the full one.
+        let mut padded = ok.clone();
+        padded.push(0);
+        let mut v4 = ok.clone();
+        v4[14] = 0x45;
+        let mut short = ok.clone();
+        short[18..20].copy_from_slice(&7u16.to_be_bytes());
+        let others = [
+            ("fe80::7", "2001:db8:2::9"),
+            ("fd00::7", "2001:db8:2::9"),
+            ("::", "2001:db8:2::9"),
+            ("ff02::1", "2001:db8:2::9"),
+            ("2001:db8:1::7", "fe80::9"),
+            ("2001:db8:1::7", "ff02::1"),
+            ("2001:db8:1::7", "::1"),
+            ("2001:db8:1::7", "::ffff:10.0.0.1"),
+            ("2001:db8:1::7", "fd00::9"),
+        ];
+        let mut refused = vec![padded, v4, short, ok[..14 + 39].to_vec()];
+        refused.extend(others.iter().map(|(s, d)| packet(s, d)));
+        for f in &refused {
+            assert_eq!(plain_ipv6(f, 14), None, "{f:02x?}");
+        }
+        // At another L3 offset (a tag before it).
+        let mut tagged = ok[..12].to_vec();
+        tagged.extend_from_slice(&[0x81, 0, 0, 0]);
+        tagged.extend_from_slice(&ok[12..]);
+        assert_eq!(
+            plain_ipv6(&tagged, 18).map(|(f, _)| usize::from(f.trimmed_len)),
+            Some(ok.len() + 4)
+        );
     }
 
     #[test]

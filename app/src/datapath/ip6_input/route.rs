@@ -39,6 +39,11 @@ pub fn route(
     groups: &Groups6,
     in_port: u16,
 ) -> Routed6 {
+    // A plain packet's source is neither `::` nor link-local: its forward
+    // reads nothing of the header again.
+    if let Some(hop) = hop.filter(|h| f.plain && h.kind == HopKind::Forward) {
+        return forward(m, meta, f, &hop, (false, false), in_port);
+    }
     let l3 = usize::from(meta.l3_offset);
     let Some(h) = m.data().get(l3..).and_then(|b| b.first_chunk()) else {
         return Routed6::Drop(DropReason::Ipv6Truncated);
@@ -102,55 +107,84 @@ fn martian(dst: &[u8; 16]) -> DropReason {
     }
 }
 
-/// Forward a packet by `hop` (its source `::`? link-local?), in the order
-/// of the kernel's `ip6_forward`: only what came to our MAC, never from
-/// `::`, hop limit above 1, a link-local source not off its link, within
-/// the MTU. Then padding and
-/// tag off, hop limit - 1, the route in the metadata.
+/// Forward a packet by `hop` (its source `::`? link-local?): if
+/// [`forward_verdict`] lets it, padding and tag off, hop limit - 1, the
+/// route in the metadata.
 #[inline(always)]
 fn forward(
     m: &mut Mbuf,
     meta: &mut PacketMeta,
     f: &Ip6Fields,
     hop: &NextHop6,
-    (unspecified, link_local): (bool, bool),
+    classes: (bool, bool),
     in_port: u16,
 ) -> Routed6 {
-    if meta.packet_type != PacketType::Host {
-        // A unicast destination in a frame to a group's MAC.
-        return Routed6::Drop(DropReason::NotUnicast);
-    }
-    if unspecified {
-        return Routed6::Drop(DropReason::Ipv6UnspecifiedSource);
-    }
-    if f.hop_limit <= 1 {
-        return Routed6::Punt(Punt::HopLimitExceeded);
-    }
-    if link_local && hop.port != in_port {
-        meta.out_port = hop.port;
-        return Routed6::Punt(Punt::BeyondScope);
+    if let Err(r) = forward_verdict(meta, f, hop, classes, in_port) {
+        return r;
     }
     let l3 = usize::from(meta.l3_offset);
-    if usize::from(f.trimmed_len) - l3 > usize::from(hop.mtu) {
-        meta.out_port = hop.port;
-        return Routed6::Punt(Punt::PacketTooBig);
-    }
     if !reshape(m, f.trimmed_len, l3) {
         return Routed6::Drop(DropReason::Ipv6BadPayloadLength);
     }
-    let Some(h) = m
-        .data_mut()
-        .get_mut(HEADER_LEN..)
-        .and_then(|b| b.first_chunk_mut())
-    else {
+    if !hop_limit_down(m.data_mut(), f) {
         return Routed6::Drop(DropReason::Ipv6Truncated);
-    };
-    ipv6::decrement_hop_limit(h, f.hop_limit);
+    }
     meta.l3_offset = HEADER_LEN as u16;
     meta.out_port = hop.port;
     // 16 bytes do not fit: the neighbour's index says where it goes.
     meta.next_hop = 0;
     Routed6::Neigh
+}
+
+/// Whether a checked packet (its source `::`? link-local?) may be
+/// forwarded by `hop`, in the order of the kernel's `ip6_forward`: only
+/// what came to our MAC, never from `::`, hop limit above 1, a link-local
+/// source not off its link, within the MTU. `Err`: where it goes instead
+/// (the output port in `meta` for the errors that quote it).
+#[inline(always)]
+pub fn forward_verdict(
+    meta: &mut PacketMeta,
+    f: &Ip6Fields,
+    hop: &NextHop6,
+    (unspecified, link_local): (bool, bool),
+    in_port: u16,
+) -> Result<(), Routed6> {
+    if meta.packet_type != PacketType::Host {
+        // A unicast destination in a frame to a group's MAC.
+        return Err(Routed6::Drop(DropReason::NotUnicast));
+    }
+    if unspecified {
+        return Err(Routed6::Drop(DropReason::Ipv6UnspecifiedSource));
+    }
+    if f.hop_limit <= 1 {
+        return Err(Routed6::Punt(Punt::HopLimitExceeded));
+    }
+    if link_local && hop.port != in_port {
+        meta.out_port = hop.port;
+        return Err(Routed6::Punt(Punt::BeyondScope));
+    }
+    if usize::from(f.trimmed_len) - usize::from(meta.l3_offset) > usize::from(hop.mtu) {
+        meta.out_port = hop.port;
+        return Err(Routed6::Punt(Punt::PacketTooBig));
+    }
+    Ok(())
+}
+
+/// A forward's one edit of the header (at byte 14 once reshaped): the hop
+/// limit `f` read, less one (one store: IPv6 has no header checksum).
+/// False if the frame holds no header there.
+#[inline(always)]
+pub fn hop_limit_down(frame: &mut [u8], f: &Ip6Fields) -> bool {
+    match frame
+        .get_mut(HEADER_LEN..)
+        .and_then(|b| b.first_chunk_mut())
+    {
+        Some(h) => {
+            ipv6::decrement_hop_limit(h, f.hop_limit);
+            true
+        }
+        None => false,
+    }
 }
 
 /// The address of a forwarded packet's neighbour: the route's gateway, or

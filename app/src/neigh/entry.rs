@@ -3,9 +3,9 @@
 //!
 //! The table finds an entry by its 64-bit key, published last with Release:
 //! an IPv4 address is its own key (the upper 32 bits zero), so an IPv4 lookup
-//! compares one word, as before IPv6; an IPv6 key is [`KEY6`] with a 32-bit
+//! compares one word, as before IPv6; an IPv6 key is `KEY6` with a 32-bit
 //! hash of the address, and the whole address sits in the entry's last 16
-//! bytes, written before the key. 0 marks a free slot, [`TOMBSTONE`] a
+//! bytes, written before the key. 0 marks a free slot, `TOMBSTONE` a
 //! reclaimed one.
 //!
 //! Only the table's writer changes the address, state, flags and header.

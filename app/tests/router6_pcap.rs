@@ -248,7 +248,7 @@ fn every_kind_of_ipv6_frame_ends_where_it_should() {
 
     // At start: what was loaded, and each port's multicast reception.
     assert!(
-        stderr.contains("IPv6 is forwarded (hooks do not see IPv6 packets)"),
+        stderr.contains("IPv6 is forwarded (hooks see IPv6 packets; their rules match IPv4 only"),
         "{stderr}"
     );
     for port in [
@@ -256,5 +256,71 @@ fn every_kind_of_ipv6_frame_ends_where_it_should() {
         "port 1 (net_pcap1) IPv6 groups:",
     ] {
         assert!(stderr.contains(port), "{port:?} missing:\n{stderr}");
+    }
+}
+
+/// The hooks see IPv6 as they see IPv4: a classify hook at ingress and a
+/// filter at egress, whose rules match IPv4 only for now, give IPv6
+/// packets the filter's policy, never a bypass: with policy drop the
+/// routed IPv6 datagram is dropped under `filter_policy` at egress_hook
+/// (stateless and stateful alike), with policy accept it leaves as without
+/// hooks.
+#[test]
+fn a_filter_s_policy_decides_ipv6_never_a_bypass() {
+    let v4 = udp([10, 0, 1, 2], [198, 51, 100, 9], 1000, 2000);
+    let v6 = udp6(A, FAR);
+    let hooks = |policy: &str, stateful: bool| {
+        format!(
+            r#"
+[[hook]]
+point = "ingress"
+port = "net_pcap0"
+kind = "classify"
+name = "cls"
+[[hook.rule]]
+proto = "udp"
+set_mark = 7
+
+[[hook]]
+point = "egress"
+port = "net_pcap1"
+kind = "filter"
+name = "fw"
+policy = "{policy}"
+stateful = {stateful}
+[[hook.rule]]
+proto = "udp"
+dport = 2000
+action = "accept"
+"#
+        )
+    };
+    for (policy, stateful) in [("drop", false), ("drop", true), ("accept", false)] {
+        let config = format!("{CONFIG}{}", hooks(policy, stateful));
+        let what = format!("policy {policy}, stateful {stateful}");
+        let input = [v4.clone(), v6.clone()];
+        let (_, out1, s, _) = run_pcaps_logged("rt6hook", &config, &input, &[]);
+        let is_v6 = |f: &Vec<u8>| f[12..14] == [0x86, 0xdd] && f[20] == UDP;
+        let v6_out: Vec<&Vec<u8>> = out1.iter().filter(|f| is_v6(f)).collect();
+        let v4_out = out1.iter().filter(|f| f[12..14] == [0x08, 0x00]).count();
+        assert_eq!(v4_out, 1, "{what}: the IPv4 rule accepts");
+        let fw = common::hook_report(&s, "fw");
+        let cls = common::hook_report(&s, "cls");
+        assert_eq!(cls["seen"], 2, "{what}: classify saw both families: {s}");
+        assert_eq!(fw["seen"], 2, "{what}: the filter saw both families: {s}");
+        if policy == "drop" {
+            assert!(v6_out.is_empty(), "{what}: {v6_out:02x?}");
+            assert_eq!(
+                s["stage_drops"]["egress_hook"],
+                serde_json::json!({"filter_policy": 1}),
+                "{what}: {s}"
+            );
+            assert_eq!(fw["stats"]["policy_dropped"], 1, "{what}: {s}");
+        } else {
+            assert_eq!(v6_out, [&forwarded(&v6, NEIGH_22)], "{what}");
+            assert_eq!(fw["stats"]["policy_accepted"], 1, "{what}: {s}");
+        }
+        assert_eq!(s["totals"]["balanced"], true);
+        assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
     }
 }

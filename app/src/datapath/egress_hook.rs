@@ -5,7 +5,6 @@
 
 use super::contract::{each, Cx, Mask, Stage, StageSpec, Step};
 use super::hook_run::{context, run_chain};
-use hooks::wire::ethernet::ethertype;
 use hooks::{DropReason, HookPoint};
 
 pub const SPEC: StageSpec = StageSpec {
@@ -30,8 +29,8 @@ pub fn run(cx: &mut Cx<'_>) {
 #[inline(never)]
 fn run_ports(cx: &mut Cx<'_>) {
     let hooks = cx.hooks;
-    // IPv6 skips the hooks (issue 34): ip6_input's routed packets are left out.
-    let routed = cx.s.steps.neigh_output & !ipv6_packets(cx);
+    // Both families' routed packets: ip_input and ip6_input kept `out_port`.
+    let routed = cx.s.steps.neigh_output;
     if routed == 0 {
         return;
     }
@@ -61,22 +60,13 @@ fn run_ports(cx: &mut Cx<'_>) {
     }
 }
 
-/// The routed IPv6 packets (with hooks, l2_input wrote every metadata).
-#[inline]
-fn ipv6_packets(cx: &Cx<'_>) -> Mask {
-    let mut v6: Mask = 0;
-    for i in each(cx.s.steps.neigh_output) {
-        v6 |= Mask::from(cx.s.metas[i].protocol == ethertype::IPV6) << i;
-    }
-    v6
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::datapath::contract::Steps;
-    use crate::datapath::l2_input::plain::plain_meta;
-    use crate::datapath::testing::{frame_ending as frame, Bench, DROP_BYTE, STEAL_BYTE};
+    use crate::datapath::l2_input::plain::{plain_meta, plain_meta6};
+    use crate::datapath::testing::{frame6_ending, frame_ending as frame};
+    use crate::datapath::testing::{Bench, DROP_BYTE, STEAL_BYTE};
 
     #[test]
     fn each_output_port_s_chain_sees_its_routed_packets() {
@@ -118,34 +108,39 @@ mod tests {
     }
 
     #[test]
-    fn ipv6_packets_skip_the_chain() {
+    fn routed_ipv6_packets_meet_the_chain_as_ipv4_does() {
         let mut b = Bench::new();
-        b.frames(&[frame(DROP_BYTE), frame(DROP_BYTE)]);
-        // Both routed out of port 1 (hooked); packet 1 is IPv6 (the frame's
-        // bytes do not matter to the choice: the metadata's protocol does).
-        let mut metas = [plain_meta(0); 2];
+        b.frames(&[
+            frame(DROP_BYTE),
+            frame6_ending(DROP_BYTE),
+            frame6_ending(STEAL_BYTE),
+            frame6_ending(0),
+        ]);
+        // All routed out of port 1 (hooked); packets 1 to 3 are IPv6.
+        let mut metas = [plain_meta6(0); 4];
+        metas[0] = plain_meta(0);
         for m in &mut metas {
             m.out_port = 1;
         }
-        metas[1].protocol = hooks::wire::ethernet::ethertype::IPV6;
         b.state(
             Steps {
-                neigh_output: 0b11,
+                neigh_output: 0b1111,
                 ..Steps::default()
             },
             &metas,
         );
         b.scratch.out_port = 1;
-        let taken = b.hook(HookPoint::Egress, 1);
+        b.hook(HookPoint::Egress, 1);
         let steps = b.run(&SPEC, run);
         assert_eq!(
             steps,
             Steps {
-                neigh_output: 0b10,
-                drop: 0b01,
+                neigh_output: 0b1000,
+                drop: 0b0011,
+                stolen: 0b0100,
                 ..Steps::default()
             }
         );
-        assert_eq!(taken.load(std::sync::atomic::Ordering::Relaxed), 0);
+        assert_eq!(b.dropped(&SPEC, DropReason::HookDrop), 2);
     }
 }

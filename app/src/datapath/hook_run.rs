@@ -6,11 +6,13 @@
 //! (`HookSet::any_ingress` / `any_egress`), never this code.
 
 use super::contract::{all, each, Cx, Mask};
+use super::ip6_input::header::ipv6_input;
 use super::ip_input::header::{ipv4_input, CsumFlag};
 use super::Pipeline;
 use crate::capture::DropSite;
 use crate::dpdk::{tsc, Mbuf, BURST_SIZE};
 use arrayvec::ArrayVec;
+use hooks::wire::ethernet::ethertype;
 use hooks::WorkerHooks;
 use hooks::{Chain, HookBurst, HookContext, HookPacket, HookPoint, HookSet, PacketMeta, Verdict};
 
@@ -39,8 +41,7 @@ pub fn context(p: &Pipeline, point: HookPoint, port: u16) -> HookContext {
 /// Run `chain` (at `hcx.point` of `hcx.port`) over the packets of `mask`.
 /// A packet a hook dropped or stole leaves every next-step mask for
 /// `steps.drop` (counted) or `steps.stolen`. A frame a hook wrote is
-/// checked again (`check_written`); `routable` is the mask whose packets
-/// ip_input or neigh_output will still read as IPv4.
+/// checked again (`check_written`).
 pub fn run_chain(cx: &mut Cx<'_>, chain: &Chain, hcx: HookContext, mask: Mask) {
     if mask == 0 {
         return;
@@ -84,6 +85,7 @@ pub fn run_chain(cx: &mut Cx<'_>, chain: &Chain, hcx: HookContext, mask: Mask) {
             Verdict::Stolen => {
                 let steps = &mut cx.s.steps;
                 steps.ip_input &= !bit;
+                steps.ip6_input &= !bit;
                 steps.local &= !bit;
                 steps.neigh_output &= !bit;
                 cx.s.stolen_by[i] = (hcx.point, owner[k]);
@@ -119,18 +121,20 @@ fn hook_drop(
 }
 
 /// After a chain that asked to change frames: check each packet it saw and
-/// still lets through to a stage that reads its IPv4 header (ip_input after
-/// ingress, neigh_output after egress) as ip_input checks a header
-/// (version, IHL, checksum computed, total length within the frame), at the
-/// L3 offset the hooks could not move, and drop a frame a hook broke under
+/// still lets through to a stage that reads its IP header (ip_input or
+/// ip6_input after ingress, neigh_output after egress) as IP input checks a
+/// header of its family (IPv4: version, IHL, checksum computed, total
+/// length within the frame; IPv6: the fixed header's checks), at the L3
+/// offset the hooks could not move, and drop a frame a hook broke under
 /// that check's reason. At ingress ip_input would trust the NIC's checksum
 /// flag, which speaks of the bytes before the hooks; at egress nothing after
-/// the chain reads the IPv4 header again. Every packet the chain saw is
+/// the chain reads the IP header again. Every packet the chain saw is
 /// checked, not only those marked written: cold, once per burst with a write.
 #[cold]
 #[inline(never)]
 fn check_written(cx: &mut Cx<'_>, seen: &[u8]) {
-    let routable = cx.s.steps.ip_input | cx.s.steps.neigh_output;
+    let steps = &cx.s.steps;
+    let routable = steps.ip_input | steps.ip6_input | steps.neigh_output;
     for &i in seen {
         let i = usize::from(i);
         if routable & (1 << i) == 0 {
@@ -139,7 +143,12 @@ fn check_written(cx: &mut Cx<'_>, seen: &[u8]) {
         let Some(m) = cx.burst.as_slice().get(i) else {
             continue;
         };
-        if let Err(r) = ipv4_input(m.data(), &cx.s.metas[i], CsumFlag::Unknown) {
+        let meta = &cx.s.metas[i];
+        let checked = match meta.protocol {
+            ethertype::IPV6 => ipv6_input(m.data(), usize::from(meta.l3_offset)).map(|_| ()),
+            _ => ipv4_input(m.data(), meta, CsumFlag::Unknown).map(|_| ()),
+        };
+        if let Err(r) = checked {
             cx.drop(i, r);
         }
     }
@@ -166,6 +175,55 @@ pub fn hand_over(
 #[cfg(test)]
 mod tests {
     use super::ns_per_tick;
+    use crate::datapath::contract::{Cx, StageSpec, Steps};
+    use crate::datapath::l2_input::plain::{plain_meta, plain_meta6};
+    use crate::datapath::testing::{frame6_ending, frame_ending as frame, Bench, BREAK_BYTE};
+    use crate::datapath::{egress_hook, ingress_hook};
+    use hooks::{DropReason, HookPoint};
+
+    /// A writer hook's frames are checked again by their own family's header
+    /// checks: a broken one dropped under that check's reason, the others
+    /// (the family an IPv4 check would refuse among them) let through.
+    #[test]
+    fn written_frames_are_checked_by_their_family_s_header_checks() {
+        for point in [HookPoint::Ingress, HookPoint::Egress] {
+            let mut b = Bench::new();
+            b.frames(&[
+                frame(BREAK_BYTE),
+                frame6_ending(BREAK_BYTE),
+                frame(0),
+                frame6_ending(0),
+            ]);
+            let metas = [plain_meta(0), plain_meta6(0), plain_meta(0), plain_meta6(0)];
+            let steps = match point {
+                HookPoint::Ingress => Steps {
+                    ip_input: 0b0101,
+                    ip6_input: 0b1010,
+                    ..Steps::default()
+                },
+                HookPoint::Egress => Steps {
+                    neigh_output: 0b1111,
+                    ..Steps::default()
+                },
+            };
+            b.state(steps, &metas);
+            b.scratch.out_port = 0;
+            b.writer_hook(point, 0);
+            let (spec, stage): (&'static StageSpec, fn(&mut Cx<'_>)) = match point {
+                HookPoint::Ingress => (&ingress_hook::SPEC, ingress_hook::run),
+                HookPoint::Egress => (&egress_hook::SPEC, egress_hook::run),
+            };
+            let after = b.run(spec, stage);
+            assert_eq!(after.drop, 0b0011, "{point:?}");
+            assert_eq!(
+                after.ip_input | after.ip6_input | after.neigh_output,
+                0b1100,
+                "{point:?}"
+            );
+            assert_eq!(b.dropped(spec, DropReason::Ipv4BadVersion), 1, "{point:?}");
+            assert_eq!(b.dropped(spec, DropReason::Ipv6BadVersion), 1, "{point:?}");
+        }
+    }
 
     #[test]
     fn the_hooks_clock_converts_ticks_to_nanoseconds() {

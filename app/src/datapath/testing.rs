@@ -322,10 +322,15 @@ static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0
 
 /// A hook for the hook stages' tests: drops a frame whose last byte is
 /// [`DROP_BYTE`], steals one whose last byte is [`STEAL_BYTE`], and
-/// counts what it was handed over.
+/// counts what it was handed over. A writer instead clears the IP version
+/// of a frame whose last byte is [`BREAK_BYTE`] (at byte 14) and accepts it.
 pub struct LastByteHook {
     pub taken: Arc<std::sync::atomic::AtomicUsize>,
+    pub writer: bool,
 }
+
+/// The last byte of a frame whose IP version [`LastByteHook`]'s writer clears.
+pub const BREAK_BYTE: u8 = 0xb0;
 
 pub const DROP_BYTE: u8 = 0xd0;
 
@@ -340,11 +345,25 @@ pub fn frame_ending(last: u8) -> Vec<u8> {
 }
 pub const STEAL_BYTE: u8 = 0x57;
 
-struct LastBytePart(Arc<std::sync::atomic::AtomicUsize>);
+/// A UDP frame from 2001:db8:1::7 to 2001:db8:2::9 received on port 0
+/// whose last byte is `last` (for [`LastByteHook`]).
+pub fn frame6_ending(last: u8) -> Vec<u8> {
+    let mut f = crate::datapath::ip6_input::frames::udp6("2001:db8:1::7", "2001:db8:2::9");
+    if let Some(b) = f.payload.last_mut() {
+        *b = last;
+    }
+    f.build()
+}
+
+struct LastBytePart(Arc<std::sync::atomic::AtomicUsize>, bool);
 
 impl hooks::Hook for LastByteHook {
     fn worker(&self, _: usize, _: &mut hooks::WorkerStore) -> Box<dyn hooks::HookWorker> {
-        Box::new(LastBytePart(self.taken.clone()))
+        Box::new(LastBytePart(self.taken.clone(), self.writer))
+    }
+
+    fn writes_frames(&self) -> bool {
+        self.writer
     }
 }
 
@@ -355,7 +374,14 @@ impl hooks::HookWorker for LastBytePart {
         _: &mut hooks::WorkerStore,
         burst: &mut hooks::HookBurst<'_, '_>,
     ) {
+        let writer = self.1;
         burst.for_each_accepted(|_, p| match p.data().last() {
+            Some(&BREAK_BYTE) if writer => {
+                if let Some(b) = p.data_mut().get_mut(14) {
+                    *b &= 0x0f;
+                }
+                None
+            }
             Some(&DROP_BYTE) => Some(hooks::Verdict::Drop(hooks::DropReason::HookDrop)),
             Some(&STEAL_BYTE) => Some(hooks::Verdict::Stolen),
             _ => None,
@@ -380,6 +406,20 @@ impl Bench {
         point: hooks::HookPoint,
         port: u16,
     ) -> Arc<std::sync::atomic::AtomicUsize> {
+        self.hook_of(point, port, false)
+    }
+
+    /// [`Bench::hook`] as a writer (see [`LastByteHook`]).
+    pub fn writer_hook(&mut self, point: hooks::HookPoint, port: u16) {
+        self.hook_of(point, port, true);
+    }
+
+    fn hook_of(
+        &mut self,
+        point: hooks::HookPoint,
+        port: u16,
+        writer: bool,
+    ) -> Arc<std::sync::atomic::AtomicUsize> {
         let taken = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let mut set = HookSet::empty(2);
         set.set(
@@ -391,6 +431,7 @@ impl Bench {
                 priority: 0,
                 hook: Arc::new(LastByteHook {
                     taken: taken.clone(),
+                    writer,
                 }),
                 counters: Arc::new(hooks::HookCounters::new(1)),
             }]),

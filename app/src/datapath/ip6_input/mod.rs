@@ -6,9 +6,8 @@
 //! owed, or dropped by name. Beside ip_input, counted and timed under the
 //! same stage (`ip_input`: the IP input of both families).
 //!
-//! IPv6 packets skip the hook stages: the ingress hooks run before this
-//! stage over IPv4's steps only, and the egress hooks leave out what this
-//! stage routed (hooks on IPv6 are issue 34).
+//! IPv6 packets pass the hook stages as IPv4 does: ingress_hook before
+//! this stage, egress_hook over what it routed.
 
 pub mod groups;
 pub mod header;

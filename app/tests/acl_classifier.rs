@@ -958,6 +958,8 @@ fn only(r: &MatchRule, keep: &[&str]) -> MatchRule {
         out_port: r.out_port.filter(|_| k("out_port")),
         src: r.src.filter(|_| k("src")),
         dst: r.dst.filter(|_| k("dst")),
+        src6: r.src6.filter(|_| k("src6")),
+        dst6: r.dst6.filter(|_| k("dst6")),
         proto: r.proto.filter(|_| k("proto")),
         sport: r.sport.filter(|_| k("sport")),
         dport: r.dport.filter(|_| k("dport")),

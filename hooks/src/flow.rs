@@ -9,6 +9,7 @@ use crate::wire::ipv4::Ipv4Packet;
 pub mod proto {
     pub const ICMP: u8 = 1;
     pub const TCP: u8 = 6;
+    pub const ICMPV6: u8 = 58;
     pub const UDP: u8 = 17;
     pub const SCTP: u8 = 132;
 }

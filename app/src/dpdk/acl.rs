@@ -52,7 +52,8 @@ use super::DpdkError;
 use dpdk_sys as sys;
 use hooks::rules::key::{offset, FLAG_L4};
 use hooks::rules::{
-    validate_rules, Answers, Classifier, ClassifierBuilder, Key, MatchRule, MAX_SETS,
+    validate_rules, Answers, Classifier, ClassifierBuilder, Family, Key, Key6, LinearClassifier,
+    MatchRule, MAX_SETS,
 };
 use std::ffi::CString;
 use std::ptr::NonNull;
@@ -318,6 +319,10 @@ fn range16(f: usize, r: Option<(u16, u16)>) -> sys::rte_acl_field {
 /// The ACL rules of `r`, rule number `index` (0-based) of rule set (ACL
 /// category) `set`, appended to `out`.
 fn expand(r: &MatchRule, set: usize, index: usize, out: &mut Vec<AclRule>) {
+    // An IPv6 rule has no ACL rule among IPv4's (its index stays its own).
+    if !r.applies_to(Family::Ipv4) {
+        return;
+    }
     let mut a = AclRule {
         data: sys::rte_acl_rule_data {
             category_mask: 1 << set,
@@ -476,7 +481,8 @@ impl AclBuilder {
             .rev()
             .collect();
         while let Some((a, b)) = todo.pop() {
-            if a == b {
+            // (A run of IPv6 rules only has no ACL rule for IPv4.)
+            if a == b || starts[a] == starts[b] {
                 continue;
             }
             match self.build_ctx(&layout, categories, &acl[starts[a]..starts[b]]) {
@@ -505,11 +511,15 @@ impl AclBuilder {
                 ));
             }
         }
+        // IPv6: the first set's rules, matched one by one.
+        let first: &[MatchRule] = sets.first().copied().unwrap_or_default();
+        let v6 = LinearClassifier::new(first)?;
         Ok(AclClassifier {
             ctxs,
             acl_rules: acl.len(),
             fields: layout.len,
             categories,
+            v6: v6.any_for(Family::Ipv6).then_some(v6),
         })
     }
 
@@ -679,6 +689,8 @@ pub struct AclClassifier {
     /// Categories the contexts were built with: 1, or [`CATEGORIES`] for
     /// several rule sets.
     categories: u32,
+    /// The first set's rules for IPv6 keys, when any applies to IPv6.
+    v6: Option<LinearClassifier>,
 }
 
 impl AclClassifier {
@@ -710,6 +722,13 @@ impl std::fmt::Debug for AclClassifier {
 }
 
 impl Classifier for AclClassifier {
+    fn classify6(&self, keys: &[Key6], results: &mut [u32]) {
+        match &self.v6 {
+            Some(v6) => v6.classify6(keys, results),
+            None => results.iter_mut().for_each(|r| *r = 0),
+        }
+    }
+
     fn classify(&self, keys: &[Key], results: &mut [u32]) {
         let n = keys.len().min(results.len());
         let (first, rest) = match self.ctxs.split_first() {

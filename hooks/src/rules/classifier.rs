@@ -3,7 +3,8 @@
 //! semantics (and what unit tests use).
 
 use super::key::Key;
-use super::rule::MatchRule;
+use super::key6::Key6;
+use super::rule::{Family, MatchRule};
 
 /// A built rule set. `classify` stores in `results[i]` 1 + the index of the
 /// FIRST rule that `keys[i]` matches, or 0 when none does. Only the first
@@ -11,6 +12,12 @@ use super::rule::MatchRule;
 /// worker concurrently: it must not lock.
 pub trait Classifier: Send + Sync {
     fn classify(&self, keys: &[Key], results: &mut [u32]);
+
+    /// [`Classifier::classify`] for IPv6 keys, over the same rules (of the
+    /// first rule set): an IPv4 rule never matches, a rule naming no
+    /// address does, and the answer is 1 + the rule's index in the whole
+    /// set, so that one table of actions serves both families.
+    fn classify6(&self, keys: &[Key6], results: &mut [u32]);
 
     /// For a classifier of several rule sets (one category each, as DPDK's
     /// ACL calls them; [`ClassifierBuilder::build_sets`]): the answer of
@@ -88,6 +95,13 @@ impl Classifier for EachSet {
         }
     }
 
+    fn classify6(&self, keys: &[Key6], results: &mut [u32]) {
+        match self.0.first() {
+            Some(c) => c.classify6(keys, results),
+            None => results.iter_mut().for_each(|r| *r = 0),
+        }
+    }
+
     fn classify_sets(&self, keys: &[Key], results: &mut [Answers]) {
         set_by_set(keys, results, self.0.len(), |c, k, r| {
             self.0[c].classify(k, r)
@@ -127,12 +141,32 @@ impl LinearClassifier {
             .position(|r| r.matches(k))
             .map_or(0, |i| i as u32 + 1)
     }
+
+    /// [`LinearClassifier::classify_one`] for an IPv6 key.
+    #[inline]
+    pub fn classify_one6(&self, k: &Key6) -> u32 {
+        self.rules
+            .iter()
+            .position(|r| r.matches6(k))
+            .map_or(0, |i| i as u32 + 1)
+    }
+
+    /// Does any rule apply to IPv6 (names IPv6 addresses or none)?
+    pub fn any_for(&self, family: Family) -> bool {
+        self.rules.iter().any(|r| r.applies_to(family))
+    }
 }
 
 impl Classifier for LinearClassifier {
     fn classify(&self, keys: &[Key], results: &mut [u32]) {
         for (k, r) in keys.iter().zip(results.iter_mut()) {
             *r = self.classify_one(k);
+        }
+    }
+
+    fn classify6(&self, keys: &[Key6], results: &mut [u32]) {
+        for (k, r) in keys.iter().zip(results.iter_mut()) {
+            *r = self.classify_one6(k);
         }
     }
 }

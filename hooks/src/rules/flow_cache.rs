@@ -261,6 +261,13 @@ impl CachedClassifier {
         self.end(cache, n, hits);
     }
 
+    /// IPv6 keys straight to the classifier ([`Classifier::classify6`]):
+    /// no cache in front of them (the cache's slots hold IPv4 keys).
+    pub fn classify6(&self, keys: &[super::Key6], results: &mut [u32]) {
+        let n = keys.len().min(results.len());
+        self.inner.classify6(&keys[..n], &mut results[..n]);
+    }
+
     /// Whether this burst goes through `cache` ([`FlowCache::get`] per key,
     /// then [`CachedClassifier::fill`] with the misses and
     /// [`CachedClassifier::end`]): false when it has no slots or bypasses
@@ -462,6 +469,10 @@ mod tests {
         fn classify(&self, keys: &[Key], results: &mut [u32]) {
             self.1.fetch_add(keys.len() as u64, Relaxed);
             self.0.classify(keys, results);
+        }
+
+        fn classify6(&self, keys: &[crate::rules::Key6], results: &mut [u32]) {
+            self.0.classify6(keys, results);
         }
     }
 

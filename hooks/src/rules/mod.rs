@@ -1,7 +1,8 @@
 //! The matching engine of the built-in `classify` (ingress) and `filter`
 //! (egress) hooks: rules are tried in order and the first match wins.
 //!
-//! - [`key`]: the 32-byte [`Key`] of a packet, laid out for DPDK's ACL.
+//! - [`key`]: the 32-byte [`Key`] of an IPv4 packet, laid out for DPDK's ACL;
+//!   [`key6`]: the 64-byte [`Key6`] of an IPv6 packet.
 //! - [`rule`]: one rule's optional conditions ([`MatchRule`]) and the
 //!   reference meaning of matching them.
 //! - [`parse`]: match conditions from a rule's TOML table
@@ -19,6 +20,7 @@ pub mod classifier;
 pub mod flow_cache;
 pub mod fragment;
 pub mod key;
+pub mod key6;
 pub mod parse;
 pub mod rule;
 
@@ -29,5 +31,6 @@ pub use classifier::{
 pub use flow_cache::{Answer, CacheStats, CachedClassifier, FlowCache};
 pub use fragment::FragmentGuard;
 pub use key::{CtBits, Key, CT_ALL, CT_ESTABLISHED, CT_NEW, CT_RELATED, FLAG_L4};
+pub use key6::Key6;
 pub use parse::{parse_match, MATCH_KEYS};
-pub use rule::{MatchRule, Prefix};
+pub use rule::{Family, MatchRule, Prefix, Prefix6};

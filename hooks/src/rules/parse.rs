@@ -4,9 +4,9 @@
 //! |------------|-----------------------------------------------------------------|
 //! | `in_port`  | port name or id, or an array of them (see below)                |
 //! | `out_port` | as `in_port`                                                    |
-//! | `src`      | `"10.0.0.0/8"`, or an address for /32; no host bits             |
-//! | `dst`      | as `src`                                                        |
-//! | `proto`    | `"tcp"`, `"udp"`, `"icmp"` or 0..=255                           |
+//! | `src`      | `"10.0.0.0/8"` or `"2001:db8::/32"`, or an address; no host bits|
+//! | `dst`      | as `src`, of the same family                                    |
+//! | `proto`    | `"tcp"`, `"udp"`, `"icmp"`, `"icmpv6"` or 0..=255               |
 //! | `sport`    | 0..=65535, `"80"` or `"1024-65535"`; needs proto tcp or udp     |
 //! | `dport`    | as `sport`                                                      |
 //! | `tcp_flags`| `"syn,!ack"`: SYN set and ACK clear, others any; needs proto tcp|
@@ -20,12 +20,17 @@
 //! every configured port between its lowest and highest id: with ports 0, 1,
 //! 2 configured, `["0", "1"]` is fine and `[0, 2]` is refused (write one
 //! rule per port). Ids no configured port has do not count as gaps.
+//!
+//! A rule whose `src` or `dst` is IPv4 matches IPv4 only, IPv6 IPv6 only;
+//! one naming no address matches both families. `src` and `dst` of
+//! different families are refused. For IPv6, `proto` is the upper-layer
+//! protocol after the extension headers.
 
 use super::key::{CtBits, CT_ESTABLISHED, CT_NEW, CT_RELATED};
-use super::rule::{MatchRule, Prefix};
+use super::rule::{MatchRule, Prefix, Prefix6};
 use crate::flow::{proto, tcp_flag};
 use crate::{BuildContext, HookBuildError};
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use toml::Value;
 
 /// Every match key [`parse_match`] knows, in documentation order.
@@ -103,8 +108,14 @@ pub fn parse_match(
         match key {
             "in_port" => m.in_port = Some(ports(v, cx).map_err(e)?),
             "out_port" => m.out_port = Some(ports(v, cx).map_err(e)?),
-            "src" => m.src = Some(prefix(v).map_err(e)?),
-            "dst" => m.dst = Some(prefix(v).map_err(e)?),
+            "src" => match prefix_any(v).map_err(e)? {
+                AnyPrefix::V4(p) => m.src = Some(p),
+                AnyPrefix::V6(p) => m.src6 = Some(p),
+            },
+            "dst" => match prefix_any(v).map_err(e)? {
+                AnyPrefix::V4(p) => m.dst = Some(p),
+                AnyPrefix::V6(p) => m.dst6 = Some(p),
+            },
             "proto" => m.proto = Some(protocol(v).map_err(e)?),
             "sport" => m.sport = Some(range(v, 65535, "1024-65535").map_err(e)?),
             "dport" => m.dport = Some(range(v, 65535, "1024-65535").map_err(e)?),
@@ -119,6 +130,14 @@ pub fn parse_match(
             "state" => m.ct_states = states(v).map_err(e)?,
             _ => unreachable!("every key of MATCH_KEYS is parsed"),
         }
+    }
+    if (m.src.is_some() && m.dst6.is_some()) || (m.src6.is_some() && m.dst.is_some()) {
+        return Err(err(
+            "dst",
+            "is of another family than src: a rule names IPv4 or IPv6 addresses, not both \
+             (write one rule per family)"
+                .into(),
+        ));
     }
     let ports_ok = matches!(m.proto, Some(proto::TCP | proto::UDP));
     for (field, set) in [("sport", m.sport.is_some()), ("dport", m.dport.is_some())] {
@@ -204,9 +223,55 @@ fn ports(v: &Value, cx: &BuildContext) -> Result<(u16, u16), String> {
     Ok((lo, hi))
 }
 
+/// A prefix of either family.
+enum AnyPrefix {
+    V4(Prefix),
+    V6(Prefix6),
+}
+
+/// An IPv4 prefix, or an IPv6 one when the string has a colon.
+fn prefix_any(v: &Value) -> Result<AnyPrefix, String> {
+    match v {
+        Value::String(s) if s.contains(':') => prefix6(v).map(AnyPrefix::V6),
+        _ => prefix(v).map(AnyPrefix::V4),
+    }
+}
+
+fn prefix6(v: &Value) -> Result<Prefix6, String> {
+    const WANT: &str =
+        "expected an IPv6 prefix like \"2001:db8::/32\" or an address like \"2001:db8::1\"";
+    let Value::String(s) = v else {
+        return Err(format!("{}: {WANT}", show(v)));
+    };
+    let (addr, len) = match s.split_once('/') {
+        Some((a, l)) => {
+            let len: u8 = l
+                .trim()
+                .parse()
+                .ok()
+                .filter(|&l| l <= 128)
+                .ok_or_else(|| format!("{}: prefix length must be 0..=128", show(v)))?;
+            (a.trim(), len)
+        }
+        None => (s.trim(), 128),
+    };
+    let addr: Ipv6Addr = addr.parse().map_err(|_| format!("{}: {WANT}", show(v)))?;
+    let p = Prefix6::new(u128::from(addr), len);
+    if p.addr & !p.mask() != 0 {
+        let net = Prefix6::new(p.addr & p.mask(), len);
+        return Err(format!(
+            "{} has host bits set: did you mean \"{net}\" (the network) or \"{addr}/128\" \
+             (the address)?",
+            show(v)
+        ));
+    }
+    Ok(p)
+}
+
 fn prefix(v: &Value) -> Result<Prefix, String> {
     const WANT: &str =
-        "expected an IPv4 prefix like \"10.0.0.0/8\" or an address like \"10.0.0.1\"";
+        "expected an IPv4 prefix like \"10.0.0.0/8\" or an address like \"10.0.0.1\" (or an \
+         IPv6 one like \"2001:db8::/32\")";
     let Value::String(s) = v else {
         return Err(format!("{}: {WANT}", show(v)));
     };
@@ -238,7 +303,7 @@ fn prefix(v: &Value) -> Result<Prefix, String> {
 fn protocol(v: &Value) -> Result<u8, String> {
     let want = || {
         format!(
-            "{}: expected \"tcp\", \"udp\", \"icmp\" or a protocol number 0..=255",
+            "{}: expected \"tcp\", \"udp\", \"icmp\", \"icmpv6\" or a protocol number 0..=255",
             show(v)
         )
     };
@@ -247,6 +312,7 @@ fn protocol(v: &Value) -> Result<u8, String> {
             "tcp" => Ok(proto::TCP),
             "udp" => Ok(proto::UDP),
             "icmp" => Ok(proto::ICMP),
+            "icmpv6" => Ok(proto::ICMPV6),
             _ => Err(want()),
         },
         Value::Integer(i) => u8::try_from(*i).map_err(|_| want()),
@@ -396,6 +462,9 @@ mod tests {
         }
     }
 
+    use super::Prefix6;
+    use std::net::Ipv6Addr;
+
     fn parse_with(src: &str, allowed: &[&str]) -> Result<MatchRule, HookBuildError> {
         let t: toml::Table = src.parse().expect("test TOML");
         parse_match(&t, 3, &cx(), allowed, &["action", "set_mark"])
@@ -531,6 +600,44 @@ mod tests {
             "in_port = [0, \"nope\"]",
             "in_port",
             "unknown port \"nope\"",
+        );
+    }
+
+    #[test]
+    fn ipv6_prefixes_name_the_family_and_mixed_rules_are_refused() {
+        let r =
+            parse("src = \"2001:db8::/32\"\ndst = \"2001:db8:1::9\"\nproto = \"icmpv6\"").unwrap();
+        assert_eq!(r.src6, Some(Prefix6::new(0x2001_0db8 << 96, 32)));
+        assert_eq!(
+            r.dst6,
+            Some(Prefix6::new(
+                u128::from(Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 9)),
+                128
+            ))
+        );
+        assert_eq!((r.src, r.dst, r.proto), (None, None, Some(58)));
+        assert_eq!(r.family(), Some(crate::rules::Family::Ipv6));
+        assert_eq!(parse("proto = \"tcp\"").unwrap().family(), None);
+        assert_eq!(
+            parse("dst = \"10.0.0.0/8\"").unwrap().family(),
+            Some(crate::rules::Family::Ipv4)
+        );
+        bad(
+            "src = \"2001:db8::1/32\"",
+            "src",
+            "did you mean \"2001:db8::/32\"",
+        );
+        bad("dst = \"2001:db8::/129\"", "dst", "0..=128");
+        bad("src = \"2001:db8::zz\"", "src", "IPv6 prefix");
+        bad(
+            "src = \"10.0.0.0/8\"\ndst = \"2001:db8::/32\"",
+            "dst",
+            "another family than src",
+        );
+        bad(
+            "src = \"2001:db8::/32\"\ndst = \"10.0.0.1\"",
+            "dst",
+            "one rule per family",
         );
     }
 

@@ -3,8 +3,9 @@
 //! rule matches when all its conditions do.
 
 use super::key::{CtBits, Key, CT_ALL, CT_ESTABLISHED, CT_NEW, CT_RELATED};
+use super::key6::Key6;
 use std::fmt;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 pub use super::parse::{parse_match, MATCH_KEYS};
 
@@ -43,6 +44,47 @@ impl fmt::Display for Prefix {
     }
 }
 
+/// An IPv6 prefix: address as a number (the wire's bytes, big-endian),
+/// length 0..=128, no host bits set (checked by [`MatchRule::validate`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Prefix6 {
+    pub addr: u128,
+    pub len: u8,
+}
+
+impl Prefix6 {
+    pub fn new(addr: u128, len: u8) -> Prefix6 {
+        Prefix6 { addr, len }
+    }
+
+    /// The network mask of the length (lengths above 128 are treated as 128).
+    pub fn mask(&self) -> u128 {
+        match self.len {
+            0 => 0,
+            l => u128::MAX << (128 - u32::from(l.min(128))),
+        }
+    }
+
+    /// Does `a` fall in the prefix?
+    #[inline(always)]
+    pub fn contains(&self, a: u128) -> bool {
+        (a ^ self.addr) & self.mask() == 0
+    }
+}
+
+impl fmt::Display for Prefix6 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", Ipv6Addr::from(self.addr), self.len)
+    }
+}
+
+/// The address family a rule applies to, by the addresses it names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    Ipv4,
+    Ipv6,
+}
+
 /// The match conditions of one rule. `None` (or 0 for `ct_states`) = any.
 /// Ranges are inclusive `(low, high)`; `(value, mask)` pairs match when
 /// `field & mask == value`.
@@ -56,8 +98,14 @@ pub struct MatchRule {
     pub in_port: Option<(u16, u16)>,
     /// Output port ids.
     pub out_port: Option<(u16, u16)>,
+    /// IPv4 source and destination prefixes: the rule matches IPv4 only.
     pub src: Option<Prefix>,
     pub dst: Option<Prefix>,
+    /// IPv6 source and destination prefixes: the rule matches IPv6 only. A
+    /// rule names addresses of one family ([`MatchRule::validate`]); with
+    /// none, it matches both.
+    pub src6: Option<Prefix6>,
+    pub dst6: Option<Prefix6>,
     pub proto: Option<u8>,
     pub sport: Option<(u16, u16)>,
     pub dport: Option<(u16, u16)>,
@@ -95,9 +143,29 @@ impl MatchRule {
         self.sport.is_some() || self.dport.is_some() || self.tcp_flags.is_some()
     }
 
-    /// Does the key match every condition?
+    /// The one family the rule names addresses of; `None`: it names none
+    /// and matches both.
+    pub fn family(&self) -> Option<Family> {
+        if self.src6.is_some() || self.dst6.is_some() {
+            Some(Family::Ipv6)
+        } else if self.src.is_some() || self.dst.is_some() {
+            Some(Family::Ipv4)
+        } else {
+            None
+        }
+    }
+
+    /// Does the rule apply to packets of `family`?
+    pub fn applies_to(&self, family: Family) -> bool {
+        self.family().is_none_or(|f| f == family)
+    }
+
+    /// Does the IPv4 key match every condition? (An IPv6 rule never does.)
     #[inline]
     pub fn matches(&self, k: &Key) -> bool {
+        if self.src6.is_some() || self.dst6.is_some() {
+            return false;
+        }
         if let Some(p) = self.proto {
             if k.proto() != p {
                 return false;
@@ -138,7 +206,33 @@ impl MatchRule {
             && in_range(self.class, k.class())
     }
 
-    /// Is the rule well formed: prefixes of length 0..=32 without host bits,
+    /// Does the IPv6 key match every condition? (An IPv4 rule never does.)
+    #[inline]
+    pub fn matches6(&self, k: &Key6) -> bool {
+        if self.src.is_some() || self.dst.is_some() {
+            return false;
+        }
+        if self.proto.is_some_and(|p| k.proto() != p)
+            || self.src6.is_some_and(|p| !p.contains(k.src()))
+            || self.dst6.is_some_and(|p| !p.contains(k.dst()))
+            || (self.needs_l4() && !k.l4())
+            || self.tcp_flags.is_some_and(|(v, m)| k.tcp_flags() & m != v)
+            || self.mark.is_some_and(|(v, m)| k.mark() & m != v)
+            || (self.ct_states != 0 && k.ct() & self.ct_states == 0)
+        {
+            return false;
+        }
+        in_range(self.sport, k.sport())
+            && in_range(self.dport, k.dport())
+            && in_range(self.in_port, k.in_port())
+            && in_range(self.out_port, k.out_port())
+            && in_range(self.dscp, k.dscp())
+            && in_range(self.vlan, k.vlan())
+            && in_range(self.class, k.class())
+    }
+
+    /// Is the rule well formed: prefixes of length 0..=32 (IPv6: 0..=128)
+    /// without host bits, addresses of one family,
     /// ranges with `low <= high`, `(value, mask)` pairs with no value bit
     /// outside the mask, states only `CT_*` bits? Every classifier builder
     /// refuses rules that are not, so that all implementations agree (a
@@ -154,6 +248,26 @@ impl MatchRule {
                     return Err(format!("{name}: {p} has host bits set (network is {net})"));
                 }
             }
+        }
+        for (name, p) in [("src", self.src6), ("dst", self.dst6)] {
+            if let Some(p) = p {
+                if p.len > 128 {
+                    return Err(format!("{name}: prefix length {} is above 128", p.len));
+                }
+                if p.addr & !p.mask() != 0 {
+                    let net = Prefix6::new(p.addr & p.mask(), p.len);
+                    return Err(format!("{name}: {p} has host bits set (network is {net})"));
+                }
+            }
+        }
+        let v4 = self.src.is_some() || self.dst.is_some();
+        let v6 = self.src6.is_some() || self.dst6.is_some();
+        if v4 && v6 {
+            return Err(
+                "src and dst are of different families: a rule names IPv4 or IPv6 addresses, \
+                 not both (write one rule per family)"
+                    .into(),
+            );
         }
         let ranges16 = [
             ("in_port", self.in_port),
@@ -210,6 +324,7 @@ mod tests {
     use crate::flow::{proto, tcp_flag};
     use crate::rules::key::FLAG_L4;
     use crate::{FlowSummary, PacketMeta};
+    use std::net::Ipv6Addr;
 
     /// A TCP key with every field set to something recognisable.
     fn key() -> Key {
@@ -236,6 +351,106 @@ mod tests {
         let mut r = MatchRule::any();
         f(&mut r);
         r
+    }
+
+    /// An IPv6 TCP key 2001:db8:1::2 → 2001:db8:2::9, port 22, the
+    /// metadata of [`key`].
+    fn key6() -> Key6 {
+        let s = crate::FlowSummary6 {
+            src: "2001:db8:1::2".parse::<Ipv6Addr>().unwrap().octets(),
+            dst: "2001:db8:2::9".parse::<Ipv6Addr>().unwrap().octets(),
+            proto: proto::TCP,
+            dscp: 10,
+            l4: true,
+            sport: 40000,
+            dport: 22,
+            tcp_flags: tcp_flag::SYN,
+            ..crate::FlowSummary6::default()
+        };
+        let mut m = PacketMeta::received_on(1);
+        (m.out_port, m.vlan, m.class, m.mark) = (2, 100, 7, 0x1234);
+        Key6::new(&s, &m, CT_NEW)
+    }
+
+    #[test]
+    fn a_rule_matches_the_family_its_addresses_name_or_both() {
+        let p6 = |s: &str, len| {
+            let a: Ipv6Addr = s.parse().unwrap();
+            Prefix6::new(u128::from(a), len)
+        };
+        let (k4, k6) = (key(), key6());
+        let both = with(|r| {
+            r.proto = Some(proto::TCP);
+            r.dport = Some((1, 100));
+            r.mark = Some((0x1234, 0xffff));
+            r.ct_states = CT_NEW;
+        });
+        assert!(both.matches(&k4) && both.matches6(&k6));
+        let v6 = with(|r| r.dst6 = Some(p6("2001:db8:2::", 48)));
+        assert!(v6.matches6(&k6) && !v6.matches(&k4));
+        assert!(
+            !v6.matches(&Key::default()),
+            "an IPv6 rule never matches IPv4"
+        );
+        let v6_other = with(|r| r.src6 = Some(p6("2001:db8:2::", 48)));
+        assert!(!v6_other.matches6(&k6));
+        let v4 = with(|r| r.src = Some(Prefix::new(0, 0)));
+        assert!(v4.matches(&k4) && !v4.matches6(&k6), "0.0.0.0/0 is IPv4's");
+        for (name, yes, no) in [
+            (
+                "sport",
+                with(|r| r.sport = Some((40000, 40000))),
+                with(|r| r.sport = Some((1, 2))),
+            ),
+            (
+                "in_port",
+                with(|r| r.in_port = Some((1, 1))),
+                with(|r| r.in_port = Some((2, 2))),
+            ),
+            (
+                "out_port",
+                with(|r| r.out_port = Some((2, 2))),
+                with(|r| r.out_port = Some((3, 3))),
+            ),
+            (
+                "dscp",
+                with(|r| r.dscp = Some((10, 10))),
+                with(|r| r.dscp = Some((11, 63))),
+            ),
+            (
+                "vlan",
+                with(|r| r.vlan = Some((100, 100))),
+                with(|r| r.vlan = Some((1, 2))),
+            ),
+            (
+                "class",
+                with(|r| r.class = Some((7, 7))),
+                with(|r| r.class = Some((8, 9))),
+            ),
+            (
+                "tcp_flags",
+                with(|r| r.tcp_flags = Some((tcp_flag::SYN, tcp_flag::SYN))),
+                with(|r| r.tcp_flags = Some((tcp_flag::ACK, tcp_flag::ACK))),
+            ),
+            (
+                "proto",
+                with(|r| r.proto = Some(proto::TCP)),
+                with(|r| r.proto = Some(58)),
+            ),
+        ] {
+            assert!(yes.matches6(&k6), "{name}");
+            assert!(!no.matches6(&k6), "{name}");
+        }
+        let mixed = with(|r| {
+            r.src = Some(Prefix::new(0, 0));
+            r.dst6 = Some(p6("::", 0));
+        });
+        assert!(mixed
+            .validate()
+            .unwrap_err()
+            .contains("one rule per family"));
+        let host_bits = with(|r| r.dst6 = Some(p6("2001:db8::1", 64)));
+        assert!(host_bits.validate().unwrap_err().contains("host bits"));
     }
 
     #[test]

@@ -247,10 +247,7 @@ fn every_kind_of_ipv6_frame_ends_where_it_should() {
     assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
 
     // At start: what was loaded, and each port's multicast reception.
-    assert!(
-        stderr.contains("IPv6 is forwarded (hooks see IPv6 packets; their rules match IPv4 only"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("IPv6 is forwarded"), "{stderr}");
     for port in [
         "port 0 (net_pcap0) IPv6 groups:",
         "port 1 (net_pcap1) IPv6 groups:",
@@ -259,16 +256,23 @@ fn every_kind_of_ipv6_frame_ends_where_it_should() {
     }
 }
 
-/// The hooks see IPv6 as they see IPv4: a classify hook at ingress and a
-/// filter at egress, whose rules match IPv4 only for now, give IPv6
-/// packets the filter's policy, never a bypass: with policy drop the
-/// routed IPv6 datagram is dropped under `filter_policy` at egress_hook
-/// (stateless and stateful alike), with policy accept it leaves as without
-/// hooks.
+/// The hooks see IPv6 as they see IPv4, through DPDK's ACL: classify at
+/// ingress marks the datagram an IPv6 rule names, the egress filter (policy
+/// drop, stateless and stateful) accepts it by that mark, drops the one an
+/// IPv6 source rule names under `filter_rule`, gives the one no rule
+/// matches the policy (`filter_policy`), and never lets an IPv4 rule match
+/// IPv6 (the IPv4 datagram is accepted by its own rule). With policy
+/// accept the unmatched one leaves as without hooks.
 #[test]
-fn a_filter_s_policy_decides_ipv6_never_a_bypass() {
+fn ipv6_rules_classify_and_filter_routed_ipv6() {
     let v4 = udp([10, 0, 1, 2], [198, 51, 100, 9], 1000, 2000);
-    let v6 = udp6(A, FAR);
+    let marked = udp6(A, FAR);
+    let blocked = udp6("2001:db8:1::bad", FAR);
+    let unmatched = frame(MAC0, A, "2001:db8:100::10", DEST_OPTS, 64, &{
+        let mut p = ext(UDP, 0);
+        p.extend(udp6_payload());
+        p
+    });
     let hooks = |policy: &str, stateful: bool| {
         format!(
             r#"
@@ -278,7 +282,9 @@ port = "net_pcap0"
 kind = "classify"
 name = "cls"
 [[hook.rule]]
+dst = "2001:db8:100::9"
 proto = "udp"
+dport = 53
 set_mark = 7
 
 [[hook]]
@@ -289,37 +295,56 @@ name = "fw"
 policy = "{policy}"
 stateful = {stateful}
 [[hook.rule]]
+src = "2001:db8:1::bad"
+action = "drop"
+[[hook.rule]]
+mark = 7
+action = "accept"
+[[hook.rule]]
+src = "10.0.1.0/24"
 proto = "udp"
 dport = 2000
 action = "accept"
+[[hook.rule]]
+src = "0.0.0.0/0"
+action = "drop"
 "#
         )
     };
     for (policy, stateful) in [("drop", false), ("drop", true), ("accept", false)] {
         let config = format!("{CONFIG}{}", hooks(policy, stateful));
         let what = format!("policy {policy}, stateful {stateful}");
-        let input = [v4.clone(), v6.clone()];
+        let input = [
+            v4.clone(),
+            marked.clone(),
+            blocked.clone(),
+            unmatched.clone(),
+        ];
         let (_, out1, s, _) = run_pcaps_logged("rt6hook", &config, &input, &[]);
-        let is_v6 = |f: &Vec<u8>| f[12..14] == [0x86, 0xdd] && f[20] == UDP;
-        let v6_out: Vec<&Vec<u8>> = out1.iter().filter(|f| is_v6(f)).collect();
+        let v6_out: Vec<&Vec<u8>> = out1.iter().filter(|f| f[12..14] == [0x86, 0xdd]).collect();
         let v4_out = out1.iter().filter(|f| f[12..14] == [0x08, 0x00]).count();
         assert_eq!(v4_out, 1, "{what}: the IPv4 rule accepts");
         let fw = common::hook_report(&s, "fw");
         let cls = common::hook_report(&s, "cls");
-        assert_eq!(cls["seen"], 2, "{what}: classify saw both families: {s}");
-        assert_eq!(fw["seen"], 2, "{what}: the filter saw both families: {s}");
+        assert_eq!(cls["seen"], 4, "{what}: {s}");
+        // The blocked datagram is marked too: the filter's source rule comes first.
+        assert_eq!(cls["stats"]["matched"], 2, "{what}: {s}");
+        assert_eq!(fw["seen"], 4, "{what}: {s}");
+        assert_eq!(fw["stats"]["rule_accepted"], 2, "{what}: {s}");
+        assert_eq!(fw["stats"]["rule_dropped"], 1, "{what}: {s}");
+        let mut want = vec![forwarded(&marked, NEIGH_22)];
         if policy == "drop" {
-            assert!(v6_out.is_empty(), "{what}: {v6_out:02x?}");
             assert_eq!(
                 s["stage_drops"]["egress_hook"],
-                serde_json::json!({"filter_policy": 1}),
+                serde_json::json!({"filter_rule": 1, "filter_policy": 1}),
                 "{what}: {s}"
             );
-            assert_eq!(fw["stats"]["policy_dropped"], 1, "{what}: {s}");
         } else {
-            assert_eq!(v6_out, [&forwarded(&v6, NEIGH_22)], "{what}");
+            want.push(forwarded(&unmatched, NEIGH_22));
             assert_eq!(fw["stats"]["policy_accepted"], 1, "{what}: {s}");
         }
+        let want: Vec<&Vec<u8>> = want.iter().collect();
+        assert_eq!(v6_out, want, "{what}");
         assert_eq!(s["totals"]["balanced"], true);
         assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
     }

@@ -24,6 +24,10 @@ pub struct FlowSummary6 {
     /// Upper six bits of the traffic class.
     pub dscp: u8,
     pub fragment: Fragment,
+    /// A non-first fragment at offset 8 bytes: on reassembly it would
+    /// overlap the first fragment's TCP header (RFC 1858; RFC 5722 forbids
+    /// overlaps in IPv6). False for every other packet.
+    pub frag_offset_one: bool,
     /// The upper-layer header was read: ports (TCP/UDP), flags (TCP) or
     /// type and code (ICMPv6) are valid.
     pub l4: bool,
@@ -65,6 +69,7 @@ impl FlowSummary6 {
             proto: upper.protocol,
             dscp: (u16::from_be_bytes([h[0], h[1]]) >> 6) as u8 & 0x3f,
             fragment,
+            frag_offset_one: upper.fragment.is_some_and(|f| f.offset == 8),
             l4_offset: (HEADER_LEN + upper.offset) as u16,
             ..FlowSummary6::default()
         };
@@ -171,6 +176,7 @@ mod tests {
         let s = FlowSummary6::parse(&packet(next_header::FRAGMENT, &later)).unwrap();
         assert_eq!((s.fragment, s.proto), (Fragment::NonFirst, proto::UDP));
         assert!(!s.l4 && s.sport == 0, "a later fragment's bytes are data");
+        assert!(s.frag_offset_one);
         let atomic = [frag(proto::UDP, 0, false), vec![0, 53, 0, 53, 0, 8, 0, 0]].concat();
         let s = FlowSummary6::parse(&packet(next_header::FRAGMENT, &atomic)).unwrap();
         assert_eq!(s.fragment, Fragment::None);

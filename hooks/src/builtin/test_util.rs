@@ -24,6 +24,43 @@ impl Pkt {
         Pkt { data, meta }
     }
 
+    /// An IPv6 packet in an Ethernet frame, `src` → `dst` (addresses as
+    /// text), first next header `nh`, `payload` after the fixed header.
+    pub fn ipv6(src: &str, dst: &str, nh: u8, payload: &[u8]) -> Pkt {
+        let addr = |a: &str| {
+            a.parse::<std::net::Ipv6Addr>()
+                .expect("IPv6 address")
+                .octets()
+        };
+        let mut ip = vec![0x60, 0, 0, 0];
+        ip.extend((payload.len() as u16).to_be_bytes());
+        ip.extend([nh, 64]);
+        ip.extend(addr(src));
+        ip.extend(addr(dst));
+        ip.extend(payload);
+        let frame = crate::testkit::ethernet([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2], 0x86dd, &ip);
+        Pkt::new(frame).with(|m| m.protocol = 0x86dd)
+    }
+
+    /// [`Pkt::ipv6`] carrying a TCP header (20 bytes, `flags`).
+    pub fn tcp6(src: &str, dst: &str, sport: u16, dport: u16, flags: u8) -> Pkt {
+        let mut t = vec![0; 20];
+        t[..2].copy_from_slice(&sport.to_be_bytes());
+        t[2..4].copy_from_slice(&dport.to_be_bytes());
+        t[12] = 0x50;
+        t[13] = flags;
+        Pkt::ipv6(src, dst, 6, &t)
+    }
+
+    /// [`Pkt::ipv6`] carrying a UDP header and 4 bytes.
+    pub fn udp6(src: &str, dst: &str, sport: u16, dport: u16) -> Pkt {
+        let mut u = vec![0; 12];
+        u[..2].copy_from_slice(&sport.to_be_bytes());
+        u[2..4].copy_from_slice(&dport.to_be_bytes());
+        u[4..6].copy_from_slice(&12u16.to_be_bytes());
+        Pkt::ipv6(src, dst, 17, &u)
+    }
+
     pub fn with(mut self, f: impl FnOnce(&mut PacketMeta)) -> Pkt {
         f(&mut self.meta);
         self

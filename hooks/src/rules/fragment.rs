@@ -20,6 +20,7 @@
 
 use super::rule::MatchRule;
 use crate::flow::{proto, FlowSummary, Fragment};
+use crate::flow6::FlowSummary6;
 use crate::DropReason;
 
 /// Which protocols' L4 headers a hook's rules read: the fragments of
@@ -64,11 +65,35 @@ impl FragmentGuard {
         self.check_fragment(s)
     }
 
+    /// [`FragmentGuard::check`] for an IPv6 packet. (A first fragment
+    /// without its whole header chain never gets here: RFC 7112 makes it
+    /// unreadable, and it gets the policy.)
+    #[inline(always)]
+    pub fn check6(&self, s: &FlowSummary6) -> Option<DropReason> {
+        if s.fragment == Fragment::None {
+            return None;
+        }
+        self.judge(s.proto, s.fragment, s.l4, s.frag_offset_one)
+    }
+
     /// [`FragmentGuard::check`] of a fragment. Out of line: fragments are
     /// rare.
     #[inline(never)]
     fn check_fragment(&self, s: &FlowSummary) -> Option<DropReason> {
-        let read = match s.proto {
+        self.judge(s.proto, s.fragment, s.l4, s.frag_offset_one)
+    }
+
+    /// The verdict on a fragment of `protocol` at `fragment`, its L4
+    /// header read or not, at offset 8 bytes or not.
+    #[inline(always)]
+    fn judge(
+        &self,
+        protocol: u8,
+        fragment: Fragment,
+        l4: bool,
+        offset_one: bool,
+    ) -> Option<DropReason> {
+        let read = match protocol {
             proto::TCP => self.tcp,
             proto::UDP => self.udp,
             _ => false,
@@ -76,10 +101,10 @@ impl FragmentGuard {
         if !read {
             return None;
         }
-        match s.fragment {
+        match fragment {
             // TCP or UDP at offset 0 whose header was not read: too short.
-            Fragment::First if !s.l4 => Some(DropReason::TinyFragment),
-            Fragment::NonFirst if s.frag_offset_one && s.proto == proto::TCP => {
+            Fragment::First if !l4 => Some(DropReason::TinyFragment),
+            Fragment::NonFirst if offset_one && protocol == proto::TCP => {
                 Some(DropReason::OverlappingFragment)
             }
             _ => None,

@@ -113,7 +113,7 @@ pub(super) fn notice(cfg: &RouterConfig, t: &Ipv6Tables) -> String {
     format!(
         "fastpath: IPv6: {addresses} addresses (link-local included), {} routes and {} static \
          neighbours loaded from the config ({} prefixes, {} next hops in the IPv6 FIB); IPv6 is \
-         forwarded (hooks see IPv6 packets; their rules match IPv4 only: a filter's policy decides IPv6)",
+         forwarded (through the hooks as IPv4 is; IPv6 has no connection tracking yet)",
         cfg.routes6.len(),
         cfg.neighbours6.len(),
         t.prefixes,

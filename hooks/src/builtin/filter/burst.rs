@@ -9,8 +9,11 @@ use super::rules::Rules;
 use super::{Action, Filter};
 use crate::conntrack::{ConnTable, CtCommit, CtHint, CtState};
 use crate::flow::{proto, FlowSummary, Fragment};
+use crate::flow6::FlowSummary6;
+use crate::rules::Key6;
 use crate::rules::{FlowCache, Key};
 use crate::rules::{CT_ESTABLISHED, CT_NEW as KEY_CT_NEW, CT_RELATED};
+use crate::wire::ethernet::ethertype;
 use crate::{
     each_index, DropReason, HookBurst, HookContext, HookPacket, HookWorker, Verdict, WorkerStore,
     LOOKAHEAD_SLOTS, MAX_BURST,
@@ -45,6 +48,12 @@ struct Judged {
     keyed: usize,
     keyed_at: [u8; MAX_BURST],
     tally: [u64; COUNTERS],
+    /// The IPv6 packets, judged on their own keys (`n6` of them): their
+    /// burst index, key and answer.
+    n6: usize,
+    idx6: [u8; MAX_BURST],
+    keys6: [Key6; MAX_BURST],
+    results6: [u32; MAX_BURST],
 }
 
 impl FilterWorker {
@@ -71,6 +80,10 @@ impl Judged {
             keyed: 0,
             keyed_at: [0; MAX_BURST],
             tally: [0; COUNTERS],
+            n6: 0,
+            idx6: [0; MAX_BURST],
+            keys6: [Key6::default(); MAX_BURST],
+            results6: [0; MAX_BURST],
         }
     }
 }
@@ -113,6 +126,9 @@ impl Filter {
                 continue;
             }
             let Some(s) = FlowSummary::parse(p.l3()) else {
+                if p.meta().protocol == ethertype::IPV6 && self.gather6(p, i, j) {
+                    continue;
+                }
                 // Unreadable: the policy decides, counted as such too.
                 j.tally[UNPARSED] += 1;
                 match self.policy_verdict() {
@@ -138,6 +154,67 @@ impl Filter {
             j.idx[n] = i as u8;
             j.n += 1;
         }
+    }
+
+    /// An IPv6 packet into `j`'s IPv6 arrays with its key (untracked: IPv6
+    /// has no connection table yet, so a state rule never matches it), or
+    /// dropped as a fragment the rules cannot judge. False when it cannot
+    /// be read (the caller gives it the policy). Out of line: the IPv4
+    /// path never comes here.
+    #[inline(never)]
+    fn gather6(&self, p: &HookPacket<'_>, i: usize, j: &mut Judged) -> bool {
+        let Some(s) = FlowSummary6::parse(p.l3()) else {
+            return false;
+        };
+        if self.fragments.check6(&s).is_some() {
+            // (The caller reads the verdict from `decide6`'s pass.)
+            j.idx6[j.n6] = i as u8 | FRAGMENT_REFUSED;
+        } else {
+            j.idx6[j.n6] = i as u8;
+        }
+        j.keys6[j.n6] = Key6::new(&s, p.meta(), 0);
+        j.n6 += 1;
+        true
+    }
+
+    /// Classify and decide the IPv6 packets `gather6` kept: a refused
+    /// fragment dropped under its reason, the others by their rule or the
+    /// policy, count rules counted.
+    #[inline(never)]
+    fn decide6(&self, burst: &mut HookBurst<'_, '_>, j: &mut Judged) {
+        let n = j.n6;
+        self.classifier
+            .classify6(&j.keys6[..n], &mut j.results6[..n]);
+        for k in 0..n {
+            let i = usize::from(j.idx6[k] & !FRAGMENT_REFUSED);
+            if j.idx6[k] & FRAGMENT_REFUSED != 0 {
+                let reason = burst
+                    .packet(i)
+                    .and_then(|p| FlowSummary6::parse(p.l3()))
+                    .and_then(|s| self.fragments.check6(&s));
+                if let Some(r) = reason {
+                    burst.set_verdict(i, Verdict::Drop(r));
+                }
+                continue;
+            }
+            let hit = j.results6[k].checked_sub(1).map(|r| r as usize);
+            j.tally[COUNTED] += self.counted6(&j.keys6[k], hit);
+            let (action, by_rule) = match hit.and_then(|r| self.rules.actions.get(r)) {
+                Some(a) => (*a, true),
+                None => (self.policy, false),
+            };
+            j.tally[apply(burst, i, action, by_rule)] += 1;
+        }
+    }
+
+    /// [`Filter::counted`] for an IPv6 key.
+    fn counted6(&self, key: &Key6, hit: Option<usize>) -> u64 {
+        let r = &self.rules;
+        let limit = hit.map_or(usize::MAX, |h| r.terminal_index[h]);
+        r.count_rules
+            .iter()
+            .filter(|(ci, rule)| *ci < limit && rule.matches6(key))
+            .count() as u64
     }
 
     /// Stateful: look every gathered packet up in the worker's table (all
@@ -348,6 +425,10 @@ pub(super) fn carried_table(rules: &Rules, policy: Action) -> Vec<u8> {
     table
 }
 
+/// A bit of `Judged::idx6`: the fragment checks refused the packet (burst
+/// indices are below 64).
+const FRAGMENT_REFUSED: u8 = 0x80;
+
 /// A carried table's entry for "no answer carried".
 pub(super) const NOT_CARRIED: u8 = 4;
 const CARRIED_COUNTERS: usize = 8;
@@ -416,7 +497,7 @@ impl HookWorker for FilterWorker {
         // burst reads, it wrote first (`looked` is written by the lookup, or
         // reset below when there is none).
         let j = &mut *self.judged;
-        j.n = 0;
+        (j.n, j.n6) = (0, 0);
         j.tally = [0; COUNTERS];
         f.gather(burst, j);
         let n = j.n;
@@ -445,6 +526,9 @@ impl HookWorker for FilterWorker {
         }
         for k in 0..n {
             f.decide(burst, table.as_deref_mut(), cx.now_ns, j, k);
+        }
+        if j.n6 != 0 {
+            f.decide6(burst, j);
         }
         f.counts.add_all(self.worker, &j.tally);
         if let (Some(ct), Some(t)) = (&f.conntrack, table) {

@@ -10,7 +10,12 @@
 //! * each of DPDK's classify algorithms either gives the scalar one's
 //!   results or, when the CPU or EAL's maximum SIMD width does not allow it,
 //!   is refused with `ENOTSUP`: which one is expected is read from the CPU's
-//!   flags, so nothing is skipped.
+//!   flags, so nothing is skipped;
+//! * IPv6 keys: random IPv6, IPv4 and address-less rules in one list agree
+//!   with the linear classifier's `classify6` (in one context, in runs of 7,
+//!   and split for lack of room), first match wins across the families
+//!   numbered together, and a list without a rule for IPv6 has no IPv6
+//!   context and answers 0.
 //!
 //! # One EAL
 //!
@@ -27,10 +32,10 @@ use fastpath::dpdk::{tsc, tsc_hz, AclBuilder, Eal};
 use fastrand::Rng;
 use hooks::flow::{proto, tcp_flag};
 use hooks::rules::{
-    Classifier, ClassifierBuilder, Key, LinearBuilder, MatchRule, Prefix, CT_ESTABLISHED, CT_NEW,
-    CT_RELATED, FLAG_L4, MAX_SETS,
+    Classifier, ClassifierBuilder, Family, Key, Key6, LinearBuilder, MatchRule, Prefix, Prefix6,
+    CT_ESTABLISHED, CT_NEW, CT_RELATED, FLAG_L4, MAX_SETS,
 };
-use hooks::{FlowSummary, PacketMeta};
+use hooks::{FlowSummary, FlowSummary6, PacketMeta};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
@@ -433,6 +438,248 @@ fn acl_agrees_with_linear_on_1000_5_tuple_rules() {
 }
 
 // ---------------------------------------------------------------------------
+// IPv6 keys
+
+/// Random rules over every field, IPv6, IPv4 and address-less ones mixed in
+/// one list: IPv6 keys classify as the linear classifier's `classify6` (in
+/// one context, in runs of 7 rules, and with a second rule set, which IPv6
+/// ignores); IPv4 keys still classify as its `classify`.
+#[test]
+fn ipv6_random_mixed_rules_agree_with_linear() {
+    let _w = simd_width(DEFAULT_WIDTH);
+    let mut rng = Rng::with_seed(0x1b6e_0f5a_5eed_0006);
+    let pools = Pools::new(&mut rng);
+    let pools6 = Pools6::new(&mut rng);
+    let rules: Vec<MatchRule> = (0..300)
+        .map(|_| random_rule6(&mut rng, &pools, &pools6))
+        .collect();
+    for family in [Some(Family::Ipv4), Some(Family::Ipv6), None] {
+        let n = rules.iter().filter(|r| r.family() == family).count();
+        assert!(n > 50, "{family:?}: only {n} rules");
+    }
+    let keys = aimed_keys6(&mut rng, &rules, &pools, &pools6, 20_000);
+    let l = LinearBuilder.build(&rules).unwrap();
+    let want = classify_all(&*l, &keys, 32);
+    let hits = want.iter().filter(|&&r| r != 0).count();
+    assert!(hits > keys.len() / 4, "only {hits} keys matched");
+    let mut distinct = want.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert!(
+        distinct.len() > 60,
+        "only {} distinct results",
+        distinct.len()
+    );
+
+    let a = acl().build_acl(&rules).expect("acl build");
+    let expanded: usize = rules
+        .iter()
+        .filter(|r| r.applies_to(Family::Ipv6))
+        .map(|r| r.states().count().max(1))
+        .sum();
+    assert_eq!(a.acl_rules6(), expanded, "{a:?}");
+    println!("300 mixed rules: {a:?}");
+    assert!(a.contexts6() >= 1, "{a:?}");
+    check_bursts("ipv6", &a, &rules, &keys, &want);
+
+    let small = acl()
+        .with_rules_per_context(7)
+        .build_acl(&rules)
+        .expect("runs of 7");
+    assert!(small.contexts6() >= 200 / 7, "{small:?}");
+    check_bursts("ipv6, runs of 7", &small, &rules, &keys, &want);
+
+    let other: Vec<MatchRule> = (0..50)
+        .map(|_| random_rule6(&mut rng, &pools, &pools6))
+        .collect();
+    let sets = acl().build_acl_sets(&[&rules, &other]).expect("two sets");
+    check_bursts("ipv6, two sets", &sets, &rules, &keys, &want);
+
+    let keys4 = aimed_keys(&mut rng, &rules, &pools, 5000);
+    let want4 = classify_all(&*l, &keys4, 32);
+    assert!(want4.iter().filter(|&&r| r != 0).count() > keys4.len() / 10);
+    check_bursts("ipv4 of a mixed list", &a, &rules, &keys4, &want4);
+}
+
+/// IPv4 and IPv6 rules are numbered together: an IPv4 rule never answers
+/// an IPv6 key (nor an IPv6 rule an IPv4 one), an address-less rule answers
+/// both, and the first match wins.
+#[test]
+fn ipv6_first_match_wins_across_families() {
+    let _w = simd_width(DEFAULT_WIDTH);
+    let doc = Prefix6::new(0x2001_0db8 << 96, 32);
+    let rules = vec![
+        // 1: IPv4 TCP to 10/8.
+        MatchRule {
+            proto: Some(proto::TCP),
+            dst: Some(Prefix::new(0x0a00_0000, 8)),
+            ..MatchRule::any()
+        },
+        // 2: ssh to 2001:db8::/32.
+        MatchRule {
+            proto: Some(proto::TCP),
+            dst6: Some(doc),
+            dport: Some((22, 22)),
+            ..MatchRule::any()
+        },
+        // 3: established or related TCP, either family.
+        MatchRule {
+            proto: Some(proto::TCP),
+            ct_states: CT_ESTABLISHED | CT_RELATED,
+            ..MatchRule::any()
+        },
+        // 4: anything to 2001:db8::/32.
+        MatchRule {
+            dst6: Some(doc),
+            ..MatchRule::any()
+        },
+        // 5: any IPv4 TCP (0/0 names the family).
+        MatchRule {
+            proto: Some(proto::TCP),
+            dst: Some(Prefix::new(0, 0)),
+            ..MatchRule::any()
+        },
+        // 6: SYN without ACK from fe80::/10, a prefix ending inside word 0.
+        MatchRule {
+            proto: Some(proto::TCP),
+            src6: Some(Prefix6::new(0xfe80 << 112, 10)),
+            tcp_flags: Some((tcp_flag::SYN, tcp_flag::SYN | tcp_flag::ACK)),
+            ..MatchRule::any()
+        },
+        // 7: everything.
+        MatchRule::any(),
+    ];
+    let a = acl().build_acl(&rules).expect("acl");
+    assert_eq!((a.acl_rules6(), a.contexts6()), (6, 1), "{a:?}");
+    let l = LinearBuilder.build(&rules).unwrap();
+    let in_doc = (0x2001_0db8 << 96) | 1;
+    let out = (0x2001_0db9 << 96) | 1;
+    let ll = (0xfebf << 112) | 1;
+    let (syn, ack) = (tcp_flag::SYN, tcp_flag::ACK);
+    let cases = [
+        (key6(proto::TCP, 1, in_doc, 22, syn, CT_NEW, true), 2),
+        (
+            key6(proto::TCP, 1, in_doc, 23, syn, CT_ESTABLISHED, true),
+            3,
+        ),
+        (key6(proto::TCP, 1, in_doc, 22, ack, CT_RELATED, true), 2),
+        (key6(proto::TCP, 1, in_doc, 23, syn, CT_NEW, true), 4),
+        (key6(proto::UDP, 1, in_doc, 22, 0, CT_ESTABLISHED, true), 4),
+        // A later fragment: no L4, so not rule 2 (ports).
+        (key6(proto::TCP, 1, in_doc, 22, syn, CT_NEW, false), 4),
+        (key6(proto::TCP, ll, out, 80, syn, CT_NEW, true), 6),
+        (key6(proto::TCP, ll, out, 80, syn | ack, CT_NEW, true), 7),
+        (
+            key6(proto::TCP, 0xfec0 << 112, out, 80, syn, CT_NEW, true),
+            7,
+        ),
+        (key6(proto::UDP, 1, 1, 53, 0, 0, true), 7),
+    ];
+    let keys: Vec<Key6> = cases.iter().map(|c| c.0).collect();
+    let want: Vec<u32> = cases.iter().map(|c| c.1).collect();
+    assert_eq!(classify_all(&*l, &keys, 32), want, "linear");
+    assert_eq!(classify_all(&a, &keys, 32), want, "acl");
+    assert_eq!(classify_all(&a, &keys, 1), want, "acl, one by one");
+
+    let in10 = 0x0a00_0001;
+    let cases4 = [
+        (key(proto::TCP, 1, in10, 1000, 22, syn, CT_NEW), 1),
+        (
+            key(proto::TCP, 1, 0x0b00_0001, 1000, 22, syn, CT_ESTABLISHED),
+            3,
+        ),
+        (key(proto::TCP, 1, 0x0b00_0001, 1000, 22, syn, CT_NEW), 5),
+        (key(proto::UDP, 1, in10, 1000, 22, 0, CT_NEW), 7),
+    ];
+    let keys4: Vec<Key> = cases4.iter().map(|c| c.0).collect();
+    let want4: Vec<u32> = cases4.iter().map(|c| c.1).collect();
+    assert_eq!(classify_all(&*l, &keys4, 32), want4, "linear, IPv4");
+    assert_eq!(classify_all(&a, &keys4, 32), want4, "acl, IPv4");
+}
+
+/// Without a rule for IPv6 (in the first set) there is no IPv6 context and
+/// every IPv6 key classifies to 0.
+#[test]
+fn ipv6_keys_classify_to_zero_without_ipv6_rules() {
+    let _w = simd_width(DEFAULT_WIDTH);
+    let mut rng = Rng::with_seed(0x0000_0006_0000_0000);
+    let pools = Pools::new(&mut rng);
+    let pools6 = Pools6::new(&mut rng);
+    let v4: Vec<MatchRule> = firewall_rules(&mut rng, 200);
+    assert!(v4.iter().all(|r| r.family() == Some(Family::Ipv4)));
+    let v6: Vec<MatchRule> = (0..50)
+        .map(|_| random_rule6(&mut rng, &pools, &pools6))
+        .collect();
+    let keys = aimed_keys6(&mut rng, &v6, &pools, &pools6, 2000);
+    let empty: &[MatchRule] = &[];
+    for (name, sets) in [
+        ("no rules", vec![empty]),
+        ("IPv4 rules", vec![&v4[..]]),
+        ("IPv6 rules in the second set only", vec![&v4[..], &v6[..]]),
+    ] {
+        let a = acl().build_acl_sets(&sets).expect(name);
+        assert_eq!((a.contexts6(), a.acl_rules6()), (0, 0), "{name}: {a:?}");
+        for burst in [1, 32, 100] {
+            assert!(
+                classify_all(&a, &keys, burst).iter().all(|&r| r == 0),
+                "{name}"
+            );
+        }
+    }
+    // The keys would match the IPv6 rules.
+    let a = acl().build_acl(&v6).expect("IPv6 rules");
+    assert!(classify_all(&a, &keys, 32).iter().any(|&r| r != 0));
+}
+
+/// IPv6 rules split over several contexts when a context's tables may not
+/// grow past a limit (`ERANGE`, as DPDK answers a set too big for one
+/// context) still agree with linear; 1,000 firewall-like IPv6 rules in one
+/// context agree too, and their costs are printed for the record.
+#[test]
+fn ipv6_firewall_rules_split_over_contexts_agree_with_linear() {
+    let _w = simd_width(DEFAULT_WIDTH);
+    let mut rng = Rng::with_seed(0xfeed_f00d_0000_0006);
+    let rules = firewall_rules6(&mut rng, 1000);
+    let keys = keys_for6(&mut rng, &rules, 4096);
+    let l = LinearBuilder.build(&rules).unwrap();
+    let want = classify_all(&*l, &keys, 32);
+    assert!(want.iter().filter(|&&r| r != 0).count() >= keys.len() / 2);
+
+    let t = Instant::now();
+    let a = acl().build_acl(&rules).expect("1,000 IPv6 rules");
+    let built = t.elapsed();
+    check_bursts("1,000 IPv6 rules", &a, &rules, &keys, &want);
+    let (ns, cyc) = burst_cost(&a, &keys, 50);
+    let (lns, lcyc) = burst_cost(&*l, &keys, 2);
+    println!(
+        "1,000 IPv6 firewall rules ({} ACL rules, {} context(s), built in {built:.2?}), \
+         32-key bursts: dpdk-acl {ns:.1} ns/key ({cyc:.0} TSC cycles, TSC {} MHz); \
+         linear {lns:.0} ns/key ({lcyc:.0} cycles)",
+        a.acl_rules6(),
+        a.contexts6(),
+        tsc_hz() / 1_000_000
+    );
+
+    let t = Instant::now();
+    let split = acl()
+        .with_max_size(SPLIT_MAX_SIZE)
+        .build_acl(&rules)
+        .expect("split");
+    let built = t.elapsed();
+    assert!(split.contexts6() > 1, "{split:?}");
+    check_bursts("split IPv6 rules", &split, &rules, &keys, &want);
+    let (ns, cyc) = burst_cost(&split, &keys, 20);
+    println!(
+        "the same with tables of at most {SPLIT_MAX_SIZE} bytes: {} contexts (built in \
+         {built:.2?}), {ns:.1} ns/key ({cyc:.0} cycles)",
+        split.contexts6()
+    );
+}
+
+/// A table size limit that splits 1,000 IPv6 firewall rules.
+const SPLIT_MAX_SIZE: usize = 1 << 20;
+
+// ---------------------------------------------------------------------------
 // DPDK's classify algorithms
 
 /// The flags of the first CPU in `/proc/cpuinfo`.
@@ -613,10 +860,27 @@ impl Draw for Rng {
     }
 }
 
-fn classify_all(c: &dyn Classifier, keys: &[Key], burst: usize) -> Vec<u32> {
+/// Keys of either family, each classified by its own method.
+trait TestKey: Copy + std::fmt::Debug {
+    fn classify(c: &dyn Classifier, keys: &[Self], results: &mut [u32]);
+}
+
+impl TestKey for Key {
+    fn classify(c: &dyn Classifier, keys: &[Key], results: &mut [u32]) {
+        c.classify(keys, results);
+    }
+}
+
+impl TestKey for Key6 {
+    fn classify(c: &dyn Classifier, keys: &[Key6], results: &mut [u32]) {
+        c.classify6(keys, results);
+    }
+}
+
+fn classify_all<K: TestKey>(c: &dyn Classifier, keys: &[K], burst: usize) -> Vec<u32> {
     let mut res = vec![u32::MAX; keys.len()];
     for (k, r) in keys.chunks(burst).zip(res.chunks_mut(burst)) {
-        c.classify(k, r);
+        K::classify(c, k, r);
     }
     res
 }
@@ -696,25 +960,34 @@ impl Pools {
 fn random_rule(rng: &mut Rng, pools: &Pools) -> MatchRule {
     loop {
         let r = random_conditions(rng, pools);
-        let n = [
-            r.in_port.is_some(),
-            r.out_port.is_some(),
-            r.src.is_some(),
-            r.dst.is_some(),
-            r.proto.is_some(),
-            r.sport.is_some(),
-            r.dport.is_some(),
-            r.tcp_flags.is_some(),
-            r.dscp.is_some(),
-            r.vlan.is_some(),
-            r.mark.is_some(),
-            r.class.is_some(),
-            r.ct_states != 0,
-        ];
-        if n.iter().filter(|&&c| c).count() >= 3 {
+        if conditions(&r) >= 3 {
             return r;
         }
     }
+}
+
+/// The number of conditions of `r`.
+fn conditions(r: &MatchRule) -> usize {
+    [
+        r.in_port.is_some(),
+        r.out_port.is_some(),
+        r.src.is_some(),
+        r.dst.is_some(),
+        r.src6.is_some(),
+        r.dst6.is_some(),
+        r.proto.is_some(),
+        r.sport.is_some(),
+        r.dport.is_some(),
+        r.tcp_flags.is_some(),
+        r.dscp.is_some(),
+        r.vlan.is_some(),
+        r.mark.is_some(),
+        r.class.is_some(),
+        r.ct_states != 0,
+    ]
+    .iter()
+    .filter(|&&c| c)
+    .count()
 }
 
 fn random_conditions(rng: &mut Rng, pools: &Pools) -> MatchRule {
@@ -896,7 +1169,13 @@ fn key_near(rng: &mut Rng, r: &MatchRule, pools: &Pools, miss: u64) -> Key {
 
 /// `c` classifies `keys` to `want` (first matches among `rules`) in bursts
 /// of every size.
-fn check_bursts(what: &str, c: &dyn Classifier, rules: &[MatchRule], keys: &[Key], want: &[u32]) {
+fn check_bursts<K: TestKey>(
+    what: &str,
+    c: &dyn Classifier,
+    rules: &[MatchRule],
+    keys: &[K],
+    want: &[u32],
+) {
     for burst in [1, 32, 64, 100, keys.len()] {
         let got = classify_all(c, keys, burst);
         if let Some(i) = (0..keys.len()).find(|&i| got[i] != want[i]) {
@@ -1115,14 +1394,14 @@ fn keys_for(rng: &mut Rng, rules: &[MatchRule], n: usize) -> Vec<Key> {
 /// Time per key (ns, TSC cycles) classifying `keys` in 32-key bursts: the
 /// fastest of `rounds` passes over them (the machine may be shared: a
 /// slower pass was interrupted).
-fn burst_cost(c: &dyn Classifier, keys: &[Key], rounds: usize) -> (f64, f64) {
+fn burst_cost<K: TestKey>(c: &dyn Classifier, keys: &[K], rounds: usize) -> (f64, f64) {
     let mut res = [0u32; 32];
     let n = ((keys.len() / 32) * 32) as f64;
     let mut best = (f64::MAX, f64::MAX);
     for _ in 0..rounds {
         let (t, c0) = (Instant::now(), tsc());
         for k in keys.chunks_exact(32) {
-            c.classify(k, &mut res);
+            K::classify(c, k, &mut res);
             std::hint::black_box(&res);
         }
         let (ns, cyc) = (t.elapsed().as_nanos() as f64 / n, (tsc() - c0) as f64 / n);
@@ -1164,6 +1443,222 @@ fn five_tuple_rules(rng: &mut Rng, n: usize) -> Vec<MatchRule> {
                 });
             }
             r
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// IPv6 rules and keys
+
+/// IPv6 addresses rules and keys are drawn from, so that they meet often:
+/// random ones, and ones with runs of equal bits across the 32-bit words.
+struct Pools6 {
+    addrs: Vec<u128>,
+}
+
+impl Pools6 {
+    fn new(rng: &mut Rng) -> Pools6 {
+        let mut addrs: Vec<u128> = (0..6).map(|_| rng.u128(..)).collect();
+        addrs.extend([
+            0,
+            u128::MAX,
+            0x2001_0db8 << 96,
+            (0x2001_0db8 << 96) | u128::from(u64::MAX),
+            0xfe80 << 112,
+            1 << 127,
+            (1 << 127) - 1,
+            0xffff_ffff_0000_0000_ffff_ffff_0000_0000,
+        ]);
+        Pools6 { addrs }
+    }
+
+    /// A prefix, often of a length on or next to a word edge.
+    fn prefix(&self, rng: &mut Rng) -> Prefix6 {
+        let len = if rng.chance(40) {
+            rng.pick(&[0u8, 1, 31, 32, 33, 63, 64, 65, 95, 96, 97, 127, 128])
+        } else {
+            rng.u64(..129) as u8
+        };
+        let a = if rng.chance(70) {
+            rng.pick(&self.addrs)
+        } else {
+            rng.u128(..)
+        };
+        Prefix6::new(a & Prefix6::new(0, len).mask(), len)
+    }
+}
+
+/// A random rule of a mixed list with at least 3 conditions: an IPv6 one
+/// (40 %), an IPv4 one (30 %) or one naming no address (30 %).
+fn random_rule6(rng: &mut Rng, pools: &Pools, pools6: &Pools6) -> MatchRule {
+    loop {
+        let mut r = random_conditions(rng, pools);
+        match rng.u64(..10) {
+            0..=3 => {
+                (r.src, r.dst) = (None, None);
+                if rng.chance(70) {
+                    r.src6 = Some(pools6.prefix(rng));
+                }
+                if r.src6.is_none() || rng.chance(70) {
+                    r.dst6 = Some(pools6.prefix(rng));
+                }
+            }
+            4..=6 => {
+                if r.src.is_none() && r.dst.is_none() {
+                    r.dst = Some(pools.prefix(rng));
+                }
+            }
+            _ => (r.src, r.dst) = (None, None),
+        }
+        if conditions(&r) >= 3 {
+            return r;
+        }
+    }
+}
+
+/// An address in or near prefix `p` (see [`near_prefix`]); a miss may
+/// also flip any bit of the prefix, in any of its words.
+fn near_prefix6(rng: &mut Rng, p: Option<Prefix6>, pools6: &Pools6, miss: u64) -> u128 {
+    let Some(p) = p else {
+        return if rng.chance(50) {
+            rng.pick(&pools6.addrs)
+        } else {
+            rng.u128(..)
+        };
+    };
+    let last = p.addr | !p.mask();
+    let len = u32::from(p.len.max(1));
+    if rng.chance(miss) {
+        return match rng.u64(..4) {
+            0 => p.addr.wrapping_sub(1),
+            1 => last.wrapping_add(1),
+            2 => p.addr ^ (1u128 << (128 - len)),
+            _ => p.addr ^ (1u128 << (127 - rng.u32(..len))),
+        };
+    }
+    match rng.u64(..3) {
+        0 => p.addr,
+        1 => last,
+        _ => p.addr | (rng.u128(..) & !p.mask()),
+    }
+}
+
+/// An IPv6 key aimed at rule `r` as [`key_near`] aims an IPv4 one: the
+/// same fields, the addresses on or near the IPv6 prefixes.
+fn key6_near(rng: &mut Rng, r: &MatchRule, pools: &Pools, pools6: &Pools6, miss: u64) -> Key6 {
+    let k = key_near(rng, r, pools, miss);
+    let k = k.as_bytes();
+    let mut b = [0u8; 64];
+    b[..4].copy_from_slice(&k[..4]);
+    b[4..20].copy_from_slice(&near_prefix6(rng, r.src6, pools6, miss).to_be_bytes());
+    b[20..36].copy_from_slice(&near_prefix6(rng, r.dst6, pools6, miss).to_be_bytes());
+    b[36..52].copy_from_slice(&k[12..28]);
+    Key6::from_bytes(b)
+}
+
+/// `n` IPv6 keys: most aimed at a random rule of `rules` that applies to
+/// IPv6, the rest random bytes.
+fn aimed_keys6(
+    rng: &mut Rng,
+    rules: &[MatchRule],
+    pools: &Pools,
+    pools6: &Pools6,
+    n: usize,
+) -> Vec<Key6> {
+    let for6: Vec<&MatchRule> = rules
+        .iter()
+        .filter(|r| r.applies_to(Family::Ipv6))
+        .collect();
+    (0..n)
+        .map(|_| {
+            if rng.chance(75) {
+                let r = for6[rng.usize(..for6.len())];
+                let miss = rng.pick(&[0, 10, 30]);
+                key6_near(rng, r, pools, pools6, miss)
+            } else {
+                let mut b = [0u8; 64];
+                for x in &mut b[..52] {
+                    *x = rng.u64(..) as u8;
+                }
+                if rng.chance(50) {
+                    b[4..20].copy_from_slice(&rng.pick(&pools6.addrs).to_be_bytes());
+                }
+                if rng.chance(50) {
+                    b[20..36].copy_from_slice(&rng.pick(&pools6.addrs).to_be_bytes());
+                }
+                Key6::from_bytes(b)
+            }
+        })
+        .collect()
+}
+
+/// An IPv6 key from a packet (the way the hooks build it).
+fn key6(proto: u8, src: u128, dst: u128, dport: u16, tcp_flags: u8, ct: u8, l4: bool) -> Key6 {
+    let s = FlowSummary6 {
+        src: src.to_be_bytes(),
+        dst: dst.to_be_bytes(),
+        proto,
+        l4,
+        sport: 40000,
+        dport,
+        tcp_flags,
+        ..FlowSummary6::default()
+    };
+    Key6::new(&s, &PacketMeta::received_on(0), ct)
+}
+
+/// A random IPv6 prefix of a length in `lens`.
+fn prefix6_in(rng: &mut Rng, lens: std::ops::RangeInclusive<u8>) -> Prefix6 {
+    let len = rng.u8(lens);
+    Prefix6::new(rng.u128(..) & Prefix6::new(0, len).mask(), len)
+}
+
+/// [`firewall_rules`] for IPv6: source prefixes /16../64, destinations
+/// /32../128.
+fn firewall_rules6(rng: &mut Rng, n: usize) -> Vec<MatchRule> {
+    firewall_rules(rng, n)
+        .into_iter()
+        .map(|mut r| {
+            r.src6 = r.src.take().map(|_| prefix6_in(rng, 16..=64));
+            r.dst6 = r.dst.take().map(|_| prefix6_in(rng, 32..=128));
+            r
+        })
+        .collect()
+}
+
+/// [`keys_for`] for IPv6: half the keys hit a given rule, the others are
+/// random.
+fn keys_for6(rng: &mut Rng, rules: &[MatchRule], n: usize) -> Vec<Key6> {
+    let pick = |p: Option<Prefix6>, x: u128| p.map_or(x, |p| p.addr | (x & !p.mask()));
+    (0..n)
+        .map(|i| {
+            let (s, ct, port) = if i % 2 == 0 {
+                let r = &rules[rng.usize(..rules.len())];
+                let s = FlowSummary6 {
+                    proto: r.proto.unwrap_or(proto::TCP),
+                    src: pick(r.src6, rng.u128(..)).to_be_bytes(),
+                    dst: pick(r.dst6, rng.u128(..)).to_be_bytes(),
+                    l4: true,
+                    sport: r.sport.map_or(rng.u16(..), |s| s.0),
+                    dport: r.dport.map_or(rng.u16(..), |d| d.1),
+                    tcp_flags: tcp_flag::ACK,
+                    ..FlowSummary6::default()
+                };
+                let ct = r.states().next().unwrap_or(CT_NEW);
+                (s, ct, r.in_port.map_or(0, |p| p.0))
+            } else {
+                let s = FlowSummary6 {
+                    proto: rng.pick(&[proto::TCP, proto::UDP]),
+                    src: rng.u128(..).to_be_bytes(),
+                    dst: rng.u128(..).to_be_bytes(),
+                    l4: true,
+                    sport: rng.u16(..),
+                    dport: rng.u16(..),
+                    ..FlowSummary6::default()
+                };
+                (s, CT_NEW, 0)
+            };
+            Key6::new(&s, &PacketMeta::received_on(port), ct)
         })
         .collect()
 }

@@ -1247,6 +1247,17 @@ impl ConnTable {
         self.v6.commit_lazy(s, || l3, now_ns, hint.0)
     }
 
+    /// [`commit_looked`](Self::commit_looked) of an IPv6 packet.
+    pub(crate) fn commit_looked6<'l>(
+        &mut self,
+        s: &FlowSummary6,
+        l3: impl FnOnce() -> &'l [u8],
+        now_ns: u64,
+        hint: CtHint6,
+    ) -> CtCommit {
+        self.v6.commit_looked(s, l3, now_ns, hint.0)
+    }
+
     /// Reclaim expired entries, going round each family's table from where
     /// its last sweep stopped, for at most `max_slots` steps each (a step
     /// moves past one slot or reclaims one entry); returns how many were

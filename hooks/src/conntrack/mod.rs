@@ -64,7 +64,17 @@
 //!   none is the flow refused. A SYN flood fills the table with half-open
 //!   entries on 60-120 s timeouts, which new flows push out.
 //! * **No allocation, no lock.** `&mut self` per worker; `new` allocates the
-//!   slot array once.
+//!   slot arrays once.
+//! * **IPv6 beside IPv4.** A [`ConnTable`] holds two tables, one per
+//!   family, each of [`CtConfig::capacity`] entries: the IPv4 one keyed
+//!   on two `address << 16 | port` words (64-byte slots), the IPv6 one on
+//!   both 128-bit addresses and a word of protocol and ports (128-byte
+//!   slots). One code, generic over the key and the packet summary and
+//!   monomorphised per family: IPv4's path is what it was. The `*6`
+//!   methods ([`ConnTable::lookup6`], [`ConnTable::lookup_burst6`],
+//!   [`ConnTable::commit6`], [`ConnTable::commit_hinted6`]) take IPv6
+//!   packets ([`FlowSummary6`], bytes from the IPv6 header on); `len`,
+//!   `stats`, `sweep` and `audit` cover both tables.
 //!
 //! # States
 //!
@@ -72,8 +82,8 @@
 //! |-----------------------------------------------------|---------------------------|
 //! | no entry, or an original-direction packet of an entry that has seen no reply | `New` |
 //! | reply direction of an entry, or either direction once it has seen a reply | `Established` |
-//! | ICMP error (types 3, 4, 5, 11, 12) quoting a tracked flow, sent to the quoted packet's source | `Related` |
-//! | non-first fragment; TCP, UDP or ICMP whose header is cut short | `Untracked` |
+//! | ICMP error (types 3, 4, 5, 11, 12), ICMPv6 error (types 1 to 4) quoting a tracked flow, sent to the quoted packet's source | `Related` |
+//! | non-first fragment; TCP, UDP, ICMP or ICMPv6 whose header is cut short; ICMPv6 informational other than echo (neighbour discovery) | `Untracked` |
 //! | TCP RST of an entry, outside its window | `Invalid` |
 //!
 //! TCP, as Linux's states: a SYN makes the entry (SYN_SENT,
@@ -97,6 +107,13 @@
 //! header to read the ports (4 bytes for TCP and UDP, 8 for ICMP echo) and
 //! the error goes to the quoted packet's source; errors about errors are
 //! `New`. `Related` does not refresh the entry's timer.
+//!
+//! ICMPv6 likewise: echo request 128 and reply 129 as ICMP's 8 and 0,
+//! the errors 1 to 4 as ICMP's (the quote, after the 8-byte ICMPv6 header,
+//! is an IPv6 header and what follows: its extension headers must be
+//! whole); other error types are `New`, informational types other than
+//! echo (router and neighbour discovery, 133 to 137, MLD, ...) are
+//! `Untracked`, never a connection.
 //!
 //! Other IP protocols (GRE, ESP, SCTP, ...) are tracked by address pair
 //! alone (ports 0) with [`CtConfig::other_ns`]: any packet can create the

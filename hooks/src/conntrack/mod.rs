@@ -64,7 +64,17 @@
 //!   none is the flow refused. A SYN flood fills the table with half-open
 //!   entries on 60-120 s timeouts, which new flows push out.
 //! * **No allocation, no lock.** `&mut self` per worker; `new` allocates the
-//!   slot array once.
+//!   slot arrays once.
+//! * **IPv6 beside IPv4.** A [`ConnTable`] holds two tables, one per
+//!   family, each of [`CtConfig::capacity`] entries: the IPv4 one keyed
+//!   on two `address << 16 | port` words (64-byte slots), the IPv6 one on
+//!   both 128-bit addresses and a word of protocol and ports (128-byte
+//!   slots). One code, generic over the key and the packet summary and
+//!   monomorphised per family: IPv4's path is what it was. The `*6`
+//!   methods ([`ConnTable::lookup6`], [`ConnTable::lookup_burst6`],
+//!   [`ConnTable::commit6`], [`ConnTable::commit_hinted6`]) take IPv6
+//!   packets ([`FlowSummary6`], bytes from the IPv6 header on); `len`,
+//!   `stats`, `sweep` and `audit` cover both tables.
 //!
 //! # States
 //!
@@ -72,8 +82,8 @@
 //! |-----------------------------------------------------|---------------------------|
 //! | no entry, or an original-direction packet of an entry that has seen no reply | `New` |
 //! | reply direction of an entry, or either direction once it has seen a reply | `Established` |
-//! | ICMP error (types 3, 4, 5, 11, 12) quoting a tracked flow, sent to the quoted packet's source | `Related` |
-//! | non-first fragment; TCP, UDP or ICMP whose header is cut short | `Untracked` |
+//! | ICMP error (types 3, 4, 5, 11, 12), ICMPv6 error (types 1 to 4) quoting a tracked flow, sent to the quoted packet's source | `Related` |
+//! | non-first fragment; TCP, UDP, ICMP or ICMPv6 whose header is cut short; ICMPv6 informational other than echo (neighbour discovery) | `Untracked` |
 //! | TCP RST of an entry, outside its window | `Invalid` |
 //!
 //! TCP, as Linux's states: a SYN makes the entry (SYN_SENT,
@@ -97,6 +107,13 @@
 //! header to read the ports (4 bytes for TCP and UDP, 8 for ICMP echo) and
 //! the error goes to the quoted packet's source; errors about errors are
 //! `New`. `Related` does not refresh the entry's timer.
+//!
+//! ICMPv6 likewise: echo request 128 and reply 129 as ICMP's 8 and 0,
+//! the errors 1 to 4 as ICMP's (the quote, after the 8-byte ICMPv6 header,
+//! is an IPv6 header and what follows: its extension headers must be
+//! whole); other error types are `New`, informational types other than
+//! echo (router and neighbour discovery, 133 to 137, MLD, ...) are
+//! `Untracked`, never a connection.
 //!
 //! Other IP protocols (GRE, ESP, SCTP, ...) are tracked by address pair
 //! alone (ports 0) with [`CtConfig::other_ns`]: any packet can create the
@@ -136,8 +153,9 @@ mod tcp;
 mod tests;
 
 use crate::flow::{proto, tcp_flag, FlowSummary, Fragment};
+use crate::flow6::FlowSummary6;
 use crate::MAX_BURST;
-use table::{Key, Probe, Slots, ASSURED, FIN_A, FIN_B, ORIG_B, REPLIED};
+use table::{Key, Key6, Probe, SlotKey, Slots, ASSURED, FIN_A, FIN_B, ORIG_B, REPLIED};
 use tcp::{Segment, Window};
 
 const SEC: u64 = 1_000_000_000;
@@ -180,28 +198,82 @@ pub enum CtState {
 /// takes instead of making them again; the public commit does not trust
 /// them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CtHint {
-    /// The packet's flow, when `home` is not [`CtHint::NO_FLOW`].
-    flow: Lookup,
-    /// The slot of the flow's entry, or `u32::MAX`.
-    slot: u32,
-    /// The flow's home slot, or [`CtHint::NO_FLOW`].
-    home: u32,
-}
+pub struct CtHint(Hint<Key>);
+
+/// [`CtHint`] of an IPv6 packet ([`ConnTable::lookup_burst6`],
+/// [`ConnTable::commit_hinted6`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CtHint6(Hint<Key6>);
 
 impl CtHint {
     /// No slot: the commit probes.
-    pub const NONE: CtHint = CtHint {
-        flow: Lookup::NONE,
+    pub const NONE: CtHint = CtHint(Hint {
+        flow: Lookup {
+            key: Key { a: 0, b: 0 },
+            from_b: false,
+        },
         slot: u32::MAX,
-        home: CtHint::NO_FLOW,
-    };
-    const NO_FLOW: u32 = u32::MAX;
+        home: NO_FLOW,
+    });
+}
+
+impl CtHint6 {
+    /// No slot: the commit probes.
+    pub const NONE: CtHint6 = CtHint6(Hint {
+        flow: Lookup {
+            key: Key6 {
+                a: 0,
+                b: 0,
+                ports: 0,
+            },
+            from_b: false,
+        },
+        slot: u32::MAX,
+        home: NO_FLOW,
+    });
+}
+
+impl Default for CtHint {
+    fn default() -> Self {
+        CtHint::NONE
+    }
+}
+
+impl Default for CtHint6 {
+    fn default() -> Self {
+        CtHint6::NONE
+    }
+}
+
+/// A hint's home slot when it has no flow.
+const NO_FLOW: u32 = u32::MAX;
+
+/// What a hint holds, whatever the family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Hint<K> {
+    /// The packet's flow, when `home` is not [`NO_FLOW`].
+    flow: Lookup<K>,
+    /// The slot of the flow's entry, or `u32::MAX`.
+    slot: u32,
+    /// The flow's home slot, or [`NO_FLOW`].
+    home: u32,
+}
+
+impl<K: SlotKey> Hint<K> {
+    /// No slot, no flow.
+    #[inline(always)]
+    fn none() -> Hint<K> {
+        Hint {
+            flow: Lookup::default(),
+            slot: u32::MAX,
+            home: NO_FLOW,
+        }
+    }
 
     /// A flow's hint: its entry in `slot` (`u32::MAX` for none).
     #[inline(always)]
-    fn of(flow: &Lookup, home: usize, slot: u32) -> CtHint {
-        CtHint {
+    fn of(flow: &Lookup<K>, home: usize, slot: u32) -> Hint<K> {
+        Hint {
             flow: *flow,
             slot,
             home: home as u32,
@@ -214,9 +286,22 @@ impl CtHint {
     }
 }
 
-impl Default for CtHint {
-    fn default() -> Self {
-        CtHint::NONE
+/// The public hint type of a family, around its [`Hint`].
+trait HintOf<K>: Copy {
+    fn wrap(h: Hint<K>) -> Self;
+}
+
+impl HintOf<Key> for CtHint {
+    #[inline(always)]
+    fn wrap(h: Hint<Key>) -> CtHint {
+        CtHint(h)
+    }
+}
+
+impl HintOf<Key6> for CtHint6 {
+    #[inline(always)]
+    fn wrap(h: Hint<Key6>) -> CtHint6 {
+        CtHint6(h)
     }
 }
 
@@ -312,13 +397,22 @@ pub struct CtStats {
     pub ignored: u64,
 }
 
-/// A bounded connection table for one worker. See the [module
+/// A bounded connection table for one worker: an IPv4 table and an IPv6
+/// table, each of [`CtConfig::capacity`] entries. See the [module
 /// documentation](self). A clone copies every slot (tests and fuzzing).
 #[derive(Clone, Debug)]
 #[cfg_attr(test, derive(PartialEq, Eq))]
 pub struct ConnTable {
+    v4: Table<Key>,
+    v6: Table<Key6>,
+}
+
+/// One family's table: the slots and what the code over them keeps.
+#[derive(Clone, Debug)]
+#[cfg_attr(test, derive(PartialEq, Eq))]
+struct Table<K: SlotKey> {
     cfg: CtConfig,
-    slots: Slots,
+    slots: Slots<K>,
     /// Counters, but `expired`: the slots count what they reclaim.
     stats: CtStats,
     /// When the last "table full" line was logged.
@@ -326,26 +420,30 @@ pub struct ConnTable {
 }
 
 /// What the table keys a packet on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Lookup {
-    key: Key,
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Lookup<K> {
+    key: K,
     /// The sender is side `b` of the key.
     from_b: bool,
 }
 
-impl Lookup {
-    /// A burst array's filler.
-    const NONE: Lookup = Lookup {
-        key: Key { a: 0, b: 0 },
-        from_b: false,
-    };
-
+impl Lookup<Key> {
     #[inline(always)]
-    fn new(proto: u8, src: u32, sport: u16, dst: u32, dport: u16) -> Lookup {
+    fn new(proto: u8, src: u32, sport: u16, dst: u32, dport: u16) -> Lookup<Key> {
         let (key, from_b) = Key::new(proto, src, sport, dst, dport);
         Lookup { key, from_b }
     }
+}
 
+impl Lookup<Key6> {
+    #[inline(always)]
+    fn new6(proto: u8, src: &[u8; 16], sport: u16, dst: &[u8; 16], dport: u16) -> Lookup<Key6> {
+        let (key, from_b) = Key6::new(proto, src, sport, dst, dport);
+        Lookup { key, from_b }
+    }
+}
+
+impl<K> Lookup<K> {
     /// The entry flag saying this packet's sender originated the flow.
     #[inline(always)]
     fn orig(&self) -> u8 {
@@ -359,9 +457,9 @@ impl Lookup {
 
 /// How the table sees one packet.
 #[derive(Clone, Copy)]
-enum Class {
+enum Class<K> {
     /// A packet of a trackable flow.
-    Flow(Lookup),
+    Flow(Lookup<K>),
     /// An ICMP error: look at the quoted datagram.
     IcmpError,
     /// Trackable protocol, but no entry can match (echo reply or other ICMP
@@ -376,6 +474,13 @@ fn is_icmp_error(t: u8) -> bool {
     matches!(t, 3 | 4 | 5 | 11 | 12)
 }
 
+/// ICMPv6 errors that quote a packet of a flow: destination unreachable
+/// (1), packet too big (2), time exceeded (3), parameter problem (4).
+#[inline(always)]
+fn is_icmp6_error(t: u8) -> bool {
+    matches!(t, 1..=4)
+}
+
 /// The ports an ICMP echo is keyed on: the request goes from `(src, id)` to
 /// `(dst, 0)`, so its reply, from `(dst, 0)` to `(src, id)`, has the same
 /// key, and a request the other way has another.
@@ -388,44 +493,166 @@ fn echo_ports(icmp_type: u8, id: u16) -> Option<(u16, u16)> {
     }
 }
 
-const _: () = assert!(MAX_BURST <= 64);
-
+/// [`echo_ports`] of ICMPv6: echo request 128, reply 129.
 #[inline(always)]
-fn classify(s: &FlowSummary) -> Class {
-    if s.fragment == Fragment::NonFirst {
-        return Class::Untracked;
-    }
-    match s.proto {
-        proto::TCP | proto::UDP if s.l4 => {
-            Class::Flow(Lookup::new(s.proto, s.src, s.sport, s.dst, s.dport))
-        }
-        proto::TCP | proto::UDP => Class::Untracked,
-        proto::ICMP if s.l4 => match echo_ports(s.icmp_type, s.sport) {
-            Some((sp, dp)) => Class::Flow(Lookup::new(proto::ICMP, s.src, sp, s.dst, dp)),
-            None if is_icmp_error(s.icmp_type) => Class::IcmpError,
-            None => Class::NoFlow,
-        },
-        proto::ICMP => Class::Untracked,
-        p => Class::Flow(Lookup::new(p, s.src, 0, s.dst, 0)),
+fn echo_ports6(icmp_type: u8, id: u16) -> Option<(u16, u16)> {
+    match icmp_type {
+        128 => Some((id, 0)),
+        129 => Some((0, id)),
+        _ => None,
     }
 }
 
-impl ConnTable {
+const _: () = assert!(MAX_BURST <= 64);
+
+/// What the table reads of a packet, per family: IPv4's [`FlowSummary`],
+/// IPv6's [`FlowSummary6`]. The table's code is generic over it, one
+/// monomorphised copy per family.
+trait Summary {
+    type K: SlotKey;
+    /// The family's public hint type.
+    type Hint: HintOf<Self::K>;
+    /// How the table sees the packet.
+    fn classify(&self) -> Class<Self::K>;
+    /// Whether this packet (of a trackable flow) may create an entry. TCP:
+    /// only a bare SYN; ICMP: only an echo request; UDP and other
+    /// protocols: any packet.
+    fn creates_entry(&self) -> bool;
+    /// The upper-layer protocol.
+    fn proto(&self) -> u8;
+    fn tcp_flags(&self) -> u8;
+    /// The TCP segment, `l3` being the packet from its IP header on.
+    fn segment(&self, l3: &[u8]) -> Segment;
+    /// The flow of the datagram an ICMP error quotes, when it can be read
+    /// and the error goes back to that datagram's source.
+    fn quoted_flow(&self, l3: &[u8]) -> Option<Lookup<Self::K>>;
+}
+
+impl Summary for FlowSummary {
+    type K = Key;
+    type Hint = CtHint;
+
+    #[inline(always)]
+    fn classify(&self) -> Class<Key> {
+        let s = self;
+        if s.fragment == Fragment::NonFirst {
+            return Class::Untracked;
+        }
+        match s.proto {
+            proto::TCP | proto::UDP if s.l4 => {
+                Class::Flow(Lookup::new(s.proto, s.src, s.sport, s.dst, s.dport))
+            }
+            proto::TCP | proto::UDP => Class::Untracked,
+            proto::ICMP if s.l4 => match echo_ports(s.icmp_type, s.sport) {
+                Some((sp, dp)) => Class::Flow(Lookup::new(proto::ICMP, s.src, sp, s.dst, dp)),
+                None if is_icmp_error(s.icmp_type) => Class::IcmpError,
+                None => Class::NoFlow,
+            },
+            proto::ICMP => Class::Untracked,
+            p => Class::Flow(Lookup::new(p, s.src, 0, s.dst, 0)),
+        }
+    }
+
+    #[inline(always)]
+    fn creates_entry(&self) -> bool {
+        match self.proto {
+            proto::TCP => is_bare_syn(self.tcp_flags),
+            proto::ICMP => self.icmp_type == 8,
+            _ => true,
+        }
+    }
+
+    #[inline(always)]
+    fn proto(&self) -> u8 {
+        self.proto
+    }
+
+    #[inline(always)]
+    fn tcp_flags(&self) -> u8 {
+        self.tcp_flags
+    }
+
+    #[inline(always)]
+    fn segment(&self, l3: &[u8]) -> Segment {
+        Segment::read(self, l3)
+    }
+
+    fn quoted_flow(&self, l3: &[u8]) -> Option<Lookup<Key>> {
+        quoted_flow(self, l3)
+    }
+}
+
+impl Summary for FlowSummary6 {
+    type K = Key6;
+    type Hint = CtHint6;
+
+    /// As IPv4's, with ICMPv6: echo (128, 129) keyed as IPv4's echo, the
+    /// errors (1 to 4) looked at for the flow they quote, other error
+    /// types `New` (as IPv4's other types), and the informational
+    /// messages that are not echo (neighbour discovery, 133 to 137, among
+    /// them) `Untracked`: they never make a connection.
+    #[inline(always)]
+    fn classify(&self) -> Class<Key6> {
+        let s = self;
+        if s.fragment == Fragment::NonFirst {
+            return Class::Untracked;
+        }
+        match s.proto {
+            proto::TCP | proto::UDP if s.l4 => {
+                Class::Flow(Lookup::new6(s.proto, &s.src, s.sport, &s.dst, s.dport))
+            }
+            proto::TCP | proto::UDP => Class::Untracked,
+            proto::ICMPV6 if s.l4 => match echo_ports6(s.icmp_type, s.sport) {
+                Some((sp, dp)) => Class::Flow(Lookup::new6(proto::ICMPV6, &s.src, sp, &s.dst, dp)),
+                None if is_icmp6_error(s.icmp_type) => Class::IcmpError,
+                None if s.icmp_type >= 128 => Class::Untracked,
+                None => Class::NoFlow,
+            },
+            proto::ICMPV6 => Class::Untracked,
+            p => Class::Flow(Lookup::new6(p, &s.src, 0, &s.dst, 0)),
+        }
+    }
+
+    #[inline(always)]
+    fn creates_entry(&self) -> bool {
+        match self.proto {
+            proto::TCP => is_bare_syn(self.tcp_flags),
+            proto::ICMPV6 => self.icmp_type == 128,
+            _ => true,
+        }
+    }
+
+    #[inline(always)]
+    fn proto(&self) -> u8 {
+        self.proto
+    }
+
+    #[inline(always)]
+    fn tcp_flags(&self) -> u8 {
+        self.tcp_flags
+    }
+
+    #[inline(always)]
+    fn segment(&self, l3: &[u8]) -> Segment {
+        Segment::read6(self, l3)
+    }
+
+    fn quoted_flow(&self, l3: &[u8]) -> Option<Lookup<Key6>> {
+        quoted_flow6(self, l3)
+    }
+}
+
+impl<K: SlotKey> Table<K> {
     /// An empty table; allocates the slot array (see [`CtConfig::capacity`];
     /// a capacity out of range is clamped to 1..=[`MAX_CAPACITY`]).
-    pub fn new(cfg: CtConfig) -> Self {
+    fn new(cfg: CtConfig) -> Self {
         let capacity = cfg.capacity.clamp(1, MAX_CAPACITY);
-        ConnTable {
+        Table {
             cfg: CtConfig { capacity, ..cfg },
             slots: Slots::new(capacity.next_power_of_two() * 2),
             stats: CtStats::default(),
             last_full_log_ns: None,
         }
-    }
-
-    /// The configuration in use (capacity clamped).
-    pub fn config(&self) -> &CtConfig {
-        &self.cfg
     }
 
     /// Timeout of an entry with these flags.
@@ -441,24 +668,15 @@ impl ConnTable {
             proto::TCP => self.cfg.tcp_syn_sent_ns,
             proto::UDP if replied => self.cfg.udp_replied_ns,
             proto::UDP => self.cfg.udp_ns,
-            proto::ICMP => self.cfg.icmp_ns,
+            p if p == K::ICMP => self.cfg.icmp_ns,
             _ => self.cfg.other_ns,
         }
     }
 
-    /// The state of this packet relative to the table. `l3` is the packet
-    /// from its IPv4 header on (read for the datagram an ICMP error quotes).
-    ///
-    /// For a packet of an existing entry: a reply-direction packet marks
-    /// the entry replied (`Established` from then on, both ways) and the
-    /// entry's timer restarts; a TCP FIN is noted per direction (both ways:
-    /// transient timeout); a TCP RST removes the entry after being
-    /// classified. An original-direction packet of an unreplied entry is
-    /// `New` and changes nothing (its [`commit`](Self::commit) refreshes the
-    /// timer). Never creates an entry.
+    /// See [`ConnTable::lookup`].
     #[inline]
-    pub fn lookup(&mut self, s: &FlowSummary, l3: &[u8], now_ns: u64) -> CtState {
-        match classify(s) {
+    fn lookup<S: Summary<K = K>>(&mut self, s: &S, l3: &[u8], now_ns: u64) -> CtState {
+        match s.classify() {
             Class::Flow(l) => {
                 let home = self.slots.home(&l.key);
                 self.lookup_flow(s, &l, home, || l3, now_ns).0
@@ -469,32 +687,22 @@ impl ConnTable {
         }
     }
 
-    /// [`lookup`](Self::lookup) for a burst of packets: `sums[k]` is packet
-    /// `k`'s summary, `l3(k)` its bytes from the IPv4 header on (read only
-    /// for an ICMP error). Sets `out[k]` to the packet's state and where its
-    /// entry is: pass that hint to the [`commit_hinted`](Self::commit_hinted)
-    /// of the same packet, which then need not probe again. At most
-    /// [`MAX_BURST`] packets (and `out.len()`) are looked up.
-    ///
-    /// The same as looking the packets up one after the other, but faster
-    /// on a table larger than the cache: every packet's slot is read first,
-    /// so that their cache and TLB misses overlap instead of coming one
-    /// after the other.
-    pub fn lookup_burst<'l>(
+    /// See [`ConnTable::lookup_burst`].
+    fn lookup_burst<'l, S: Summary<K = K>>(
         &mut self,
-        sums: &[FlowSummary],
+        sums: &[S],
         l3: impl Fn(usize) -> &'l [u8],
         now_ns: u64,
-        out: &mut [(CtState, CtHint)],
+        out: &mut [(CtState, S::Hint)],
     ) {
         let n = sums.len().min(out.len()).min(MAX_BURST);
         // The flows' keys and home slots; bit k of `others`: packet k has
         // no flow of its own (classified again below, off the fast path).
-        let mut flows = [Lookup::NONE; MAX_BURST];
+        let mut flows = [Lookup::<K>::default(); MAX_BURST];
         let mut homes = [0usize; MAX_BURST];
         let mut others = 0u64;
         for k in 0..n {
-            match classify(&sums[k]) {
+            match sums[k].classify() {
                 Class::Flow(l) => {
                     homes[k] = self.slots.home(&l.key);
                     flows[k] = l;
@@ -511,47 +719,53 @@ impl ConnTable {
         }
         std::hint::black_box(acc);
         for k in 0..n {
-            out[k] = match others & 1 << k {
+            let (state, hint) = match others & 1 << k {
                 0 => self.lookup_flow(&sums[k], &flows[k], homes[k], || l3(k), now_ns),
                 _ => self.lookup_other(&sums[k], l3(k), now_ns),
             };
+            out[k] = (state, S::Hint::wrap(hint));
         }
     }
 
     /// The lookup of a packet without a flow of its own: an ICMP error
     /// (`Related` or `New`), another ICMP type (`New`) or an untracked one.
     #[inline(never)]
-    fn lookup_other(&mut self, s: &FlowSummary, l3: &[u8], now_ns: u64) -> (CtState, CtHint) {
-        let state = match classify(s) {
+    fn lookup_other<S: Summary<K = K>>(
+        &mut self,
+        s: &S,
+        l3: &[u8],
+        now_ns: u64,
+    ) -> (CtState, Hint<K>) {
+        let state = match s.classify() {
             Class::IcmpError => self.related(s, l3, now_ns),
             Class::NoFlow => CtState::New,
             Class::Flow(_) | Class::Untracked => CtState::Untracked,
         };
-        (state, CtHint::NONE)
+        (state, Hint::none())
     }
 
     /// The lookup of a packet of a trackable flow, `home` being the slot
     /// its key hashes to, `l3` its bytes from the IPv4 header on (asked
     /// for TCP only).
     #[inline(always)]
-    fn lookup_flow<'l>(
+    fn lookup_flow<'l, S: Summary<K = K>>(
         &mut self,
-        s: &FlowSummary,
-        l: &Lookup,
+        s: &S,
+        l: &Lookup<K>,
         home: usize,
         l3: impl FnOnce() -> &'l [u8],
         now_ns: u64,
-    ) -> (CtState, CtHint) {
+    ) -> (CtState, Hint<K>) {
         let i = match self.slots.probe_from(&l.key, home, now_ns) {
             Probe::Found(i) => i,
             Probe::Vacant(_) | Probe::Exhausted => {
-                return (CtState::New, CtHint::of(l, home, u32::MAX));
+                return (CtState::New, Hint::of(l, home, u32::MAX));
             }
         };
-        let hint = CtHint::of(l, home, i as u32);
-        if s.proto == proto::TCP {
-            let seg = Segment::read(s, l3());
-            return self.lookup_tcp(s.tcp_flags, i, l, seg, hint, now_ns);
+        let hint = Hint::of(l, home, i as u32);
+        if s.proto() == proto::TCP {
+            let seg = s.segment(l3());
+            return self.lookup_tcp(s.tcp_flags(), i, l, seg, hint, now_ns);
         }
         let (mut flags, eproto) = {
             let e = self.slots.get(i);
@@ -585,11 +799,11 @@ impl ConnTable {
         &mut self,
         f: u8,
         i: usize,
-        l: &Lookup,
+        l: &Lookup<K>,
         seg: Segment,
-        hint: CtHint,
+        hint: Hint<K>,
         now_ns: u64,
-    ) -> (CtState, CtHint) {
+    ) -> (CtState, Hint<K>) {
         let mut flags = self.slots.get(i).flags;
         let d = usize::from(l.from_b);
         let reply = l.from_b != (flags & ORIG_B != 0);
@@ -600,11 +814,11 @@ impl ConnTable {
         if f & tcp_flag::RST != 0 {
             if !self.slots.get(i).win.rst_ok(d, &seg) {
                 self.stats.rst_out_of_window += 1;
-                return (CtState::Invalid, CtHint::NONE);
+                return (CtState::Invalid, Hint::none());
             }
             self.slots.remove_at(i);
             self.stats.reset += 1;
-            return (state, CtHint::NONE);
+            return (state, Hint::none());
         }
         let closing = flags & (FIN_A | FIN_B) == FIN_A | FIN_B;
         if (closing && is_bare_syn(f)) || state == CtState::New {
@@ -642,60 +856,25 @@ impl ConnTable {
     /// An ICMP error: `Related` when the datagram it quotes belongs to a
     /// live entry and the error goes to that datagram's source, else `New`.
     #[inline(never)]
-    fn related(&mut self, s: &FlowSummary, l3: &[u8], now_ns: u64) -> CtState {
-        match quoted_flow(s, l3) {
+    fn related<S: Summary<K = K>>(&mut self, s: &S, l3: &[u8], now_ns: u64) -> CtState {
+        match s.quoted_flow(l3) {
             Some(l) if self.slots.find(&l.key, now_ns).is_some() => CtState::Related,
             _ => CtState::New,
         }
     }
 
-    /// Create the entry for a `New` packet the filter accepted, with this
-    /// packet's direction as the original one; when the entry exists
-    /// already, refresh it (original direction) or leave it be. Returns
-    /// whether the flow is tracked now. `l3` is the packet from its IPv4
-    /// header on: a TCP SYN's sequence number, window and window scale
-    /// start the connection's window (without them, its first segments
-    /// pick it up).
-    ///
-    /// Returns `false` for a packet that cannot create an entry (TCP other
-    /// than a bare SYN, ICMP other than an echo request, untracked packets;
-    /// counted in [`CtStats::ignored`]) and when there is no room and no
-    /// entry to drop early (counted in [`CtStats::full`], and logged at
-    /// most once a second).
-    pub fn commit(&mut self, s: &FlowSummary, l3: &[u8], now_ns: u64) -> bool {
-        matches!(
-            self.commit_hinted(s, l3, now_ns, CtHint::NONE),
-            CtCommit::Tracked
-        )
-    }
-
-    /// [`commit`](Self::commit) with the hint the packet's
-    /// [`lookup_burst`](Self::lookup_burst) gave, and saying why a flow is
-    /// not tracked. When the entry is still in the hinted slot the commit
-    /// goes straight to it; any hint is safe (a stale one costs a probe).
-    #[inline]
-    pub fn commit_hinted(
-        &mut self,
-        s: &FlowSummary,
-        l3: &[u8],
-        now_ns: u64,
-        hint: CtHint,
-    ) -> CtCommit {
-        self.commit_lazy(s, || l3, now_ns, hint)
-    }
-
-    /// [`commit_hinted`](Self::commit_hinted) with the packet's bytes asked
-    /// for only when they are read (a TCP SYN's).
+    /// [`ConnTable::commit_hinted`] with the packet's bytes asked for only
+    /// when they are read (a TCP SYN's).
     #[inline(always)]
-    pub(crate) fn commit_lazy<'l>(
+    fn commit_lazy<'l, S: Summary<K = K>>(
         &mut self,
-        s: &FlowSummary,
+        s: &S,
         l3: impl FnOnce() -> &'l [u8],
         now_ns: u64,
-        hint: CtHint,
+        hint: Hint<K>,
     ) -> CtCommit {
-        match classify(s) {
-            Class::Flow(l) if creates_entry(s) => self.commit_flow(s, &l, None, l3, now_ns, hint),
+        match s.classify() {
+            Class::Flow(l) if s.creates_entry() => self.commit_flow(s, &l, None, l3, now_ns, hint),
             Class::Flow(_) | Class::IcmpError | Class::NoFlow | Class::Untracked => {
                 self.stats.ignored += 1;
                 CtCommit::Ignored
@@ -703,25 +882,21 @@ impl ConnTable {
         }
     }
 
-    /// [`commit_lazy`](Self::commit_lazy) taking the packet's key and home
-    /// slot from `hint`, which must be what this table's
-    /// [`lookup_burst`](Self::lookup_burst) gave for this very packet
-    /// (the stateful filter's commits): the key is not made twice. Any
-    /// other hint is taken as no hint.
+    /// See [`ConnTable::commit_looked`].
     #[inline(always)]
-    pub(crate) fn commit_looked<'l>(
+    fn commit_looked<'l, S: Summary<K = K>>(
         &mut self,
-        s: &FlowSummary,
+        s: &S,
         l3: impl FnOnce() -> &'l [u8],
         now_ns: u64,
-        hint: CtHint,
+        hint: Hint<K>,
     ) -> CtCommit {
-        if hint.home == CtHint::NO_FLOW {
-            return self.commit_lazy(s, l3, now_ns, CtHint::NONE);
+        if hint.home == NO_FLOW {
+            return self.commit_lazy(s, l3, now_ns, Hint::none());
         }
-        debug_assert!(matches!(classify(s), Class::Flow(l) if l == hint.flow));
+        debug_assert!(matches!(s.classify(), Class::Flow(l) if l == hint.flow));
         debug_assert_eq!(self.slots.home(&hint.flow.key), hint.home as usize);
-        if !creates_entry(s) {
+        if !s.creates_entry() {
             self.stats.ignored += 1;
             return CtCommit::Ignored;
         }
@@ -732,26 +907,26 @@ impl ConnTable {
     /// Commit packet `s` of flow `l` (`home`: its home slot, when known):
     /// refresh the entry in the hinted slot when it is there, else probe.
     #[inline(always)]
-    fn commit_flow<'l>(
+    fn commit_flow<'l, S: Summary<K = K>>(
         &mut self,
-        s: &FlowSummary,
-        l: &Lookup,
+        s: &S,
+        l: &Lookup<K>,
         home: Option<usize>,
         l3: impl FnOnce() -> &'l [u8],
         now_ns: u64,
-        hint: CtHint,
+        hint: Hint<K>,
     ) -> CtCommit {
         if self.slots.holds(hint.slot(), &l.key, now_ns) {
             // The common case, a refresh: no probe. Only a TCP SYN gets
             // here with a segment to read.
-            match s.proto {
-                proto::TCP => self.refresh(hint.slot(), l, &Segment::read(s, l3()), now_ns),
+            match s.proto() {
+                proto::TCP => self.refresh(hint.slot(), l, &s.segment(l3()), now_ns),
                 _ => self.refresh(hint.slot(), l, &Segment::UNKNOWN, now_ns),
             }
             return CtCommit::Tracked;
         }
-        match s.proto {
-            proto::TCP => self.commit_probe(*l, home, &Segment::read(s, l3()), now_ns),
+        match s.proto() {
+            proto::TCP => self.commit_probe(*l, home, &s.segment(l3()), now_ns),
             _ => self.commit_probe(*l, home, &Segment::UNKNOWN, now_ns),
         }
     }
@@ -762,7 +937,7 @@ impl ConnTable {
     #[inline(never)]
     fn commit_probe(
         &mut self,
-        l: Lookup,
+        l: Lookup<K>,
         home: Option<usize>,
         seg: &Segment,
         now_ns: u64,
@@ -832,7 +1007,7 @@ impl ConnTable {
     /// FIN). Returns whether one was dropped.
     #[cold]
     #[inline(never)]
-    fn early_drop(&mut self, key: &Key) -> bool {
+    fn early_drop(&mut self, key: &K) -> bool {
         let home = self.slots.home(key);
         let victim = (home..home + EARLY_DROP_SLOTS)
             .filter(|&i| {
@@ -853,7 +1028,7 @@ impl ConnTable {
     /// original-direction commit restarts the timer (and a SYN sent again
     /// moves its window).
     #[inline(always)]
-    fn refresh(&mut self, i: usize, l: &Lookup, seg: &Segment, now_ns: u64) {
+    fn refresh(&mut self, i: usize, l: &Lookup<K>, seg: &Segment, now_ns: u64) {
         let orig = l.orig();
         let (flags, p) = {
             let e = self.slots.get(i);
@@ -891,52 +1066,25 @@ impl ConnTable {
         if due {
             self.last_full_log_ns = Some(now_ns);
             eprintln!(
-                "conntrack: table full ({} entries), new flows get the default policy",
+                "conntrack:{} table full ({} entries), new flows get the default policy",
+                K::FAMILY,
                 self.slots.len()
             );
         }
         CtCommit::Full
     }
 
-    /// Reclaim expired entries, going round the table from where the last
-    /// sweep stopped, for at most `max_slots` steps (a step moves past one
-    /// slot or reclaims one entry); returns how many were reclaimed.
-    /// Optional: a hook can call it once per burst (say 32 steps) so that
-    /// dead entries are gone before they are needed; insertions sweep a few
-    /// slots anyway.
-    pub fn sweep(&mut self, now_ns: u64, max_slots: usize) -> usize {
+    fn sweep(&mut self, now_ns: u64, max_slots: usize) -> usize {
         self.slots.sweep(now_ns, max_slots)
     }
 
-    /// Entries in the table, counting expired ones not reclaimed yet.
-    pub fn len(&self) -> usize {
-        self.slots.len()
-    }
-
-    /// No entries at all.
-    pub fn is_empty(&self) -> bool {
-        self.slots.len() == 0
-    }
-
-    /// Entries alive at `now_ns`. Reads every slot: for the control plane
-    /// and tests, not per packet.
-    pub fn count_live(&self, now_ns: u64) -> usize {
-        self.slots.count_live(now_ns)
-    }
-
-    /// Check the table's invariants at `now_ns` (the latest time it was
-    /// given): the slots' own (every entry where a lookup of either
-    /// direction finds it, alone with its key, counted), at most
-    /// [`capacity`](Self::capacity) entries, and no entry live for longer
-    /// than the longest timeout from now. Reads every slot: for tests and
-    /// fuzzing, not per packet.
-    pub fn audit(&self, now_ns: u64) -> Result<(), String> {
+    fn audit(&self, now_ns: u64) -> Result<(), String> {
         self.slots.audit()?;
         if self.slots.len() > self.cfg.capacity {
             return Err(format!(
                 "{} entries, capacity {}",
-                self.len(),
-                self.capacity()
+                self.slots.len(),
+                self.cfg.capacity
             ));
         }
         let c = &self.cfg;
@@ -960,22 +1108,246 @@ impl ConnTable {
         }
     }
 
-    /// Most entries the table holds.
-    pub fn capacity(&self) -> usize {
-        self.cfg.capacity
-    }
-
-    /// Slots in the array (a power of two, at least twice the capacity).
-    pub fn slot_count(&self) -> usize {
-        self.slots.slot_count()
-    }
-
-    /// Counters since the table was created.
-    pub fn stats(&self) -> CtStats {
+    fn stats(&self) -> CtStats {
         CtStats {
             expired: self.slots.reclaimed(),
             ..self.stats
         }
+    }
+}
+
+impl ConnTable {
+    /// An empty table: an IPv4 and an IPv6 slot array, each for
+    /// [`CtConfig::capacity`] entries (a capacity out of range is clamped
+    /// to 1..=[`MAX_CAPACITY`]).
+    pub fn new(cfg: CtConfig) -> Self {
+        ConnTable {
+            v4: Table::new(cfg),
+            v6: Table::new(cfg),
+        }
+    }
+
+    /// The configuration in use (capacity clamped).
+    pub fn config(&self) -> &CtConfig {
+        &self.v4.cfg
+    }
+
+    /// The state of this packet relative to the table. `l3` is the packet
+    /// from its IPv4 header on (read for the datagram an ICMP error quotes).
+    ///
+    /// For a packet of an existing entry: a reply-direction packet marks
+    /// the entry replied (`Established` from then on, both ways) and the
+    /// entry's timer restarts; a TCP FIN is noted per direction (both ways:
+    /// transient timeout); a TCP RST removes the entry after being
+    /// classified. An original-direction packet of an unreplied entry is
+    /// `New` and changes nothing (its [`commit`](Self::commit) refreshes the
+    /// timer). Never creates an entry.
+    #[inline]
+    pub fn lookup(&mut self, s: &FlowSummary, l3: &[u8], now_ns: u64) -> CtState {
+        self.v4.lookup(s, l3, now_ns)
+    }
+
+    /// [`lookup`](Self::lookup) for a burst of packets: `sums[k]` is packet
+    /// `k`'s summary, `l3(k)` its bytes from the IPv4 header on (read only
+    /// for an ICMP error). Sets `out[k]` to the packet's state and where its
+    /// entry is: pass that hint to the [`commit_hinted`](Self::commit_hinted)
+    /// of the same packet, which then need not probe again. At most
+    /// [`MAX_BURST`] packets (and `out.len()`) are looked up.
+    ///
+    /// The same as looking the packets up one after the other, but faster
+    /// on a table larger than the cache: every packet's slot is read first,
+    /// so that their cache and TLB misses overlap instead of coming one
+    /// after the other.
+    #[inline]
+    pub fn lookup_burst<'l>(
+        &mut self,
+        sums: &[FlowSummary],
+        l3: impl Fn(usize) -> &'l [u8],
+        now_ns: u64,
+        out: &mut [(CtState, CtHint)],
+    ) {
+        self.v4.lookup_burst(sums, l3, now_ns, out)
+    }
+
+    /// Create the entry for a `New` packet the filter accepted, with this
+    /// packet's direction as the original one; when the entry exists
+    /// already, refresh it (original direction) or leave it be. Returns
+    /// whether the flow is tracked now. `l3` is the packet from its IPv4
+    /// header on: a TCP SYN's sequence number, window and window scale
+    /// start the connection's window (without them, its first segments
+    /// pick it up).
+    ///
+    /// Returns `false` for a packet that cannot create an entry (TCP other
+    /// than a bare SYN, ICMP other than an echo request, untracked packets;
+    /// counted in [`CtStats::ignored`]) and when there is no room and no
+    /// entry to drop early (counted in [`CtStats::full`], and logged at
+    /// most once a second).
+    pub fn commit(&mut self, s: &FlowSummary, l3: &[u8], now_ns: u64) -> bool {
+        matches!(
+            self.commit_hinted(s, l3, now_ns, CtHint::NONE),
+            CtCommit::Tracked
+        )
+    }
+
+    /// [`commit`](Self::commit) with the hint the packet's
+    /// [`lookup_burst`](Self::lookup_burst) gave, and saying why a flow is
+    /// not tracked. When the entry is still in the hinted slot the commit
+    /// goes straight to it; any hint is safe (a stale one costs a probe).
+    #[inline]
+    pub fn commit_hinted(
+        &mut self,
+        s: &FlowSummary,
+        l3: &[u8],
+        now_ns: u64,
+        hint: CtHint,
+    ) -> CtCommit {
+        self.v4.commit_lazy(s, || l3, now_ns, hint.0)
+    }
+
+    /// [`commit_hinted`](Self::commit_hinted) taking the packet's key and home
+    /// slot from `hint`, which must be what this table's
+    /// [`lookup_burst`](Self::lookup_burst) gave for this very packet
+    /// (the stateful filter's commits): the key is not made twice. Any
+    /// other hint is taken as no hint.
+    #[inline(always)]
+    pub(crate) fn commit_looked<'l>(
+        &mut self,
+        s: &FlowSummary,
+        l3: impl FnOnce() -> &'l [u8],
+        now_ns: u64,
+        hint: CtHint,
+    ) -> CtCommit {
+        self.v4.commit_looked(s, l3, now_ns, hint.0)
+    }
+
+    /// [`lookup`](Self::lookup) of an IPv6 packet, in the IPv6 table: the
+    /// same states, `l3` being the packet from its IPv6 header on. ICMPv6
+    /// echo (128, 129) is keyed as ICMP echo; an ICMPv6 error (1 to 4)
+    /// quoting a packet of a tracked flow, sent to that packet's source,
+    /// is `Related`; informational ICMPv6 messages other than echo
+    /// (neighbour discovery among them) are `Untracked`.
+    #[inline]
+    pub fn lookup6(&mut self, s: &FlowSummary6, l3: &[u8], now_ns: u64) -> CtState {
+        self.v6.lookup(s, l3, now_ns)
+    }
+
+    /// [`lookup_burst`](Self::lookup_burst) of IPv6 packets, in the IPv6
+    /// table.
+    pub fn lookup_burst6<'l>(
+        &mut self,
+        sums: &[FlowSummary6],
+        l3: impl Fn(usize) -> &'l [u8],
+        now_ns: u64,
+        out: &mut [(CtState, CtHint6)],
+    ) {
+        self.v6.lookup_burst(sums, l3, now_ns, out)
+    }
+
+    /// [`commit`](Self::commit) of an IPv6 packet, in the IPv6 table (an
+    /// ICMPv6 echo request, 128, makes an echo entry).
+    pub fn commit6(&mut self, s: &FlowSummary6, l3: &[u8], now_ns: u64) -> bool {
+        matches!(
+            self.commit_hinted6(s, l3, now_ns, CtHint6::NONE),
+            CtCommit::Tracked
+        )
+    }
+
+    /// [`commit_hinted`](Self::commit_hinted) of an IPv6 packet, with the
+    /// hint its [`lookup_burst6`](Self::lookup_burst6) gave.
+    pub fn commit_hinted6(
+        &mut self,
+        s: &FlowSummary6,
+        l3: &[u8],
+        now_ns: u64,
+        hint: CtHint6,
+    ) -> CtCommit {
+        self.v6.commit_lazy(s, || l3, now_ns, hint.0)
+    }
+
+    /// [`commit_looked`](Self::commit_looked) of an IPv6 packet.
+    pub(crate) fn commit_looked6<'l>(
+        &mut self,
+        s: &FlowSummary6,
+        l3: impl FnOnce() -> &'l [u8],
+        now_ns: u64,
+        hint: CtHint6,
+    ) -> CtCommit {
+        self.v6.commit_looked(s, l3, now_ns, hint.0)
+    }
+
+    /// Reclaim expired entries, going round each family's table from where
+    /// its last sweep stopped, for at most `max_slots` steps each (a step
+    /// moves past one slot or reclaims one entry); returns how many were
+    /// reclaimed. Optional: a hook can call it once per burst (say 32
+    /// steps) so that dead entries are gone before they are needed;
+    /// insertions sweep a few slots anyway.
+    pub fn sweep(&mut self, now_ns: u64, max_slots: usize) -> usize {
+        self.v4.sweep(now_ns, max_slots) + self.v6.sweep(now_ns, max_slots)
+    }
+
+    /// Entries in the table, IPv4 and IPv6, counting expired ones not
+    /// reclaimed yet.
+    pub fn len(&self) -> usize {
+        self.v4.slots.len() + self.v6.slots.len()
+    }
+
+    /// Entries of the IPv6 table (part of [`len`](Self::len)).
+    pub fn len6(&self) -> usize {
+        self.v6.slots.len()
+    }
+
+    /// No entries at all.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Entries alive at `now_ns`, both families. Reads every slot: for the
+    /// control plane and tests, not per packet.
+    pub fn count_live(&self, now_ns: u64) -> usize {
+        self.v4.slots.count_live(now_ns) + self.v6.slots.count_live(now_ns)
+    }
+
+    /// Check each family's table's invariants at `now_ns` (the latest
+    /// time it was given): the slots' own (every entry where a lookup of
+    /// either direction finds it, alone with its key, counted), at most
+    /// [`capacity`](Self::capacity) entries, and no entry live for longer
+    /// than the longest timeout from now. Reads every slot: for tests and
+    /// fuzzing, not per packet.
+    pub fn audit(&self, now_ns: u64) -> Result<(), String> {
+        self.v4.audit(now_ns)?;
+        self.v6.audit(now_ns).map_err(|e| format!("IPv6: {e}"))
+    }
+
+    /// Most entries each family's table holds.
+    pub fn capacity(&self) -> usize {
+        self.v4.cfg.capacity
+    }
+
+    /// Slots in each family's array (a power of two, at least twice the
+    /// capacity).
+    pub fn slot_count(&self) -> usize {
+        self.v4.slots.slot_count()
+    }
+
+    /// Counters since the table was created, both families summed.
+    pub fn stats(&self) -> CtStats {
+        let (a, b) = (self.v4.stats(), self.v6.stats());
+        CtStats {
+            inserted: a.inserted + b.inserted,
+            full: a.full + b.full,
+            early_drop: a.early_drop + b.early_drop,
+            tcp_established: a.tcp_established + b.tcp_established,
+            rst_out_of_window: a.rst_out_of_window + b.rst_out_of_window,
+            out_of_window: a.out_of_window + b.out_of_window,
+            expired: a.expired + b.expired,
+            reset: a.reset + b.reset,
+            ignored: a.ignored + b.ignored,
+        }
+    }
+
+    /// The IPv6 table's counters (part of [`stats`](Self::stats)).
+    pub fn stats6(&self) -> CtStats {
+        self.v6.stats()
     }
 }
 
@@ -990,17 +1362,6 @@ fn keeps_its_place(proto: u8, flags: u8) -> bool {
     }
 }
 
-/// May this packet (of a trackable flow) create an entry? TCP: only a bare
-/// SYN; ICMP: only an echo request; UDP and other protocols: any packet.
-#[inline(always)]
-fn creates_entry(s: &FlowSummary) -> bool {
-    match s.proto {
-        proto::TCP => is_bare_syn(s.tcp_flags),
-        proto::ICMP => s.icmp_type == 8,
-        _ => true,
-    }
-}
-
 /// SYN without ACK, RST or FIN.
 #[inline(always)]
 fn is_bare_syn(flags: u8) -> bool {
@@ -1009,7 +1370,7 @@ fn is_bare_syn(flags: u8) -> bool {
 
 /// The flow of the datagram an ICMP error quotes, when it can be read and
 /// the error goes back to that datagram's source.
-fn quoted_flow(s: &FlowSummary, l3: &[u8]) -> Option<Lookup> {
+fn quoted_flow(s: &FlowSummary, l3: &[u8]) -> Option<Lookup<Key>> {
     // The error's own datagram ends at its total length (not at the
     // Ethernet padding); the quote starts after the 8-byte ICMP header.
     let total = usize::from(u16::from_be_bytes([*l3.get(2)?, *l3.get(3)?]));
@@ -1036,5 +1397,36 @@ fn quoted_flow(s: &FlowSummary, l3: &[u8]) -> Option<Lookup> {
         }
         proto::ICMP => None,
         p => Some(Lookup::new(p, q.src, 0, q.dst, 0)),
+    }
+}
+
+/// [`quoted_flow`] of an ICMPv6 error: the quoted packet (an IPv6 header
+/// and what follows, after the 8-byte ICMPv6 header) read as a flow.
+fn quoted_flow6(s: &FlowSummary6, l3: &[u8]) -> Option<Lookup<Key6>> {
+    // The error ends at its payload length (not at the Ethernet padding).
+    let payload = usize::from(u16::from_be_bytes([*l3.get(4)?, *l3.get(5)?]));
+    let end = (40 + payload).min(l3.len());
+    let quote = l3.get(usize::from(s.l4_offset) + 8..end)?;
+    // The quoted header's payload length is the original packet's, longer
+    // than the quote: FlowSummary6 clamps it to the bytes present (a quote
+    // cut inside the extension headers does not parse).
+    let q = FlowSummary6::parse(quote)?;
+    if q.fragment == Fragment::NonFirst || q.src != s.dst {
+        return None;
+    }
+    match q.proto {
+        proto::TCP | proto::UDP => {
+            let at = usize::from(q.l4_offset);
+            let p = quote.get(at..at + 4)?;
+            let sport = u16::from_be_bytes([p[0], p[1]]);
+            let dport = u16::from_be_bytes([p[2], p[3]]);
+            Some(Lookup::new6(q.proto, &q.src, sport, &q.dst, dport))
+        }
+        proto::ICMPV6 if q.l4 => {
+            let (sp, dp) = echo_ports6(q.icmp_type, q.sport)?;
+            Some(Lookup::new6(proto::ICMPV6, &q.src, sp, &q.dst, dp))
+        }
+        proto::ICMPV6 => None,
+        p => Some(Lookup::new6(p, &q.src, 0, &q.dst, 0)),
     }
 }

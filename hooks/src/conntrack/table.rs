@@ -1,7 +1,9 @@
 //! The slot array under [`ConnTable`](super::ConnTable): open addressing
 //! with linear probing in Robin Hood order, backward-shift deletion, and a
 //! bounded probe length. Knows keys, flags, expiry times and where a TCP
-//! window is kept, not protocols.
+//! window is kept, not protocols. Generic over the key ([`SlotKey`]): the
+//! IPv4 table's [`Key`] makes 64-byte slots, the IPv6 table's [`Key6`]
+//! 128-byte ones; each table is its own monomorphised copy of the code.
 //!
 //! Invariant (Robin Hood): walking a cluster, entries appear in the order of
 //! their home slot, so an entry's distance from home (`dist`) is never more
@@ -34,6 +36,24 @@ pub(crate) const FIN_B: u8 = 0x10;
 /// the reply's SYN (Linux's `IPS_ASSURED` of a TCP connection).
 pub(crate) const ASSURED: u8 = 0x20;
 
+/// What the slot array needs of a key: equality, its protocol and its home
+/// slot under the table's random hash key (drawn per table).
+pub(crate) trait SlotKey: Copy + Default + PartialEq + std::fmt::Debug {
+    /// The table's random hash key.
+    type Hash: Copy + PartialEq + std::fmt::Debug;
+    /// The protocol number of ICMP echo entries in this family (1 for
+    /// IPv4's ICMP, 58 for ICMPv6).
+    const ICMP: u8;
+    /// Names the family in log lines ("" for IPv4, " IPv6").
+    const FAMILY: &'static str;
+    /// A fresh random hash key.
+    fn random_hash() -> Self::Hash;
+    /// The home slot under `hash`, `bits` bits.
+    fn home(&self, bits: u32, hash: &Self::Hash) -> usize;
+    /// The protocol.
+    fn proto(&self) -> u8;
+}
+
 /// A flow key with its two endpoints in canonical order: side `a` is the
 /// lower `(address, port)` pair, so both directions of a flow have the same
 /// key. Each side is `address << 16 | port` (48 bits); side `a` carries the
@@ -62,12 +82,6 @@ impl Key {
         (key, from_b)
     }
 
-    /// The protocol.
-    #[inline(always)]
-    pub fn proto(&self) -> u8 {
-        (self.a >> 48) as u8
-    }
-
     /// The home slot under `hash`, `bits` bits. First vector
     /// multiply-shift (Dietzfelbinger; Thorup, "High speed hashing for
     /// integers and strings"): `(m_a * a + m_b * b + c) mod 2^128` with the
@@ -84,7 +98,7 @@ impl Key {
     /// spread as well as under SipHash, measured (strong universality
     /// speaks of pairs only). Six multiplies in all.
     #[inline(always)]
-    fn home(&self, bits: u32, hash: &HashKey) -> usize {
+    fn home_of(&self, bits: u32, hash: &HashKey) -> usize {
         (fmix64(self.universal(hash)) >> (64 - bits)) as usize
     }
 
@@ -98,6 +112,97 @@ impl Key {
             .wrapping_add(hash.m_b.wrapping_mul(u128::from(self.b)))
             .wrapping_add(hash.c);
         (v >> 64) as u64
+    }
+}
+
+impl SlotKey for Key {
+    type Hash = HashKey;
+    const ICMP: u8 = 1;
+    const FAMILY: &'static str = "";
+
+    fn random_hash() -> HashKey {
+        HashKey::random()
+    }
+
+    #[inline(always)]
+    fn home(&self, bits: u32, hash: &HashKey) -> usize {
+        self.home_of(bits, hash)
+    }
+
+    #[inline(always)]
+    fn proto(&self) -> u8 {
+        (self.a >> 48) as u8
+    }
+}
+
+/// An IPv6 flow key, as [`Key`] is IPv4's: the two endpoints `(address,
+/// port)` in canonical order (side `a` the lower pair), so both directions
+/// of a flow have the same key; the protocol and both ports in `ports`
+/// (`proto << 32 | port_a << 16 | port_b`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Key6 {
+    /// Side `a`'s address (the wire's bytes, big-endian).
+    pub a: u128,
+    /// Side `b`'s address.
+    pub b: u128,
+    /// Protocol in bits 32..40, side `a`'s port in 16..32, `b`'s in 0..16.
+    pub ports: u64,
+}
+
+impl Key6 {
+    /// The key of a packet from `(src, sport)` to `(dst, dport)`, and
+    /// whether the sender is side `b`.
+    #[inline(always)]
+    pub fn new(proto: u8, src: &[u8; 16], sport: u16, dst: &[u8; 16], dport: u16) -> (Key6, bool) {
+        let x = (u128::from_be_bytes(*src), sport);
+        let y = (u128::from_be_bytes(*dst), dport);
+        let from_b = x > y;
+        let (lo, hi) = if from_b { (y, x) } else { (x, y) };
+        let key = Key6 {
+            a: lo.0,
+            b: hi.0,
+            ports: u64::from(proto) << 32 | u64::from(lo.1) << 16 | u64::from(hi.1),
+        };
+        (key, from_b)
+    }
+
+    /// The multiply-shift step of the home slot, as [`Key::universal`]
+    /// over the key's five 64-bit words: the top 64 bits of
+    /// `(sum m_i * w_i + c) mod 2^128`, strongly universal likewise.
+    #[inline(always)]
+    fn universal(&self, hash: &HashKey6) -> u64 {
+        let w = [
+            (self.a >> 64) as u64,
+            self.a as u64,
+            (self.b >> 64) as u64,
+            self.b as u64,
+            self.ports,
+        ];
+        let v = w.iter().zip(&hash.m).fold(hash.c, |acc, (&w, m)| {
+            acc.wrapping_add(m.wrapping_mul(u128::from(w)))
+        });
+        (v >> 64) as u64
+    }
+}
+
+impl SlotKey for Key6 {
+    type Hash = HashKey6;
+    const ICMP: u8 = 58;
+    const FAMILY: &'static str = " IPv6";
+
+    fn random_hash() -> HashKey6 {
+        HashKey6::random()
+    }
+
+    /// As [`Key`]'s: multiply-shift, then MurmurHash3's finaliser.
+    #[inline(always)]
+    fn home(&self, bits: u32, hash: &HashKey6) -> usize {
+        (fmix64(self.universal(hash)) >> (64 - bits)) as usize
+    }
+
+    #[inline(always)]
+    fn proto(&self) -> u8 {
+        (self.ports >> 32) as u8
     }
 }
 
@@ -143,15 +248,38 @@ impl HashKey {
     }
 }
 
-/// One slot: a cache line (64 bytes, aligned). Half of it is the TCP
+/// The random key of one IPv6 table's hash ([`Key6`]'s home slot): as
+/// [`HashKey`], a 128-bit multiplier per word of the key and an offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HashKey6 {
+    m: [u128; 5],
+    c: u128,
+}
+
+impl HashKey6 {
+    /// A fresh key, drawn as [`HashKey::random`] draws its words.
+    pub fn random() -> HashKey6 {
+        use std::hash::{BuildHasher, RandomState};
+        let state = RandomState::new();
+        let word = |i: u64| {
+            u128::from(state.hash_one(2 * i)) << 64 | u128::from(state.hash_one(2 * i + 1))
+        };
+        HashKey6 {
+            m: [word(0), word(1), word(2), word(3), word(4)],
+            c: word(5),
+        }
+    }
+}
+
+/// One slot: a cache line (64 bytes, aligned) with an IPv4 key, two with
+/// an IPv6 key. Half of it is the TCP
 /// sequence window, which every TCP packet reads and moves: in the entry,
 /// it comes with the line the probe reads anyway.
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Entry {
-    /// The key ([`Key::a`], [`Key::b`]).
-    a: u64,
-    b: u64,
+pub(crate) struct Entry<K> {
+    /// The key.
+    key: K,
     /// The entry is dead from this time on (`now_ns >= expires_ns`).
     pub expires_ns: u64,
     /// TCP: both sides' sequence windows (unused by other protocols).
@@ -162,23 +290,24 @@ pub(crate) struct Entry {
     dist: u8,
 }
 
-const _: () = assert!(std::mem::size_of::<Entry>() == 64);
+const _: () = assert!(std::mem::size_of::<Entry<Key>>() == 64);
+const _: () = assert!(std::mem::size_of::<Entry<Key6>>() == 128);
 
-impl Entry {
+impl<K: SlotKey> Entry<K> {
     #[inline(always)]
     fn used(&self) -> bool {
         self.flags & USED != 0
     }
 
     #[inline(always)]
-    fn is(&self, k: &Key) -> bool {
-        self.a == k.a && self.b == k.b
+    fn is(&self, k: &K) -> bool {
+        self.key == *k
     }
 
     /// The entry's protocol.
     #[inline(always)]
     pub fn proto(&self) -> u8 {
-        (self.a >> 48) as u8
+        self.key.proto()
     }
 }
 
@@ -211,12 +340,12 @@ pub(crate) enum NoRoom {
 
 /// The slot array: a power of two of slots, allocated once.
 #[derive(Clone)]
-pub(crate) struct Slots {
-    slots: Box<[Entry]>,
+pub(crate) struct Slots<K: SlotKey> {
+    slots: Box<[Entry<K>]>,
     mask: usize,
     bits: u32,
     /// This table's hash key.
-    hash: HashKey,
+    hash: K::Hash,
     /// Slots holding an entry, live or expired and not yet reclaimed.
     len: usize,
     /// Next slot [`Slots::sweep`] looks at.
@@ -227,8 +356,8 @@ pub(crate) struct Slots {
 
 /// Tables compare by what they hold (not by their hash keys).
 #[cfg(test)]
-impl PartialEq for Slots {
-    fn eq(&self, o: &Slots) -> bool {
+impl<K: SlotKey> PartialEq for Slots<K> {
+    fn eq(&self, o: &Slots<K>) -> bool {
         (
             self.slots.as_ref(),
             self.mask,
@@ -240,9 +369,9 @@ impl PartialEq for Slots {
 }
 
 #[cfg(test)]
-impl Eq for Slots {}
+impl<K: SlotKey> Eq for Slots<K> {}
 
-impl std::fmt::Debug for Slots {
+impl<K: SlotKey> std::fmt::Debug for Slots<K> {
     /// Sizes only: the array can hold millions of slots.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Slots")
@@ -254,15 +383,15 @@ impl std::fmt::Debug for Slots {
     }
 }
 
-impl Slots {
+impl<K: SlotKey> Slots<K> {
     /// `n` slots, rounded up to a power of two (at least 2), hashed under
     /// a fresh random key.
-    pub fn new(n: usize) -> Slots {
-        Slots::with_key(n, HashKey::random())
+    pub fn new(n: usize) -> Slots<K> {
+        Slots::with_key(n, K::random_hash())
     }
 
     /// [`Slots::new`] hashed under `hash`.
-    pub fn with_key(n: usize, hash: HashKey) -> Slots {
+    pub fn with_key(n: usize, hash: K::Hash) -> Slots<K> {
         let n = n.max(2).next_power_of_two();
         Slots {
             slots: vec![Entry::default(); n].into_boxed_slice(),
@@ -292,13 +421,13 @@ impl Slots {
 
     /// The entry in slot `i` (from [`Probe::Found`]), to read.
     #[inline(always)]
-    pub fn get(&self, i: usize) -> &Entry {
+    pub fn get(&self, i: usize) -> &Entry<K> {
         &self.slots[i & self.mask]
     }
 
     /// The entry in slot `i` (from [`Probe::Found`]), to change.
     #[inline(always)]
-    pub fn get_mut(&mut self, i: usize) -> &mut Entry {
+    pub fn get_mut(&mut self, i: usize) -> &mut Entry<K> {
         &mut self.slots[i & self.mask]
     }
 
@@ -320,13 +449,13 @@ impl Slots {
 
     /// Write `e` to slot `i`.
     #[inline(always)]
-    fn set(&mut self, i: usize, e: Entry) {
+    fn set(&mut self, i: usize, e: Entry<K>) {
         *self.get_mut(i) = e;
     }
 
     /// `key`'s home slot.
     #[inline(always)]
-    pub fn home(&self, key: &Key) -> usize {
+    pub fn home(&self, key: &K) -> usize {
         key.home(self.bits, &self.hash)
     }
 
@@ -345,7 +474,7 @@ impl Slots {
     /// unique in the table, so a yes means the slot is the one a probe
     /// would find (without the reclaiming a probe does on the way).
     #[inline(always)]
-    pub fn holds(&self, i: usize, key: &Key, now_ns: u64) -> bool {
+    pub fn holds(&self, i: usize, key: &K, now_ns: u64) -> bool {
         match self.slots.get(i) {
             Some(e) => e.used() && e.is(key) && now_ns < e.expires_ns,
             None => false,
@@ -356,14 +485,14 @@ impl Slots {
     /// key's own included: an expired entry is never `Found`. (The table
     /// probes from a home slot it has made already: [`Slots::probe_from`].)
     #[cfg(test)]
-    pub fn probe(&mut self, key: &Key, now_ns: u64) -> Probe {
+    pub fn probe(&mut self, key: &K, now_ns: u64) -> Probe {
         self.probe_from(key, key.home(self.bits, &self.hash), now_ns)
     }
 
     /// [`Slots::probe`] with `key`'s home slot (from [`Slots::home`])
     /// computed already.
     #[inline]
-    pub fn probe_from(&mut self, key: &Key, home: usize, now_ns: u64) -> Probe {
+    pub fn probe_from(&mut self, key: &K, home: usize, now_ns: u64) -> Probe {
         let mut i = home & self.mask;
         let mut dist = 0u8;
         loop {
@@ -393,7 +522,7 @@ impl Slots {
 
     /// Look `key` up without changing anything; expired entries are skipped.
     #[inline]
-    pub fn find(&self, key: &Key, now_ns: u64) -> Option<&Entry> {
+    pub fn find(&self, key: &K, now_ns: u64) -> Option<&Entry<K>> {
         let mut i = key.home(self.bits, &self.hash);
         for dist in 0..MAX_PROBE {
             let e = &self.slots[i];
@@ -415,7 +544,7 @@ impl Slots {
     pub fn insert_at(
         &mut self,
         at: Vacancy,
-        key: &Key,
+        key: &K,
         (flags, win): (u8, Window),
         expires_ns: u64,
         now_ns: u64,
@@ -455,8 +584,7 @@ impl Slots {
         self.set(
             slot,
             Entry {
-                a: key.a,
-                b: key.b,
+                key: *key,
                 flags: flags | USED,
                 dist,
                 expires_ns,
@@ -543,7 +671,7 @@ impl Slots {
                 continue;
             }
             n += 1;
-            let key = Key { a: e.a, b: e.b };
+            let key = e.key;
             let home = key.home(self.bits, &self.hash);
             if (home + usize::from(e.dist)) & self.mask != i || e.dist >= MAX_PROBE {
                 return Err(format!("slot {i}: dist {} from home {home}", e.dist));
@@ -563,7 +691,7 @@ impl Slots {
     }
 
     /// The slot holding `key`, live or not (for [`Slots::audit`]).
-    fn find_slot(&self, key: &Key) -> Option<usize> {
+    fn find_slot(&self, key: &K) -> Option<usize> {
         let mut i = key.home(self.bits, &self.hash);
         for dist in 0..MAX_PROBE {
             let e = &self.slots[i];
@@ -629,6 +757,33 @@ mod tests {
     }
 
     #[test]
+    fn ipv6_key_is_the_same_both_ways_and_finds_its_entry() {
+        let a = [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        let mut b = a;
+        b[15] = 2;
+        let (k1, b1) = Key6::new(6, &a, 40000, &b, 80);
+        let (k2, b2) = Key6::new(6, &b, 80, &a, 40000);
+        assert_eq!((k1, b1), (k2, !b2));
+        assert_ne!(k1, Key6::new(6, &a, 80, &b, 40000).0);
+        assert_ne!(k1, Key6::new(17, &a, 40000, &b, 80).0);
+        // The port breaks the tie between equal addresses.
+        let (k3, b3) = Key6::new(17, &a, 9, &a, 8);
+        assert_eq!((k3, b3), (Key6::new(17, &a, 8, &a, 9).0, true));
+        assert_eq!(k1.proto(), 6);
+        let mut t = Slots::<Key6>::new(64);
+        for i in 0..32u16 {
+            let k = Key6::new(17, &a, i, &b, 53).0;
+            let Probe::Vacant(v) = t.probe(&k, 0) else {
+                panic!()
+            };
+            t.insert_at(v, &k, (0, Window::default()), 10, 0).unwrap();
+        }
+        t.check();
+        assert!(t.find(&Key6::new(17, &b, 53, &a, 31).0, 0).is_some());
+        assert!(t.find(&Key6::new(17, &b, 53, &a, 32).0, 0).is_none());
+    }
+
+    #[test]
     fn insert_find_remove_keep_the_invariant() {
         let mut t = Slots::new(64);
         for i in 0..32 {
@@ -668,7 +823,7 @@ mod tests {
     }
 
     /// Insert each of `keys` that the table takes; how many it refuses.
-    fn refused(t: &mut Slots, keys: &[Key]) -> usize {
+    fn refused<K: SlotKey>(t: &mut Slots<K>, keys: &[K]) -> usize {
         keys.iter()
             .filter(|k| match t.probe(k, 0) {
                 Probe::Vacant(v) => t.insert_at(v, k, (0, Window::default()), 100, 0).is_err(),
@@ -695,7 +850,7 @@ mod tests {
         // What someone who knew a table's hash key could do: choose flows
         // whose home slots are all one. The table takes MAX_PROBE of them
         // and refuses the rest while nearly empty.
-        let mut crowded = Slots::with_key(1024, KNOWN);
+        let mut crowded = Slots::<Key>::with_key(1024, KNOWN);
         let target = crowded.home(&key(0));
         let chosen: Vec<Key> = (1..1 << 24)
             .map(key)
@@ -753,7 +908,7 @@ mod tests {
 
     #[test]
     fn every_table_draws_its_own_key() {
-        let keys: Vec<HashKey> = (0..4).map(|_| Slots::new(8).hash).collect();
+        let keys: Vec<HashKey> = (0..4).map(|_| Slots::<Key>::new(8).hash).collect();
         for (i, k) in keys.iter().enumerate() {
             assert!(!keys[..i].contains(k), "{k:?} twice");
         }

@@ -32,6 +32,7 @@
 //! scale (14), so that its window is never narrower than the real one.
 
 use crate::flow::{tcp_flag, FlowSummary};
+use crate::flow6::FlowSummary6;
 
 /// Largest window scale (RFC 7323).
 const MAX_SCALE: u8 = 14;
@@ -91,15 +92,33 @@ impl Segment {
     /// header on; [`Segment::UNKNOWN`] when they do not hold its header.
     #[inline]
     pub fn read(s: &FlowSummary, l3: &[u8]) -> Segment {
-        let at = usize::from(s.l4_offset);
+        // The datagram ends at its total length.
+        Segment::read_at(l3, usize::from(s.l4_offset), || match l3.get(2..4) {
+            Some(t) => usize::from(u16::from_be_bytes([t[0], t[1]])).min(l3.len()),
+            None => l3.len(),
+        })
+    }
+
+    /// [`Segment::read`] of an IPv6 packet, `l3` being its bytes from the
+    /// IPv6 header on.
+    #[inline]
+    pub fn read6(s: &FlowSummary6, l3: &[u8]) -> Segment {
+        // The packet ends at its payload length, after the fixed header.
+        Segment::read_at(l3, usize::from(s.l4_offset), || match l3.get(4..6) {
+            Some(t) => (40 + usize::from(u16::from_be_bytes([t[0], t[1]]))).min(l3.len()),
+            None => l3.len(),
+        })
+    }
+
+    /// The segment whose TCP header is at `l3[at..]`, the packet ending at
+    /// `total()`.
+    #[inline(always)]
+    fn read_at(l3: &[u8], at: usize, total: impl FnOnce() -> usize) -> Segment {
         let Some(h) = l3.get(at..at + 20) else {
             return Segment::UNKNOWN;
         };
         let be32 = |i: usize| u32::from_be_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
-        let total = match l3.get(2..4) {
-            Some(t) => usize::from(u16::from_be_bytes([t[0], t[1]])).min(l3.len()),
-            None => l3.len(),
-        };
+        let total = total();
         let doff = usize::from(h[12] >> 4) * 4;
         let payload = total.saturating_sub(at + doff.max(20));
         let flags = h[13];

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::flow::tcp_flag::{ACK, FIN, PSH, RST, SYN};
+use crate::flow6::FlowSummary6;
 use crate::testkit;
 
 const CLIENT: u32 = 0x0a00_0001; // 10.0.0.1, inside
@@ -71,14 +72,14 @@ fn table(capacity: usize) -> ConnTable {
 fn look(t: &mut ConnTable, pkt: &[u8], now: u64) -> CtState {
     let s = FlowSummary::parse(pkt).expect("test packet parses");
     let state = t.lookup(&s, pkt, now);
-    t.slots.check();
+    t.v4.slots.check();
     state
 }
 
 fn commit(t: &mut ConnTable, pkt: &[u8], now: u64) -> bool {
     let s = FlowSummary::parse(pkt).expect("test packet parses");
     let ok = t.commit(&s, pkt, now);
-    t.slots.check();
+    t.v4.slots.check();
     ok
 }
 
@@ -450,7 +451,7 @@ fn full_table_refuses_new_flows_and_keeps_established_ones() {
     assert_eq!(look(&mut t, &fifth, S), New);
     assert!(!commit(&mut t, &fifth, S));
     assert_eq!(t.stats().full, 1);
-    assert_eq!(t.last_full_log_ns, Some(S));
+    assert_eq!(t.v4.last_full_log_ns, Some(S));
     // Established flows keep passing.
     for i in 0..4 {
         assert_eq!(
@@ -464,9 +465,9 @@ fn full_table_refuses_new_flows_and_keeps_established_ones() {
     }
     // Refusals go on being counted; the log line is rate limited.
     assert!(!commit(&mut t, &fifth, S + S / 2));
-    assert_eq!(t.last_full_log_ns, Some(S));
+    assert_eq!(t.v4.last_full_log_ns, Some(S));
     assert!(!commit(&mut t, &fifth, 2 * S));
-    assert_eq!(t.last_full_log_ns, Some(2 * S));
+    assert_eq!(t.v4.last_full_log_ns, Some(2 * S));
     assert_eq!(t.stats().full, 3);
     // A flow already in the table still commits (refresh).
     assert!(commit(&mut t, &udp(CLIENT, 6000, SERVER, 53), 2 * S));
@@ -516,7 +517,7 @@ fn sweep_reclaims_expired_entries() {
     // A step either moves past a slot or reclaims an entry.
     for _ in 0..(t.slot_count() + 64) / 16 {
         n += t.sweep(30 * S, 16);
-        t.slots.check();
+        t.v4.slots.check();
     }
     assert_eq!((n, t.len()), (64, 0));
     assert_eq!(t.stats().expired, 64);
@@ -555,8 +556,12 @@ fn hundred_thousand_flows() {
     }
     assert_eq!(t.len(), N as usize);
     assert_eq!(t.stats().full, 0);
-    t.slots.check();
-    assert!(t.slots.max_dist() < 24, "max dist {}", t.slots.max_dist());
+    t.v4.slots.check();
+    assert!(
+        t.v4.slots.max_dist() < 24,
+        "max dist {}",
+        t.v4.slots.max_dist()
+    );
     for i in 0..N {
         let (s, r) = flow(i);
         assert_eq!(t.lookup(&r, &[], 1), Established, "flow {i}");
@@ -616,10 +621,10 @@ fn arbitrary_bytes_never_panic() {
         let _ = t.lookup(&s, pkt, now);
         let _ = t.commit(&s, pkt, now);
         if round % 1024 == 0 {
-            t.slots.check();
+            t.v4.slots.check();
         }
     }
-    t.slots.check();
+    t.v4.slots.check();
     assert!(t.len() <= t.capacity());
     let st = t.stats();
     assert!(st.inserted > 1000 && st.expired > 1000 && st.full > 0 && st.reset > 0);
@@ -732,7 +737,7 @@ fn bursts_and_hints_change_nothing() {
                 }
             }
             assert_eq!(c, committed, "round {round}, table {which}");
-            t.slots.check();
+            t.v4.slots.check();
             assert_eq!(t.count_live(now), one.count_live(now), "round {round}");
         }
         news += expected.iter().filter(|s| **s == New).count();
@@ -769,19 +774,19 @@ fn a_stale_hint_is_only_a_probe() {
     for i in 1..4 {
         assert!(commit(&mut t, &udp(CLIENT, 6000 + i, SERVER, 53), 1));
     }
-    let Class::Flow(l) = classify(&s) else {
+    let Class::Flow(l) = s.classify() else {
         panic!("{s:?}")
     };
     let hint = out[0].1;
     // A hint to any slot that does not hold the entry: the commit probes,
     // finds the entry and refreshes it, and says so as a probe does.
-    let stale = (0..t.slots.slot_count())
-        .find(|&i| !t.slots.holds(i, &l.key, 2))
+    let stale = (0..t.v4.slots.slot_count())
+        .find(|&i| !t.v4.slots.holds(i, &l.key, 2))
         .unwrap();
-    let stale = CtHint {
+    let stale = CtHint(Hint {
         slot: stale as u32,
-        ..hint
-    };
+        ..hint.0
+    });
     let mut after_stale = t.clone();
     assert_eq!(
         after_stale.commit_hinted(&s, &first, 2, stale),
@@ -790,7 +795,7 @@ fn a_stale_hint_is_only_a_probe() {
     // Nothing else: the table is as after a commit without a hint.
     let mut after_probe = t.clone();
     assert!(after_probe.commit(&s, &first, 2));
-    assert_eq!(after_stale.slots, after_probe.slots);
+    assert_eq!(after_stale.v4.slots, after_probe.v4.slots);
     assert_eq!(t.commit_hinted(&s, &first, 2, hint), CtCommit::Tracked);
     assert_eq!(t.len(), 4);
     // Refreshed at 2: alive until 2 + 30 s.
@@ -811,15 +816,15 @@ fn a_stale_hint_is_only_a_probe() {
             &s,
             &first,
             later,
-            CtHint {
+            CtHint(Hint {
                 slot: u32::MAX - 1,
-                ..hint
-            }
+                ..hint.0
+            })
         ),
         CtCommit::Tracked
     );
     assert_eq!(t.stats().inserted, 5);
-    t.slots.check();
+    t.v4.slots.check();
 }
 
 /// A handshake with real numbers: client ISN 1000, server ISN 5000,
@@ -962,4 +967,320 @@ fn segments_are_read_from_the_bytes_with_their_window_scale() {
     );
     // Without the bytes (a summary alone): unknown, nothing checked.
     assert!(!Segment::read(&FlowSummary::parse(&p).unwrap(), &[]).known);
+}
+
+// IPv6: the same table's IPv6 half, packets parsed with FlowSummary6.
+
+const C6: [u8; 16] = [0x20, 1, 0xd, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
+const S6: [u8; 16] = [0x20, 1, 0xd, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9];
+const R6: [u8; 16] = [0x20, 1, 0xd, 0xb8, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+
+/// An IPv6 packet `src` → `dst`, first next header `nh`, `payload` after
+/// the fixed header.
+fn ip6(nh: u8, src: [u8; 16], dst: [u8; 16], payload: &[u8]) -> Vec<u8> {
+    let mut p = vec![0x60, 0, 0, 0];
+    p.extend((payload.len() as u16).to_be_bytes());
+    p.extend([nh, 64]);
+    p.extend(src);
+    p.extend(dst);
+    p.extend(payload);
+    p
+}
+
+/// A TCP segment over IPv6 with `[seq, ack, window]`, no payload.
+fn tcp6(src: [u8; 16], sport: u16, dst: [u8; 16], dport: u16, flags: u8, n: [u32; 3]) -> Vec<u8> {
+    let [seq, ack, window] = n;
+    let mut t = Vec::new();
+    t.extend(sport.to_be_bytes());
+    t.extend(dport.to_be_bytes());
+    t.extend(seq.to_be_bytes());
+    t.extend(ack.to_be_bytes());
+    t.extend([0x50, flags]);
+    t.extend((window as u16).to_be_bytes());
+    t.extend([0; 4]);
+    ip6(proto::TCP, src, dst, &t)
+}
+
+fn udp6(src: [u8; 16], sport: u16, dst: [u8; 16], dport: u16) -> Vec<u8> {
+    let mut u = Vec::new();
+    u.extend(sport.to_be_bytes());
+    u.extend(dport.to_be_bytes());
+    u.extend(12u16.to_be_bytes());
+    u.extend([0; 6]);
+    ip6(proto::UDP, src, dst, &u)
+}
+
+fn echo6(src: [u8; 16], dst: [u8; 16], icmp_type: u8, id: u16) -> Vec<u8> {
+    let mut e = vec![icmp_type, 0, 0, 0];
+    e.extend(id.to_be_bytes());
+    e.extend([0, 1]);
+    ip6(proto::ICMPV6, src, dst, &e)
+}
+
+/// An ICMPv6 error quoting the first `quote` bytes of `orig`.
+fn icmp6_error(src: [u8; 16], dst: [u8; 16], icmp_type: u8, orig: &[u8], quote: usize) -> Vec<u8> {
+    let mut e = vec![icmp_type, 0, 0, 0, 0, 0, 0x05, 0x00];
+    e.extend(&orig[..quote.min(orig.len())]);
+    ip6(proto::ICMPV6, src, dst, &e)
+}
+
+fn look6(t: &mut ConnTable, pkt: &[u8], now: u64) -> CtState {
+    let s = FlowSummary6::parse(pkt).expect("test packet parses");
+    let state = t.lookup6(&s, pkt, now);
+    t.v6.slots.check();
+    state
+}
+
+fn commit6(t: &mut ConnTable, pkt: &[u8], now: u64) -> bool {
+    let s = FlowSummary6::parse(pkt).expect("test packet parses");
+    let ok = t.commit6(&s, pkt, now);
+    t.v6.slots.check();
+    ok
+}
+
+/// Look up, and commit when `New` (a filter accepting everything).
+fn pass6(t: &mut ConnTable, pkt: &[u8], now: u64) -> CtState {
+    let state = look6(t, pkt, now);
+    if state == New {
+        commit6(t, pkt, now);
+    }
+    state
+}
+
+#[test]
+fn ipv6_tcp_handshake_reply_direction_and_teardown() {
+    let mut t = table(16);
+    let out = |f, n| tcp6(C6, 40000, S6, 443, f, n);
+    let back = |f, n| tcp6(S6, 443, C6, 40000, f, n);
+    // A mid-stream segment is New and cannot make an entry (strict pickup).
+    assert_eq!(look6(&mut t, &out(ACK, [1, 1, 1000]), 0), New);
+    assert!(!commit6(&mut t, &out(ACK, [1, 1, 1000]), 0));
+    assert_eq!(pass6(&mut t, &out(SYN, [1000, 0, 1000]), 0), New);
+    assert_eq!((t.len(), t.len6()), (1, 1));
+    // A retransmitted SYN is still New; the reply is established.
+    assert_eq!(look6(&mut t, &out(SYN, [1000, 0, 1000]), S), New);
+    let synack = back(SYN | ACK, [5000, 1001, 1000]);
+    assert_eq!(look6(&mut t, &synack, S), Established);
+    assert_eq!(t.stats6().tcp_established, 0);
+    assert_eq!(look6(&mut t, &out(ACK, [1001, 5001, 1000]), S), Established);
+    assert_eq!(t.stats6().tcp_established, 1);
+    assert_eq!(t.stats().tcp_established, 1);
+    assert_eq!(
+        look6(&mut t, &back(ACK | PSH, [5001, 1001, 1000]), S),
+        Established
+    );
+    // The established timeout, not the SYN's.
+    assert_eq!(t.count_live(S + 121 * S), 1);
+    // FIN each way: the transient timeout.
+    assert_eq!(
+        look6(&mut t, &out(FIN | ACK, [1001, 5001, 1000]), 2 * S),
+        Established
+    );
+    assert_eq!(
+        look6(&mut t, &back(FIN | ACK, [5001, 1002, 1000]), 2 * S),
+        Established
+    );
+    assert_eq!(t.count_live(2 * S + 121 * S), 0);
+    // Nothing in the IPv4 half.
+    assert_eq!(t.v4.slots.len(), 0);
+    assert!(t.audit(2 * S).is_ok());
+}
+
+#[test]
+fn ipv6_blind_rst_is_invalid_an_in_window_one_resets() {
+    let mut t = table(16);
+    let out = |f, n| tcp6(C6, 40001, S6, 443, f, n);
+    let back = |f, n| tcp6(S6, 443, C6, 40001, f, n);
+    assert_eq!(pass6(&mut t, &out(SYN, [1000, 0, 1000]), 0), New);
+    assert_eq!(
+        look6(&mut t, &back(SYN | ACK, [5000, 1001, 1000]), 0),
+        Established
+    );
+    assert_eq!(look6(&mut t, &out(ACK, [1001, 5001, 1000]), 0), Established);
+    // A RST far from the server's sequence: invalid, the entry kept.
+    assert_eq!(look6(&mut t, &back(RST, [900_000, 0, 0]), S), Invalid);
+    assert_eq!(t.stats6().rst_out_of_window, 1);
+    assert_eq!(t.len6(), 1);
+    assert_eq!(look6(&mut t, &out(ACK, [1001, 5001, 1000]), S), Established);
+    // One at the server's next byte: the connection ends.
+    assert_eq!(look6(&mut t, &back(RST, [5001, 0, 0]), S), Established);
+    assert_eq!((t.len6(), t.stats6().reset), (0, 1));
+    assert_eq!(look6(&mut t, &out(ACK, [1001, 5001, 1000]), S), New);
+}
+
+#[test]
+fn ipv6_udp_and_echo_request_and_reply() {
+    let mut t = table(16);
+    let q = udp6(C6, 5353, S6, 53);
+    assert_eq!(pass6(&mut t, &q, 0), New);
+    assert_eq!(look6(&mut t, &q, 0), New, "no reply yet");
+    assert_eq!(look6(&mut t, &udp6(S6, 53, C6, 5353), S), Established);
+    assert_eq!(look6(&mut t, &q, S), Established);
+    // Another port from the server is another flow.
+    assert_eq!(look6(&mut t, &udp6(S6, 54, C6, 5353), S), New);
+    // Unreplied UDP lives 30 s, replied 180 s.
+    assert_eq!(t.count_live(S + 179 * S), 1);
+    // Echo: the request makes the entry, its reply (same identifier)
+    // is established; a reply without a request is New and makes nothing.
+    assert_eq!(look6(&mut t, &echo6(S6, C6, 129, 99), 0), New);
+    assert!(!commit6(&mut t, &echo6(S6, C6, 129, 99), 0));
+    assert_eq!(pass6(&mut t, &echo6(C6, S6, 128, 7), 0), New);
+    assert_eq!(look6(&mut t, &echo6(S6, C6, 129, 7), 0), Established);
+    assert_eq!(look6(&mut t, &echo6(S6, C6, 129, 8), 0), New);
+    // A request the other way is another flow.
+    assert_eq!(look6(&mut t, &echo6(S6, C6, 128, 7), 0), New);
+    // ICMPv6 echo takes the ICMP timeout (30 s).
+    assert_eq!(t.count_live(31 * S), 1, "only the UDP flow is left");
+    assert_eq!(t.len6(), 2);
+    assert_eq!(t.v4.slots.len(), 0);
+}
+
+#[test]
+fn ipv6_errors_quoting_a_tracked_flow_are_related() {
+    let mut t = table(16);
+    let q = udp6(C6, 5353, S6, 53);
+    assert_eq!(pass6(&mut t, &q, 0), New);
+    let syn = tcp6(C6, 40000, S6, 443, SYN, [1000, 0, 1000]);
+    assert_eq!(pass6(&mut t, &syn, 0), New);
+    let ping = echo6(C6, S6, 128, 3);
+    assert_eq!(pass6(&mut t, &ping, 0), New);
+    // Destination unreachable, packet too big, time exceeded, parameter
+    // problem from a router on the way, back to the client: related,
+    // quoting the header and 8 bytes of L4 header (or more).
+    for ty in 1..=4 {
+        assert_eq!(look6(&mut t, &icmp6_error(R6, C6, ty, &q, 48), S), Related);
+        assert_eq!(
+            look6(&mut t, &icmp6_error(R6, C6, ty, &syn, 60), S),
+            Related
+        );
+        assert_eq!(
+            look6(&mut t, &icmp6_error(R6, C6, ty, &ping, 48), S),
+            Related
+        );
+    }
+    // Not related: to someone else than the quoted packet's source, a
+    // quote of an untracked flow, a quote too short for the ports, an
+    // error type that quotes nothing, an error quoting an error.
+    assert_eq!(look6(&mut t, &icmp6_error(R6, S6, 1, &q, 48), S), New);
+    let other = udp6(C6, 5354, S6, 53);
+    assert_eq!(look6(&mut t, &icmp6_error(R6, C6, 1, &other, 48), S), New);
+    assert_eq!(look6(&mut t, &icmp6_error(R6, C6, 1, &q, 42), S), New);
+    assert_eq!(look6(&mut t, &icmp6_error(R6, C6, 5, &q, 48), S), New);
+    let err = icmp6_error(S6, C6, 1, &q, 48);
+    assert_eq!(look6(&mut t, &icmp6_error(R6, S6, 3, &err, 48), S), New);
+    // Errors never make entries.
+    assert!(!commit6(&mut t, &icmp6_error(R6, C6, 1, &other, 48), S));
+    assert_eq!(t.len6(), 3);
+}
+
+#[test]
+fn ipv6_neighbour_discovery_and_later_fragments_are_untracked() {
+    let mut t = table(16);
+    for ty in [133, 134, 135, 136, 137, 130, 143] {
+        let mut nd = vec![ty, 0, 0, 0, 0, 0, 0, 0];
+        nd.extend(S6);
+        let p = ip6(proto::ICMPV6, C6, S6, &nd);
+        assert_eq!(look6(&mut t, &p, 0), Untracked, "type {ty}");
+        assert!(!commit6(&mut t, &p, 0), "type {ty}");
+    }
+    // A cut ICMPv6 header, a cut UDP header: untracked.
+    assert_eq!(
+        look6(&mut t, &ip6(proto::ICMPV6, C6, S6, &[128, 0, 0]), 0),
+        Untracked
+    );
+    assert_eq!(
+        look6(&mut t, &ip6(proto::UDP, C6, S6, &[0, 53, 0]), 0),
+        Untracked
+    );
+    // A non-first fragment (Fragment header at offset 8) of a tracked
+    // flow: untracked, as IPv4's; the first fragment is looked up.
+    let q = udp6(C6, 5353, S6, 53);
+    assert_eq!(pass6(&mut t, &q, 0), New);
+    assert_eq!(look6(&mut t, &udp6(S6, 53, C6, 5353), 0), Established);
+    let frag = |offset: u16, more: bool, data: &[u8]| {
+        let mut f = vec![proto::UDP, 0];
+        f.extend((offset | u16::from(more)).to_be_bytes());
+        f.extend([0, 0, 0, 7]);
+        f.extend(data);
+        ip6(44, C6, S6, &f)
+    };
+    let udp_hdr = [0x14, 0xe9, 0, 53, 0, 24, 0, 0];
+    assert_eq!(look6(&mut t, &frag(0, true, &udp_hdr), 0), Established);
+    assert_eq!(look6(&mut t, &frag(8, false, &[0; 16]), 0), Untracked);
+    assert!(!commit6(&mut t, &frag(8, false, &[0; 16]), 0));
+    assert_eq!(t.len6(), 1);
+    assert_eq!(t.stats6().ignored, 7 + 1);
+}
+
+#[test]
+fn ipv6_full_table_refuses_new_flows_and_leaves_ipv4_alone() {
+    let mut t = table(4);
+    for i in 0..4 {
+        let q = udp6(C6, 6000 + i, S6, 53);
+        assert_eq!(pass6(&mut t, &q, 0), New);
+        assert_eq!(look6(&mut t, &udp6(S6, 53, C6, 6000 + i), 0), Established);
+    }
+    assert_eq!(t.len6(), 4);
+    // Replied flows are not dropped early: the fifth is refused.
+    let fifth = udp6(C6, 6004, S6, 53);
+    assert_eq!(look6(&mut t, &fifth, S), New);
+    assert!(!commit6(&mut t, &fifth, S));
+    assert_eq!((t.stats6().full, t.stats().full), (1, 1));
+    assert_eq!(t.v6.last_full_log_ns, Some(S));
+    for i in 0..4 {
+        assert_eq!(look6(&mut t, &udp6(C6, 6000 + i, S6, 53), S), Established);
+    }
+    // The IPv4 half has its own capacity.
+    for i in 0..4 {
+        assert!(commit(&mut t, &udp(CLIENT, 6000 + i, SERVER, 53), S));
+    }
+    assert_eq!((t.len(), t.len6()), (8, 4));
+    assert_eq!(t.stats().full, 1);
+    // An unreplied IPv6 flow makes way for a new one (early drop).
+    let mut u = table(1);
+    assert!(commit6(&mut u, &udp6(C6, 1, S6, 53), 0));
+    assert!(commit6(&mut u, &udp6(C6, 2, S6, 53), 0));
+    assert_eq!((u.len6(), u.stats6().early_drop), (1, 1));
+    assert!(u.audit(0).is_ok());
+}
+
+#[test]
+fn ipv6_bursts_and_hints_match_single_lookups() {
+    let mut one = table(64);
+    let mut many = table(64);
+    // 48 packets of 32 flows (some twice), in bursts of 32.
+    let pkts: Vec<Vec<u8>> = (0..16u16)
+        .flat_map(|i| {
+            [
+                udp6(C6, 7000 + i, S6, 53),
+                tcp6(C6, 7000 + i / 2, S6, 443, SYN, [i.into(), 0, 1000]),
+                echo6(C6, S6, 128, i),
+            ]
+        })
+        .collect();
+    let sums: Vec<FlowSummary6> = pkts
+        .iter()
+        .map(|p| FlowSummary6::parse(p).unwrap())
+        .collect();
+    for p in &pkts {
+        pass6(&mut one, p, 0);
+    }
+    for (chunk, at) in sums.chunks(32).zip((0..).step_by(32)) {
+        let mut out = vec![(Untracked, CtHint6::NONE); chunk.len()];
+        many.lookup_burst6(chunk, |k| &pkts[at + k][..], 0, &mut out);
+        for (k, (state, hint)) in out.iter().enumerate() {
+            assert_eq!(*state, New);
+            many.commit_hinted6(&chunk[k], &pkts[at + k], 0, *hint);
+        }
+        many.v6.slots.check();
+    }
+    assert_eq!((one.len6(), many.len6()), (40, 40));
+    assert!(many.audit(0).is_ok());
+    // Both tables answer the replies alike.
+    for i in 0..16u16 {
+        for p in [udp6(S6, 53, C6, 7000 + i), echo6(S6, C6, 129, i)] {
+            assert_eq!(look6(&mut one, &p, S), Established);
+            assert_eq!(look6(&mut many, &p, S), Established);
+        }
+    }
 }

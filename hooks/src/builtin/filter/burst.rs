@@ -7,7 +7,7 @@ use super::counters::*;
 use super::rules::first_of;
 use super::rules::Rules;
 use super::{Action, Filter};
-use crate::conntrack::{ConnTable, CtCommit, CtHint, CtState};
+use crate::conntrack::{ConnTable, CtCommit, CtHint, CtHint6, CtState};
 use crate::flow::{proto, FlowSummary, Fragment};
 use crate::flow6::FlowSummary6;
 use crate::rules::Key6;
@@ -49,10 +49,12 @@ struct Judged {
     keyed_at: [u8; MAX_BURST],
     tally: [u64; COUNTERS],
     /// The IPv6 packets, judged on their own keys (`n6` of them): their
-    /// burst index, key and answer.
+    /// burst index, summary, key, connection state (stateful) and answer.
     n6: usize,
     idx6: [u8; MAX_BURST],
+    sums6: [FlowSummary6; MAX_BURST],
     keys6: [Key6; MAX_BURST],
+    looked6: [(CtState, CtHint6); MAX_BURST],
     results6: [u32; MAX_BURST],
 }
 
@@ -82,7 +84,9 @@ impl Judged {
             tally: [0; COUNTERS],
             n6: 0,
             idx6: [0; MAX_BURST],
+            sums6: [FlowSummary6::default(); MAX_BURST],
             keys6: [Key6::default(); MAX_BURST],
+            looked6: [(CtState::Untracked, CtHint6::NONE); MAX_BURST],
             results6: [0; MAX_BURST],
         }
     }
@@ -126,8 +130,15 @@ impl Filter {
                 continue;
             }
             let Some(s) = FlowSummary::parse(p.l3()) else {
-                if p.meta().protocol == ethertype::IPV6 && self.gather6(p, i, j) {
-                    continue;
+                if p.meta().protocol == ethertype::IPV6 {
+                    match self.gather6(p, i, j) {
+                        Gathered6::Kept => continue,
+                        Gathered6::Refused(r) => {
+                            burst.set_verdict(i, Verdict::Drop(r));
+                            continue;
+                        }
+                        Gathered6::Unreadable => {}
+                    }
                 }
                 // Unreadable: the policy decides, counted as such too.
                 j.tally[UNPARSED] += 1;
@@ -156,53 +167,91 @@ impl Filter {
         }
     }
 
-    /// An IPv6 packet into `j`'s IPv6 arrays with its key (untracked: IPv6
-    /// has no connection table yet, so a state rule never matches it), or
-    /// dropped as a fragment the rules cannot judge. False when it cannot
-    /// be read (the caller gives it the policy). Out of line: the IPv4
-    /// path never comes here.
+    /// An IPv6 packet into `j`'s IPv6 arrays with its summary and its key
+    /// as if untracked (a stateful filter's lookup puts the packet's state
+    /// into the key, `look_up6`), or refused as a fragment the rules cannot
+    /// judge, or unreadable (the caller gives it the policy). Out of line:
+    /// the IPv4 path never comes here.
     #[inline(never)]
-    fn gather6(&self, p: &HookPacket<'_>, i: usize, j: &mut Judged) -> bool {
+    fn gather6(&self, p: &HookPacket<'_>, i: usize, j: &mut Judged) -> Gathered6 {
         let Some(s) = FlowSummary6::parse(p.l3()) else {
-            return false;
+            return Gathered6::Unreadable;
         };
-        if self.fragments.check6(&s).is_some() {
-            // (The caller reads the verdict from `decide6`'s pass.)
-            j.idx6[j.n6] = i as u8 | FRAGMENT_REFUSED;
-        } else {
-            j.idx6[j.n6] = i as u8;
+        if let Some(r) = self.fragments.check6(&s) {
+            return Gathered6::Refused(r);
         }
-        j.keys6[j.n6] = Key6::new(&s, p.meta(), 0);
+        let n = j.n6;
+        j.idx6[n] = i as u8;
+        j.keys6[n] = Key6::new(&s, p.meta(), 0);
+        j.sums6[n] = s;
+        j.looked6[n] = (CtState::Untracked, CtHint6::NONE);
         j.n6 += 1;
-        true
+        Gathered6::Kept
     }
 
-    /// Classify and decide the IPv6 packets `gather6` kept: a refused
-    /// fragment dropped under its reason, the others by their rule or the
-    /// policy, count rules counted.
+    /// Stateful: look the IPv6 packets `gather6` kept up in the worker's
+    /// IPv6 table (all slots read first), count their states under the
+    /// same counters as IPv4's and remake their keys with them.
     #[inline(never)]
-    fn decide6(&self, burst: &mut HookBurst<'_, '_>, j: &mut Judged) {
+    fn look_up6(&self, burst: &HookBurst<'_, '_>, table: &mut ConnTable, now: u64, j: &mut Judged) {
+        let n = j.n6;
+        let l3 = |k: usize| {
+            burst
+                .packet(usize::from(j.idx6[k]))
+                .map_or(&[][..], |p| p.l3())
+        };
+        table.lookup_burst6(&j.sums6[..n], l3, now, &mut j.looked6[..n]);
+        for k in 0..n {
+            let (bits, counter) = ct_key(j.looked6[k].0);
+            j.tally[counter] += 1;
+            if let Some(p) = burst.packet(usize::from(j.idx6[k])) {
+                j.keys6[k] = Key6::new(&j.sums6[k], p.meta(), bits);
+            }
+        }
+    }
+
+    /// Classify and decide the IPv6 packets `gather6` kept (looked up in
+    /// `table` first when there is one: a stateful filter's), as
+    /// [`Filter::decide`] decides IPv4's: a blind RST dropped, the others
+    /// by their rule or the policy, count rules counted, an accepted new
+    /// flow committed (the policy when the table is full).
+    #[inline(never)]
+    fn decide6(
+        &self,
+        burst: &mut HookBurst<'_, '_>,
+        mut table: Option<&mut ConnTable>,
+        now: u64,
+        j: &mut Judged,
+    ) {
+        if let Some(t) = table.as_deref_mut() {
+            self.look_up6(burst, t, now, j);
+        }
         let n = j.n6;
         self.classifier
             .classify6(&j.keys6[..n], &mut j.results6[..n]);
         for k in 0..n {
-            let i = usize::from(j.idx6[k] & !FRAGMENT_REFUSED);
-            if j.idx6[k] & FRAGMENT_REFUSED != 0 {
-                let reason = burst
-                    .packet(i)
-                    .and_then(|p| FlowSummary6::parse(p.l3()))
-                    .and_then(|s| self.fragments.check6(&s));
-                if let Some(r) = reason {
-                    burst.set_verdict(i, Verdict::Drop(r));
-                }
+            let i = usize::from(j.idx6[k]);
+            let (state, hint) = j.looked6[k];
+            if state == CtState::Invalid {
+                // A blind RST (counted under ct_invalid_dropped).
+                burst.set_verdict(i, Verdict::Drop(DropReason::CtInvalid));
                 continue;
             }
             let hit = j.results6[k].checked_sub(1).map(|r| r as usize);
             j.tally[COUNTED] += self.counted6(&j.keys6[k], hit);
-            let (action, by_rule) = match hit.and_then(|r| self.rules.actions.get(r)) {
+            let (mut action, mut by_rule) = match hit.and_then(|r| self.rules.actions.get(r)) {
                 Some(a) => (*a, true),
                 None => (self.policy, false),
             };
+            if let (Action::Accept, CtState::New, Some(t)) = (action, state, table.as_deref_mut()) {
+                let l3 = || burst.packet(i).map_or(&[][..], |p| p.l3());
+                if t.commit_looked6(&j.sums6[k], l3, now, hint) == CtCommit::Full {
+                    // Table full: a new flow gets the default policy.
+                    j.tally[CT_FULL_POLICY] += 1;
+                    action = self.policy;
+                    by_rule &= action == Action::Accept;
+                }
+            }
             j.tally[apply(burst, i, action, by_rule)] += 1;
         }
     }
@@ -425,9 +474,15 @@ pub(super) fn carried_table(rules: &Rules, policy: Action) -> Vec<u8> {
     table
 }
 
-/// A bit of `Judged::idx6`: the fragment checks refused the packet (burst
-/// indices are below 64).
-const FRAGMENT_REFUSED: u8 = 0x80;
+/// What `Filter::gather6` made of an IPv6 packet.
+enum Gathered6 {
+    /// In the IPv6 arrays, to be judged.
+    Kept,
+    /// A fragment the rules cannot judge: dropped for this reason.
+    Refused(DropReason),
+    /// Cannot be read: the policy.
+    Unreadable,
+}
 
 /// A carried table's entry for "no answer carried".
 pub(super) const NOT_CARRIED: u8 = 4;
@@ -502,7 +557,7 @@ impl HookWorker for FilterWorker {
         f.gather(burst, j);
         let n = j.n;
         // Stateful: the worker's table (made by `Hook::worker`).
-        let mut table = match (&f.conntrack, n) {
+        let mut table = match (&f.conntrack, n + j.n6) {
             (Some(ct), 1..) => store.get_mut::<ConnTable>(ct.key),
             _ => None,
         };
@@ -528,7 +583,7 @@ impl HookWorker for FilterWorker {
             f.decide(burst, table.as_deref_mut(), cx.now_ns, j, k);
         }
         if j.n6 != 0 {
-            f.decide6(burst, j);
+            f.decide6(burst, table.as_deref_mut(), cx.now_ns, j);
         }
         f.counts.add_all(self.worker, &j.tally);
         if let (Some(ct), Some(t)) = (&f.conntrack, table) {

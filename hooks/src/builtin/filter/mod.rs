@@ -37,7 +37,11 @@
 //! a half-open or unreplied entry near the new one, `ct_early_drop`). A
 //! TCP RST outside its connection's sequence window (a blind reset) is
 //! dropped whatever the rules say, with drop reason `ct_invalid` (counted
-//! as `ct_invalid_dropped`), and the connection keeps its state. `count`
+//! as `ct_invalid_dropped`), and the connection keeps its state. IPv6
+//! packets are tracked alike in the worker's IPv6 table (a burst's IPv6
+//! packets looked up together), counted under the same `ct_*` counters;
+//! `ct_entries` counts both families' entries, and each family's table
+//! holds `conntrack_max`. `count`
 //! rules count every packet they match that reaches them and do not decide.
 
 mod burst;

@@ -654,11 +654,10 @@ fn ipv6_meets_the_rules_of_its_family_and_the_policy() {
     );
 }
 
-/// A stateful filter judges IPv6 by its stateless rules for now (no IPv6
-/// connection table yet): a state rule never matches IPv6, so replies
-/// need a rule of their own, and nothing bypasses the policy.
+/// A stateful filter tracks IPv6 as IPv4: the replies of a flow its
+/// rules accepted are established, a new flow the other way is not.
 #[test]
-fn a_stateful_filter_judges_ipv6_by_its_stateless_rules() {
+fn a_stateful_filter_tracks_the_ipv6_flows_its_rules_accept() {
     let k = kind();
     let h = build(
         &k,
@@ -678,7 +677,154 @@ fn a_stateful_filter_judges_ipv6_by_its_stateless_rules() {
     let mut pkts = vec![
         Pkt::tcp6("2001:db8:1::2", "2001:db8:2::9", 40000, 22, SYN),
         Pkt::tcp6("2001:db8:2::9", "2001:db8:1::2", 22, 40000, SYN | ACK),
+        Pkt::tcp6("2001:db8:2::9", "2001:db8:1::2", 22, 40001, SYN),
     ];
     let v = run(&*h, HookPoint::Egress, &mut pkts, 0);
+    assert_eq!(v, vec![Verdict::Accept, DROP_POLICY, DROP_POLICY]);
+    // (One burst: the SYN is committed after the burst's lookups.) The
+    // reply in the next burst is established.
+    let mut pkts = vec![
+        Pkt::tcp6("2001:db8:2::9", "2001:db8:1::2", 22, 40000, SYN | ACK),
+        Pkt::tcp6("2001:db8:2::9", "2001:db8:1::2", 22, 40001, SYN),
+    ];
+    let v = run(&*h, HookPoint::Egress, &mut pkts, 1);
     assert_eq!(v, vec![Verdict::Accept, DROP_POLICY]);
+    assert_eq!(stat(&*h, "ct_new"), 4);
+    assert_eq!(stat(&*h, "ct_established"), 1);
+    assert_eq!(stat(&*h, "ct_entries"), 1);
+}
+
+/// `established_and_related_come_back_new_inbound_is_refused` in IPv6.
+const A6: &str = "2001:db8:1::2";
+const B6: &str = "2001:db8:2::9";
+const ROUTER6: &str = "2001:db8:3::1";
+
+/// An ICMPv6 message of `icmp_type` from `src` to `dst`: echo (128, 129)
+/// with identifier `id`, or an error quoting the IPv6 packet of `quoted`.
+fn icmp6(src: &str, dst: &str, icmp_type: u8, id: u16, quoted: Option<&Pkt>) -> Pkt {
+    let mut m = vec![icmp_type, 0, 0, 0];
+    m.extend(id.to_be_bytes());
+    m.extend([0, 1]);
+    if let Some(q) = quoted {
+        m.extend(&q.data[14..]);
+    }
+    Pkt::ipv6(src, dst, 58, &m)
+}
+
+/// [`Pkt::tcp6`] with sequence number `seq` (frame offset 58).
+fn tcp6_at(src: &str, dst: &str, sport: u16, dport: u16, flags: u8, seq: u32) -> Pkt {
+    let mut p = Pkt::tcp6(src, dst, sport, dport, flags);
+    p.data[58..62].copy_from_slice(&seq.to_be_bytes());
+    p
+}
+
+#[test]
+fn established_and_related_come_back_new_inbound_is_refused_ipv6() {
+    let k = kind();
+    let to_a = build(&k, HookPoint::Egress, STATEFUL_IN);
+    let to_b = build(&k, HookPoint::Egress, STATEFUL_OUT);
+    let accept = Verdict::Accept;
+    // A -> B SYN leaves toward B and is tracked.
+    let syn = Pkt::tcp6(A6, B6, 40000, 80, SYN);
+    assert_eq!(one(&*to_b, syn.clone(), 1), accept);
+    // B's SYN/ACK toward A is a reply: established.
+    assert_eq!(
+        one(&*to_a, Pkt::tcp6(B6, A6, 80, 40000, SYN | ACK), 2),
+        accept
+    );
+    assert_eq!(one(&*to_a, Pkt::tcp6(B6, A6, 80, 40000, ACK), 3), accept);
+    // A new connection from B to A is refused.
+    assert_eq!(
+        one(&*to_a, Pkt::tcp6(B6, A6, 5555, 22, SYN), 4),
+        DROP_POLICY
+    );
+    // Echo: request out, reply in; an unsolicited echo request in is refused.
+    assert_eq!(one(&*to_b, icmp6(A6, B6, 128, 7, None), 5), accept);
+    assert_eq!(one(&*to_a, icmp6(B6, A6, 129, 7, None), 6), accept);
+    assert_eq!(one(&*to_a, icmp6(B6, A6, 128, 9, None), 7), DROP_POLICY);
+    // A router's packet too big about A's connection is related; one about
+    // a connection nobody made is not.
+    assert_eq!(one(&*to_a, icmp6(ROUTER6, A6, 2, 0, Some(&syn)), 8), accept);
+    let stranger = Pkt::tcp6(A6, B6, 40009, 80, SYN);
+    assert_eq!(
+        one(&*to_a, icmp6(ROUTER6, A6, 1, 0, Some(&stranger)), 9),
+        DROP_POLICY
+    );
+    // Neighbour discovery is untracked: no state rule matches it (here
+    // the policy drops it; a stateless rule would be needed).
+    let mut ns = vec![135, 0, 0, 0, 0, 0, 0, 0];
+    ns.extend(
+        "2001:db8:1::2"
+            .parse::<std::net::Ipv6Addr>()
+            .unwrap()
+            .octets(),
+    );
+    assert_eq!(one(&*to_a, Pkt::ipv6(B6, A6, 58, &ns), 10), DROP_POLICY);
+    assert!(stat(&*to_a, "ct_entries") >= 2);
+    assert_eq!(stat(&*to_a, "ct_established"), 3);
+    assert_eq!(stat(&*to_a, "ct_related"), 1);
+    assert_eq!(stat(&*to_a, "ct_untracked"), 1);
+}
+
+#[test]
+fn an_ipv6_blind_rst_is_dropped_and_the_connection_kept() {
+    let k = kind();
+    let to_a = build(&k, HookPoint::Egress, STATEFUL_IN);
+    let to_b = build(&k, HookPoint::Egress, STATEFUL_OUT);
+    let accept = Verdict::Accept;
+    assert_eq!(one(&*to_b, tcp6_at(A6, B6, 40000, 80, SYN, 0), 1), accept);
+    assert_eq!(
+        one(&*to_a, tcp6_at(B6, A6, 80, 40000, SYN | ACK, 0), 2),
+        accept
+    );
+    assert_eq!(one(&*to_b, tcp6_at(A6, B6, 40000, 80, ACK, 1), 3), accept);
+    // A RST from "B" far from B's sequence: dropped, whatever the rules.
+    assert_eq!(
+        one(&*to_a, tcp6_at(B6, A6, 80, 40000, RST, 0x4000_0000), 4),
+        Verdict::Drop(DropReason::CtInvalid)
+    );
+    assert_eq!(stat(&*to_a, "ct_invalid_dropped"), 1);
+    assert_eq!(stat(&*to_a, "ct_rst_out_of_window"), 1);
+    // The connection goes on.
+    assert_eq!(one(&*to_a, tcp6_at(B6, A6, 80, 40000, ACK, 1), 5), accept);
+}
+
+#[test]
+fn a_full_table_gives_new_ipv6_flows_the_policy_and_ipv4_its_own_room() {
+    let k = kind();
+    let h = build(
+        &k,
+        HookPoint::Egress,
+        r#"
+        policy = "drop"
+        stateful = true
+        conntrack_max = 16
+        [[rule]]
+        state = ["established"]
+        action = "accept"
+        [[rule]]
+        proto = "udp"
+        dport = 53
+        action = "accept"
+        "#,
+    );
+    for port in 5000..5016 {
+        assert_eq!(one(&*h, Pkt::udp6(A6, B6, port, 53), 1), Verdict::Accept);
+        assert_eq!(one(&*h, Pkt::udp6(B6, A6, 53, port), 2), Verdict::Accept);
+    }
+    // Every entry replied: none to drop early, the next flow gets the
+    // policy.
+    assert_eq!(one(&*h, Pkt::udp6(A6, B6, 5016, 53), 3), DROP_POLICY);
+    assert_eq!(stat(&*h, "ct_full_policy"), 1);
+    assert_eq!(stat(&*h, "ct_refused_full"), 1);
+    // IPv4 has a table of its own, of the same capacity, in the same burst.
+    let mut mixed = vec![
+        Pkt::new(udp(A, B, 5000, 53).build()),
+        Pkt::udp6(A6, B6, 5017, 53),
+        Pkt::new(udp(A, B, 5001, 53).build()),
+    ];
+    let v = run(&*h, HookPoint::Egress, &mut mixed, 4);
+    assert_eq!(v, vec![Verdict::Accept, DROP_POLICY, Verdict::Accept]);
+    assert_eq!(stat(&*h, "ct_entries"), 18);
+    assert_eq!(stat(&*h, "ct_full_policy"), 2);
 }

@@ -1002,8 +1002,9 @@ fn run_alone(
                 Role::Accept | Role::Thief => {}
             }
         }
-        if h.role == Role::Classify && p.meta.protocol != 0x0800 {
-            prop_assert_eq!(now, was, "classify acted on a non-IPv4 packet: {}", ctx());
+        // Classify reads IPv4 and IPv6; it leaves every other protocol alone.
+        if h.role == Role::Classify && !matches!(p.meta.protocol, 0x0800 | 0x86dd) {
+            prop_assert_eq!(now, was, "classify acted on a non-IP packet: {}", ctx());
             prop_assert_eq!(p.meta, q.meta, "{}", ctx());
         }
         if h.role == Role::Accept {

@@ -130,6 +130,8 @@ struct Keyed {
     outcomes: [Outcome; MAX_BURST],
     /// Bit i: packet i of the burst is IPv6 (seen while keying IPv4's).
     v6: u64,
+    /// The IPv6 packets' keys (kept between bursts, not set up per burst).
+    keys6: [Key6; MAX_BURST],
 }
 
 /// The flow cache of a classify instance on one worker (see
@@ -236,6 +238,7 @@ impl Hook for ClassifyHook {
                 answers: [Answers::default(); MAX_BURST],
                 outcomes: [Outcome::default(); MAX_BURST],
                 v6: 0,
+                keys6: [Key6::default(); MAX_BURST],
             }),
         })
     }
@@ -298,7 +301,8 @@ impl HookWorker for ClassifyWorker {
             self.by_burst(burst)
         };
         if self.scratch.v6 != 0 {
-            let (m, u) = classify6(&self.shared, burst, self.scratch.v6);
+            let scratch = &mut *self.scratch;
+            let (m, u) = classify6(&self.shared, burst, scratch.v6, &mut scratch.keys6);
             (matched, unparsed) = (matched + m, unparsed + u);
         }
         let c = &self.shared;
@@ -558,14 +562,24 @@ fn key_burst(c: &Classify, burst: &mut HookBurst<'_, '_>, keyed: &mut Keyed) -> 
 /// itself. Returns the packets that matched and those that could not be
 /// read. Out of line: IPv4 bursts never come here.
 #[inline(never)]
-fn classify6(c: &Classify, burst: &mut HookBurst<'_, '_>, mut mask: u64) -> (u64, u64) {
-    let mut keys = [Key6::default(); MAX_BURST];
+fn classify6(
+    c: &Classify,
+    burst: &mut HookBurst<'_, '_>,
+    mut mask: u64,
+    keys: &mut [Key6; MAX_BURST],
+) -> (u64, u64) {
     let mut idx = [0u8; MAX_BURST];
     let (mut n, mut unparsed) = (0, 0);
     while mask != 0 {
         let i = mask.trailing_zeros() as usize;
         mask &= mask - 1;
         let Some(p) = burst.packet(i) else { break };
+        // Plain TCP or UDP: the key straight from the header.
+        if keys[n % MAX_BURST].set_plain(p.l3(), p.meta(), 0) {
+            idx[n % MAX_BURST] = i as u8;
+            n += 1;
+            continue;
+        }
         let Some(s) = FlowSummary6::parse(p.l3()) else {
             unparsed += 1;
             continue;

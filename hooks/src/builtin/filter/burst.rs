@@ -174,13 +174,20 @@ impl Filter {
     /// the IPv4 path never comes here.
     #[inline(never)]
     fn gather6(&self, p: &HookPacket<'_>, i: usize, j: &mut Judged) -> Gathered6 {
+        let n = j.n6;
+        // Stateless, plain TCP or UDP: the key straight from the header.
+        if self.conntrack.is_none() && j.keys6[n].set_plain(p.l3(), p.meta(), 0) {
+            j.idx6[n] = i as u8;
+            j.looked6[n] = (CtState::Untracked, CtHint6::NONE);
+            j.n6 += 1;
+            return Gathered6::Kept;
+        }
         let Some(s) = FlowSummary6::parse(p.l3()) else {
             return Gathered6::Unreadable;
         };
         if let Some(r) = self.fragments.check6(&s) {
             return Gathered6::Refused(r);
         }
-        let n = j.n6;
         j.idx6[n] = i as u8;
         j.keys6[n] = Key6::new(&s, p.meta(), 0);
         j.sums6[n] = s;

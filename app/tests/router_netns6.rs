@@ -6,7 +6,8 @@
 //! link-local addresses answered from the address pinged, a time exceeded
 //! for hop limit 1, a packet too big that the sending host's path MTU cache
 //! takes, TCP over IPv6 both ways compared byte for byte, and IPv4 in the
-//! same topology.
+//! same topology; and a stateful filter over IPv6 (replies in, new inbound
+//! refused).
 
 mod common;
 #[path = "common/netns.rs"]
@@ -306,4 +307,137 @@ fn routes_ipv6_between_two_namespaces() {
             "{host}: {neighbours:?}"
         );
     }
+}
+
+/// A stateful filter over IPv6, tried with Linux hosts: on the port
+/// towards host a, policy drop but for established and related flows; on
+/// the port towards b, policy accept (connections from a are tracked as
+/// they leave). From a: `ping -6` and a TCP transfer with `nc -6` to b
+/// pass, their replies accepted as established. From b: a new TCP
+/// connection and an echo request to a are refused, counted under the
+/// filter's policy.
+#[test]
+fn a_stateful_filter_lets_ipv6_replies_in_and_refuses_new_inbound() {
+    let topo = Topology::new("f6");
+    add_ipv6(&topo);
+    let dir = tempfile::tempdir().unwrap();
+    let (cfg_path, json) = (
+        dir.path().join("router.toml"),
+        dir.path().join("stats.json"),
+    );
+    let hooks = r#"
+[[hook]]
+point = "egress"
+port = "net_af_packet0"
+kind = "filter"
+name = "protect_a"
+policy = "drop"
+stateful = true
+[[hook.rule]]
+state = ["established", "related"]
+action = "accept"
+
+[[hook]]
+point = "egress"
+port = "net_af_packet1"
+kind = "filter"
+name = "to_b"
+policy = "accept"
+stateful = true
+"#;
+    std::fs::write(&cfg_path, format!("{}{hooks}", config())).unwrap();
+    let child = spawn_af_packet(|| {
+        let mut cmd = fastpath();
+        cmd.args(eal_args(
+            "filter6",
+            &[
+                format!("net_af_packet0,iface={},framecnt=4096", topo.router_if("a")),
+                format!("net_af_packet1,iface={},framecnt=4096", topo.router_if("b")),
+            ],
+        ))
+        .args(["--", "--config"])
+        .arg(&cfg_path)
+        .arg("--stats-json")
+        .arg(&json);
+        cmd
+    });
+    let pid = child.id();
+    let checks = std::panic::catch_unwind(|| {
+        ping6_until_up(&topo, "a", "2001:db8:1::1", Duration::from_secs(20));
+        ping6_until_up(&topo, "b", "2001:db8:2::1", Duration::from_secs(20));
+        // a -> b, replies established.
+        ping6_until_up(&topo, "a", "2001:db8:2::2", Duration::from_secs(20));
+        let mut blob = vec![0u8; 256 * 1024];
+        fastrand::Rng::with_seed(0x6f11).fill(&mut blob);
+        let sent = dir.path().join("sent.bin");
+        std::fs::write(&sent, &blob).unwrap();
+        let got = transfer(&topo, "a", "b", "2001:db8:2::2", &sent);
+        assert!(
+            got == blob,
+            "TCP a -> b through the filters: {} bytes",
+            got.len()
+        );
+
+        // b -> a, new: refused. A listener on a that would answer.
+        let mut server = Command::new("ip")
+            .args(["netns", "exec", &topo.ns("a")])
+            .args(["timeout", "30", "nc", "-6", "-l", "2001:db8:1::2", "5002"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start nc -l");
+        let probe = topo.exec(
+            "b",
+            &[
+                "timeout",
+                "10",
+                "nc",
+                "-6",
+                "-z",
+                "-w",
+                "2",
+                "2001:db8:1::2",
+                "5002",
+            ],
+        );
+        let _ = server.kill();
+        let _ = server.wait();
+        assert!(!probe.status.success(), "b connected to a: {probe:?}");
+        let (ok, out) = topo.ping("b", "2001:db8:1::2", &["-6"]);
+        assert!(
+            !ok && out.contains("0 received"),
+            "b's echo requests: {out}"
+        );
+    });
+    // SAFETY: pid is our child, still running (its --duration is unset).
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let r = wait(child, Duration::from_secs(30));
+    if let Err(e) = checks {
+        eprintln!("fastpath stdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+        std::panic::resume_unwind(e);
+    }
+    assert_success(&r);
+    let s = read_json(&json);
+    assert_eq!(s["totals"]["balanced"], true, "{s}");
+    assert_eq!(s["mbufs"]["in_use_at_exit"], 0, "{s}");
+    let hook = |name: &str| {
+        s["hooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["name"] == name)
+            .unwrap_or_else(|| panic!("no hook {name}: {s}"))
+            .clone()
+    };
+    let (a, b) = (hook("protect_a"), hook("to_b"));
+    // The transfer's ACKs and the echo replies came back established.
+    assert!(a["stats"]["ct_established"].as_u64().unwrap() >= 10, "{a}");
+    assert!(a["stats"]["rule_accepted"].as_u64().unwrap() >= 10, "{a}");
+    // b's SYN (and its retries) and 3 echo requests, refused.
+    assert!(a["stats"]["policy_dropped"].as_u64().unwrap() >= 4, "{a}");
+    assert!(b["stats"]["ct_new"].as_u64().unwrap() >= 2, "{b}");
+    assert!(
+        s["totals"]["drops"]["filter_policy"].as_u64().unwrap() >= 4,
+        "{s}"
+    );
 }

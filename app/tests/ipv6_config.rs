@@ -74,7 +74,7 @@ fn ipv6_loaded_and_forwarded_beside_ipv4() {
         .unwrap_or_else(|| panic!("no IPv6 line at start:\n{stderr}"));
     for words in [
         "5 addresses (link-local included), 2 routes and 1 static neighbours loaded",
-        "IPv6 is forwarded (through the hooks as IPv4 is; IPv6 has no connection tracking yet)",
+        "IPv6 is forwarded, through the hooks as IPv4 is",
     ] {
         assert!(notice.contains(words), "{words:?} missing from: {notice}");
     }

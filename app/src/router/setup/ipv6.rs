@@ -113,7 +113,7 @@ pub(super) fn notice(cfg: &RouterConfig, t: &Ipv6Tables) -> String {
     format!(
         "fastpath: IPv6: {addresses} addresses (link-local included), {} routes and {} static \
          neighbours loaded from the config ({} prefixes, {} next hops in the IPv6 FIB); IPv6 is \
-         forwarded (through the hooks as IPv4 is; IPv6 has no connection tracking yet)",
+         forwarded, through the hooks as IPv4 is",
         cfg.routes6.len(),
         cfg.neighbours6.len(),
         t.prefixes,

@@ -5,10 +5,11 @@
 
 use hooks::flow::{proto, Fragment};
 use hooks::wire::arp::ArpRepr;
+use hooks::wire::ethernet::ethertype;
 use hooks::wire::{checksum, icmp, ArpPacket, EthernetFrame, IcmpPacket, Ipv4Packet, VlanTag};
 use hooks::{
-    DropReason, FlowSummary, HookBurst, HookContext, HookPacket, HookWorker, PacketMeta, Tally,
-    Verdict, WorkerStore,
+    DropReason, FlowSummary, FlowSummary6, HookBurst, HookContext, HookPacket, HookWorker,
+    PacketMeta, Tally, Verdict, WorkerStore,
 };
 use std::net::Ipv4Addr;
 
@@ -228,8 +229,9 @@ fn tally_of(burst: &HookBurst<'_, '_>) -> Vec<Verdict> {
 /// `pkts` (those of `predropped` dropped first) and check:
 /// verdicts only move away from Accept, the hook's own drop reasons only,
 /// frame bytes unchanged, metadata unchanged but classify's mark and class,
-/// and a drop-policy filter never accepts a packet `FlowSummary::parse`
-/// cannot read. Returns the verdicts.
+/// and a drop-policy filter never accepts a packet it cannot read (neither
+/// `FlowSummary::parse` nor, in an IPv6 frame, `FlowSummary6::parse`
+/// reads it), which classify leaves alone. Returns the verdicts.
 pub fn run_checked(
     on_worker: &mut dyn HookWorker,
     store: &mut WorkerStore,
@@ -282,7 +284,11 @@ pub fn run_checked(
             m.class = p.meta.class;
         }
         assert_eq!(p.meta, m, "packet {i}: metadata changed");
-        if FlowSummary::parse(p.l3()).is_none() {
+        // Readable: as IPv4, or (an IPv6 frame) as IPv6, which the rules
+        // judge too.
+        let readable = FlowSummary::parse(p.l3()).is_some()
+            || (p.meta.protocol == ethertype::IPV6 && FlowSummary6::parse(p.l3()).is_some());
+        if !readable {
             match role {
                 Role::Filter { policy_drop: true } => assert_eq!(
                     is,

@@ -117,6 +117,34 @@ fn link_local_of(mac: &str) -> std::net::Ipv6Addr {
     a.into()
 }
 
+/// Start fastpath (EAL file prefix `prefix`) with config `text` between the
+/// two hosts' veths; its child and where its stats JSON will be.
+fn start(
+    topo: &Topology,
+    dir: &Path,
+    prefix: &str,
+    text: &str,
+) -> (std::process::Child, std::path::PathBuf) {
+    let (cfg_path, json) = (dir.join("router.toml"), dir.join("stats.json"));
+    std::fs::write(&cfg_path, text).unwrap();
+    let child = spawn_af_packet(|| {
+        let mut cmd = fastpath();
+        cmd.args(eal_args(
+            prefix,
+            &[
+                format!("net_af_packet0,iface={},framecnt=4096", topo.router_if("a")),
+                format!("net_af_packet1,iface={},framecnt=4096", topo.router_if("b")),
+            ],
+        ))
+        .args(["--", "--config"])
+        .arg(&cfg_path)
+        .arg("--stats-json")
+        .arg(&json);
+        cmd
+    });
+    (child, json)
+}
+
 /// Send `sent` from `from` to `to_addr`:5001 on `to` over TCP with nc;
 /// returns what the listener received.
 fn transfer(topo: &Topology, from: &str, to: &str, to_addr: &str, sent: &Path) -> Vec<u8> {
@@ -153,27 +181,7 @@ fn routes_ipv6_between_two_namespaces() {
     let topo = Topology::new("r6");
     add_ipv6(&topo);
     let dir = tempfile::tempdir().unwrap();
-    let (cfg_path, json) = (
-        dir.path().join("router.toml"),
-        dir.path().join("stats.json"),
-    );
-    std::fs::write(&cfg_path, config()).unwrap();
-
-    let child = spawn_af_packet(|| {
-        let mut cmd = fastpath();
-        cmd.args(eal_args(
-            "router6",
-            &[
-                format!("net_af_packet0,iface={},framecnt=4096", topo.router_if("a")),
-                format!("net_af_packet1,iface={},framecnt=4096", topo.router_if("b")),
-            ],
-        ))
-        .args(["--", "--config"])
-        .arg(&cfg_path)
-        .arg("--stats-json")
-        .arg(&json);
-        cmd
-    });
+    let (child, json) = start(&topo, dir.path(), "router6", &config());
     let pid = child.id();
     // From here on a failure must still stop fastpath: wait() kills it at the deadline.
     let checks = std::panic::catch_unwind(|| {
@@ -321,10 +329,6 @@ fn a_stateful_filter_lets_ipv6_replies_in_and_refuses_new_inbound() {
     let topo = Topology::new("f6");
     add_ipv6(&topo);
     let dir = tempfile::tempdir().unwrap();
-    let (cfg_path, json) = (
-        dir.path().join("router.toml"),
-        dir.path().join("stats.json"),
-    );
     let hooks = r#"
 [[hook]]
 point = "egress"
@@ -345,22 +349,12 @@ name = "to_b"
 policy = "accept"
 stateful = true
 "#;
-    std::fs::write(&cfg_path, format!("{}{hooks}", config())).unwrap();
-    let child = spawn_af_packet(|| {
-        let mut cmd = fastpath();
-        cmd.args(eal_args(
-            "filter6",
-            &[
-                format!("net_af_packet0,iface={},framecnt=4096", topo.router_if("a")),
-                format!("net_af_packet1,iface={},framecnt=4096", topo.router_if("b")),
-            ],
-        ))
-        .args(["--", "--config"])
-        .arg(&cfg_path)
-        .arg("--stats-json")
-        .arg(&json);
-        cmd
-    });
+    let (child, json) = start(
+        &topo,
+        dir.path(),
+        "filter6",
+        &format!("{}{hooks}", config()),
+    );
     let pid = child.id();
     let checks = std::panic::catch_unwind(|| {
         ping6_until_up(&topo, "a", "2001:db8:1::1", Duration::from_secs(20));
@@ -437,7 +431,10 @@ stateful = true
     assert!(a["stats"]["policy_dropped"].as_u64().unwrap() >= 4, "{a}");
     // a's connection to b was tracked as it left.
     assert!(b["stats"]["ct_new"].as_u64().unwrap() >= 1, "{b}");
-    assert!(b["stats"]["ct_tcp_established"].as_u64().unwrap() >= 1, "{b}");
+    assert!(
+        b["stats"]["ct_tcp_established"].as_u64().unwrap() >= 1,
+        "{b}"
+    );
     assert!(
         s["totals"]["drops"]["filter_policy"].as_u64().unwrap() >= 4,
         "{s}"

@@ -223,6 +223,26 @@ fn ports(v: &Value, cx: &BuildContext) -> Result<(u16, u16), String> {
     Ok((lo, hi))
 }
 
+/// The address text and length of a prefix string `"addr/len"` (or a
+/// bare address: length `max`), the length at most `max`.
+fn address_and_length<'v>(v: &'v Value, max: u8, want: &str) -> Result<(&'v str, u8), String> {
+    let Value::String(s) = v else {
+        return Err(format!("{}: {want}", show(v)));
+    };
+    match s.split_once('/') {
+        Some((a, l)) => {
+            let len: u8 = l
+                .trim()
+                .parse()
+                .ok()
+                .filter(|&l| l <= max)
+                .ok_or_else(|| format!("{}: prefix length must be 0..={max}", show(v)))?;
+            Ok((a.trim(), len))
+        }
+        None => Ok((s.trim(), max)),
+    }
+}
+
 /// A prefix of either family.
 enum AnyPrefix {
     V4(Prefix),
@@ -240,21 +260,7 @@ fn prefix_any(v: &Value) -> Result<AnyPrefix, String> {
 fn prefix6(v: &Value) -> Result<Prefix6, String> {
     const WANT: &str =
         "expected an IPv6 prefix like \"2001:db8::/32\" or an address like \"2001:db8::1\"";
-    let Value::String(s) = v else {
-        return Err(format!("{}: {WANT}", show(v)));
-    };
-    let (addr, len) = match s.split_once('/') {
-        Some((a, l)) => {
-            let len: u8 = l
-                .trim()
-                .parse()
-                .ok()
-                .filter(|&l| l <= 128)
-                .ok_or_else(|| format!("{}: prefix length must be 0..=128", show(v)))?;
-            (a.trim(), len)
-        }
-        None => (s.trim(), 128),
-    };
+    let (addr, len) = address_and_length(v, 128, WANT)?;
     let addr: Ipv6Addr = addr.parse().map_err(|_| format!("{}: {WANT}", show(v)))?;
     let p = Prefix6::new(u128::from(addr), len);
     if p.addr & !p.mask() != 0 {
@@ -272,21 +278,7 @@ fn prefix(v: &Value) -> Result<Prefix, String> {
     const WANT: &str =
         "expected an IPv4 prefix like \"10.0.0.0/8\" or an address like \"10.0.0.1\" (or an \
          IPv6 one like \"2001:db8::/32\")";
-    let Value::String(s) = v else {
-        return Err(format!("{}: {WANT}", show(v)));
-    };
-    let (addr, len) = match s.split_once('/') {
-        Some((a, l)) => {
-            let len: u8 = l
-                .trim()
-                .parse()
-                .ok()
-                .filter(|&l| l <= 32)
-                .ok_or_else(|| format!("{}: prefix length must be 0..=32", show(v)))?;
-            (a.trim(), len)
-        }
-        None => (s.trim(), 32),
-    };
+    let (addr, len) = address_and_length(v, 32, WANT)?;
     let addr: Ipv4Addr = addr.parse().map_err(|_| format!("{}: {WANT}", show(v)))?;
     let p = Prefix::new(u32::from(addr), len);
     if p.addr & !p.mask() != 0 {

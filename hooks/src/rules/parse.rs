@@ -108,14 +108,7 @@ pub fn parse_match(
         match key {
             "in_port" => m.in_port = Some(ports(v, cx).map_err(e)?),
             "out_port" => m.out_port = Some(ports(v, cx).map_err(e)?),
-            "src" => match prefix_any(v).map_err(e)? {
-                AnyPrefix::V4(p) => m.src = Some(p),
-                AnyPrefix::V6(p) => m.src6 = Some(p),
-            },
-            "dst" => match prefix_any(v).map_err(e)? {
-                AnyPrefix::V4(p) => m.dst = Some(p),
-                AnyPrefix::V6(p) => m.dst6 = Some(p),
-            },
+            "src" | "dst" => set_prefix(&mut m, key, v).map_err(e)?,
             "proto" => m.proto = Some(protocol(v).map_err(e)?),
             "sport" => m.sport = Some(range(v, 65535, "1024-65535").map_err(e)?),
             "dport" => m.dport = Some(range(v, 65535, "1024-65535").map_err(e)?),
@@ -132,12 +125,7 @@ pub fn parse_match(
         }
     }
     if (m.src.is_some() && m.dst6.is_some()) || (m.src6.is_some() && m.dst.is_some()) {
-        return Err(err(
-            "dst",
-            "is of another family than src: a rule names IPv4 or IPv6 addresses, not both \
-             (write one rule per family)"
-                .into(),
-        ));
+        return Err(err("dst", MIXED_FAMILIES.into()));
     }
     let ports_ok = matches!(m.proto, Some(proto::TCP | proto::UDP));
     for (field, set) in [("sport", m.sport.is_some()), ("dport", m.dport.is_some())] {
@@ -241,6 +229,22 @@ fn address_and_length<'v>(v: &'v Value, max: u8, want: &str) -> Result<(&'v str,
         }
         None => Ok((s.trim(), max)),
     }
+}
+
+/// What a rule naming both families' addresses is told.
+const MIXED_FAMILIES: &str = "is of another family than src: a rule names IPv4 or IPv6 \
+                              addresses, not both (write one rule per family)";
+
+/// `src` or `dst` (`key`) of `m` from `v`: the IPv4 or the IPv6 field, by
+/// the prefix's family.
+fn set_prefix(m: &mut MatchRule, key: &str, v: &Value) -> Result<(), String> {
+    match (key, prefix_any(v)?) {
+        ("src", AnyPrefix::V4(p)) => m.src = Some(p),
+        ("src", AnyPrefix::V6(p)) => m.src6 = Some(p),
+        (_, AnyPrefix::V4(p)) => m.dst = Some(p),
+        (_, AnyPrefix::V6(p)) => m.dst6 = Some(p),
+    }
+    Ok(())
 }
 
 /// A prefix of either family.

@@ -1,7 +1,8 @@
 //! ip6_input: the IPv6 packets l2_input passed (ethertype 0x86DD, to our
 //! MAC or a group of ours): the header checks of each (`header.rs`), one
 //! bulk LPM6 lookup of the burst's destinations (`Fib6::lookup_bulk`),
-//! then each packet by its next hop (`route.rs`): forwarded with the hop
+//! then each run of packets to one next hop (`runs.rs`), each packet by
+//! that next hop (`route.rs`): forwarded with the hop
 //! limit one less, delivered to us (`local.rs`), punted for the ICMPv6 error it is
 //! owed, or dropped by name. Beside ip_input, counted and timed under the
 //! same stage (`ip_input`: the IP input of both families).
@@ -14,21 +15,19 @@ pub mod header;
 pub mod local;
 pub mod neighbour;
 pub mod route;
+pub mod runs;
 
 #[cfg(test)]
 mod any_frame;
 #[cfg(test)]
 pub(crate) mod frames;
 
-use super::contract::{each, Cx, Stage, StageSpec, Step};
-use super::punt::Punt;
+use super::contract::{all, each, Cx, Stage, StageSpec, Step};
 use crate::dpdk::BURST_SIZE;
-use crate::fib6::Fib6;
 use header::{addr, ipv6_input, plain_ipv6, Ip6Fields};
-use hooks::wire::ipv6::{field, HEADER_LEN};
+use hooks::wire::ethernet::HEADER_LEN as ETH_LEN;
+use hooks::wire::ipv6::field;
 use hooks::DropReason;
-use neighbour::Neighbours;
-use route::{route, Routed6};
 
 pub const SPEC: StageSpec = StageSpec {
     stage: Stage::IpInput,
@@ -100,11 +99,16 @@ fn input(cx: &mut Cx<'_>, mask: u64) {
         }
         return;
     };
-    let k = check_all(cx, mask);
+    // The whole burst plain at byte 14 (the common case): lookup `j` is
+    // packet `j`. Else each packet is checked in full, those that pass
+    // gathered in order.
+    let n = cx.burst.len().min(BURST_SIZE);
+    let identity = mask == all(n) && check_plain(cx);
+    let k = if identity { n } else { check_all(cx, mask) };
     let b = &mut cx.s.ip6;
     fib.lookup_bulk(&b.dsts[..k], &mut b.ids[..k]);
     let routed_before = cx.s.steps.neigh_output;
-    let out_port = route_all(cx, fib, k);
+    let out_port = runs::route_all(cx, fib, k, identity);
     // The one output port of every packet routed (ip_input's and ours).
     if let Some(port) = out_port {
         cx.s.out_port = if routed_before == 0 || cx.s.out_port == port {
@@ -115,10 +119,29 @@ fn input(cx: &mut Cx<'_>, mask: u64) {
     }
 }
 
+/// The plain check ([`plain_ipv6`]) of every packet of the burst, its
+/// header at byte 14, its destination at its place in `ip6.dsts`. False
+/// at the first that is not plain: the burst then goes the general way.
+#[inline(always)]
+fn check_plain(cx: &mut Cx<'_>) -> bool {
+    let s = &mut *cx.s;
+    let packets = cx.burst.as_slice().iter().zip(&s.metas);
+    for ((m, meta), dst) in packets.zip(&mut s.ip6.dsts) {
+        let plain = (meta.l3_offset == ETH_LEN as u16)
+            .then(|| plain_ipv6(m.data(), ETH_LEN))
+            .flatten();
+        let Some((_, h)) = plain else {
+            return false;
+        };
+        *dst = *addr(h, field::DST);
+    }
+    true
+}
+
 /// The header checks of every packet of `mask` (the plain case first, in a
 /// few compares): those that pass have their destination, place and fields
 /// gathered in burst order; the others are dropped. Returns how many passed.
-#[inline(always)]
+#[inline(never)]
 fn check_all(cx: &mut Cx<'_>, mask: u64) -> usize {
     let mut k = 0;
     for i in each(mask) {
@@ -126,7 +149,7 @@ fn check_all(cx: &mut Cx<'_>, mask: u64) -> usize {
             continue;
         };
         let (frame, l3) = (m.data(), usize::from(cx.s.metas[i].l3_offset));
-        match plain_ipv6(frame, l3).map_or_else(|| full_check(frame, l3), Ok) {
+        match plain_ipv6(frame, l3).map_or_else(|| ipv6_input(frame, l3), Ok) {
             Ok((f, h)) => {
                 let b = &mut cx.s.ip6;
                 b.dsts[k % BURST_SIZE] = *addr(h, field::DST);
@@ -140,67 +163,11 @@ fn check_all(cx: &mut Cx<'_>, mask: u64) -> usize {
     k
 }
 
-/// [`ipv6_input`], out of line: what [`plain_ipv6`] did not take.
-#[inline(never)]
-fn full_check(frame: &[u8], l3: usize) -> Result<(Ip6Fields, &[u8; HEADER_LEN]), DropReason> {
-    ipv6_input(frame, l3)
-}
-
-/// Route the `k` packets looked up, the next hop read once per run of
-/// equal ids. Returns the output port of the packets forwarded (u16::MAX
-/// if several; `None` if none).
-#[inline(always)]
-fn route_all(cx: &mut Cx<'_>, fib: &Fib6, k: usize) -> Option<u16> {
-    let p = cx.pipeline;
-    let mut neighbours = Neighbours::new(p);
-    let mut out_port = None;
-    let mut j = 0;
-    while j < k {
-        let id = cx.s.ip6.ids[j % BURST_SIZE];
-        let hop = fib.hop(id);
-        let mut forwarded = false;
-        while j < k && cx.s.ip6.ids[j % BURST_SIZE] == id {
-            let i = usize::from(cx.s.ip6.at[j % BURST_SIZE]) % BURST_SIZE;
-            let f = cx.s.ip6.fields[j % BURST_SIZE];
-            j += 1;
-            let Some(m) = cx.burst.as_mut_slice().get_mut(i) else {
-                continue;
-            };
-            let meta = &mut cx.s.metas[i];
-            match route(m, meta, &f, hop, &p.groups6, cx.port) {
-                Routed6::Neigh => match hop.and_then(|h| neighbours.index(m, &h)) {
-                    Some(index) => {
-                        cx.s.neigh[i] = index;
-                        cx.s.steps.neigh_output |= 1 << i;
-                        forwarded = true;
-                    }
-                    None => punt(cx, i, Punt::Resolve6),
-                },
-                Routed6::Punt(reason) => punt(cx, i, reason),
-                Routed6::Drop(r) => cx.drop(i, r),
-            }
-        }
-        // A run's forwards all leave by its next hop's port.
-        if let Some(port) = hop.filter(|_| forwarded).map(|h| h.port) {
-            out_port = Some(match out_port {
-                Some(q) if q != port => u16::MAX,
-                _ => port,
-            });
-        }
-    }
-    out_port
-}
-
-#[inline(always)]
-fn punt(cx: &mut Cx<'_>, i: usize, reason: Punt) {
-    cx.s.punt[i] = reason;
-    cx.s.steps.local |= 1 << i;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::datapath::contract::Steps;
+    use crate::datapath::punt::Punt;
     use crate::datapath::testing::{Bench, PORT_MACS};
     use frames::{icmp6, udp6, Frame6};
     use hooks::wire::ethernet::ethertype;
@@ -349,6 +316,55 @@ mod tests {
             b.scratch.metas[3].out_port, 1,
             "the port whose MTU it exceeds"
         );
+    }
+
+    #[test]
+    fn a_plain_burst_forwards_by_runs_and_refuses_each_by_its_rule() {
+        let group = |f: Frame6| f.dst_mac([0x33, 0x33, 0, 0, 0, 1]);
+        // Plain throughout (global addresses at byte 14): the runs' way.
+        let frames = [
+            udp6(PEER, FAR),
+            udp6(PEER, FAR).hop_limit(1),
+            udp6(PEER, FAR).grow(1500 - 40 - 16 + 1),
+            group(udp6(PEER, FAR)),
+            udp6(PEER, FAR),
+            udp6(PEER, "2001:db8:2::77"),
+            udp6(PEER, "2001:db8:999::1"),
+            udp6(PEER, FAR),
+        ];
+        let (b, steps) = run_frames(&frames);
+        let routed = (1 << 0) | (1 << 4) | (1 << 7);
+        let local = (1 << 1) | (1 << 2) | (1 << 5) | (1 << 6);
+        assert_eq!(
+            steps,
+            Steps {
+                neigh_output: routed,
+                local,
+                drop: 1 << 3,
+                ..Steps::default()
+            },
+            "{steps:#x?}"
+        );
+        for (i, p) in [
+            (1, Punt::HopLimitExceeded),
+            (2, Punt::PacketTooBig),
+            (5, Punt::Resolve6),
+            (6, Punt::NoRoute6),
+        ] {
+            assert_eq!(b.scratch.punt[i], p, "packet {i}");
+        }
+        assert_eq!(b.dropped(&SPEC, DropReason::NotUnicast), 1);
+        let gateway = b.pipeline.neigh.lookup6("2001:db8:2::2".parse().unwrap());
+        for i in [0, 4, 7] {
+            assert_eq!(Some(b.scratch.neigh[i] as usize), gateway, "packet {i}");
+            assert_eq!(b.data(i)[14 + 7], 63, "packet {i}");
+            assert_eq!(b.scratch.metas[i].out_port, 1, "packet {i}");
+        }
+        // The refused as they came.
+        assert_eq!(b.data(1)[14 + 7], 1);
+        assert_eq!(b.data(3)[14 + 7], 64);
+        assert_eq!(b.scratch.metas[2].out_port, 1, "the port it exceeds");
+        assert_eq!(b.scratch.out_port, 1);
     }
 
     #[test]

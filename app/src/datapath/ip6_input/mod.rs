@@ -15,7 +15,7 @@ pub mod header;
 pub mod local;
 pub mod neighbour;
 pub mod route;
-pub mod runs;
+mod runs;
 
 #[cfg(test)]
 mod any_frame;

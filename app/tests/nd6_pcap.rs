@@ -128,8 +128,8 @@ fn solicitations_echo_and_errors_are_answered_through_the_datapath() {
     assert_eq!(s["control"]["nd_adverts"], 2, "{s}");
     assert_eq!(s["control"]["echo6_replies"], 1, "{s}");
     assert_eq!(s["control"]["icmp6_errors"], 2, "{s}");
-    assert_eq!(s["totals"]["drops"]["no_route"], 1, "{s}");
-    assert_eq!(s["totals"]["drops"]["ttl_exceeded"], 1, "{s}");
+    assert_eq!(s["totals"]["drops"]["ipv6_no_route"], 1, "{s}");
+    assert_eq!(s["totals"]["drops"]["ipv6_hop_limit_exceeded"], 1, "{s}");
     assert_eq!(s["totals"]["balanced"], true, "{s}");
     assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
 }

@@ -293,8 +293,11 @@ fn routes_ipv6_between_two_namespaces() {
     assert_eq!(s["mbufs"]["in_use_at_exit"], 0, "{s}");
     let drops = &s["totals"]["drops"];
     let control = &s["control"];
-    assert!(drops["ttl_exceeded"].as_u64().unwrap() >= 1, "{s}");
-    assert!(drops["mtu_exceeded"].as_u64().unwrap() >= 1, "{s}");
+    assert!(
+        drops["ipv6_hop_limit_exceeded"].as_u64().unwrap() >= 1,
+        "{s}"
+    );
+    assert!(drops["ipv6_packet_too_big"].as_u64().unwrap() >= 1, "{s}");
     // Echo requests to our addresses: 3 x 3 and the waits for readiness.
     assert!(control["echo6_replies"].as_u64().unwrap() >= 11, "{s}");
     // A time exceeded and a packet too big at least.

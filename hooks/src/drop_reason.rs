@@ -25,11 +25,11 @@ pub enum DropReason {
     Ipv4BadTotalLength = 8,
     /// IPv4 header checksum wrong (by the NIC's flag or by computation).
     Ipv4BadChecksum = 9,
-    /// TTL 1 or 0: may not be forwarded.
+    /// IPv4 TTL 1 or 0: may not be forwarded.
     TtlExceeded = 10,
-    /// No route to the destination.
+    /// No IPv4 route to the destination.
     NoRoute = 11,
-    /// Ethertype neither IPv4 nor ARP.
+    /// Ethertype neither IPv4, IPv6 nor ARP.
     UnsupportedProtocol = 12,
     /// Still queued in a device when fastpath stopped, drained and freed.
     ShutdownDrain = 13,
@@ -47,7 +47,7 @@ pub enum DropReason {
     NeighQueueFull = 19,
     /// The next hop did not answer ARP: resolution failed.
     NeighFailed = 20,
-    /// Larger than the output port's MTU (fastpath does not fragment).
+    /// An IPv4 packet larger than the output port's MTU (fastpath does not fragment).
     MtuExceeded = 21,
     /// Meant for the control plane, over the worker's rate for that kind.
     PuntRateLimited = 22,
@@ -153,11 +153,17 @@ pub enum DropReason {
     Icmpv6Invalid = 68,
     /// A link-local source that its route would send off its link: ICMPv6 destination unreachable code 2 (RFC 4443 3.1).
     Icmpv6BeyondScope = 69,
+    /// Hop limit 1 or 0 on an IPv6 packet to forward: ICMPv6 time exceeded (RFC 4443 3.3).
+    Ipv6HopLimitExceeded = 70,
+    /// No IPv6 route to the destination: ICMPv6 destination unreachable, code 0.
+    Ipv6NoRoute = 71,
+    /// An IPv6 packet larger than the output port's MTU: ICMPv6 packet too big (RFC 8200 5).
+    Ipv6PacketTooBig = 72,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 70] = [
+    pub const ALL: [DropReason; 73] = [
         DropReason::TxQueueFull,
         DropReason::Runt,
         DropReason::OtherHost,
@@ -228,6 +234,9 @@ impl DropReason {
         DropReason::NdBadSource,
         DropReason::Icmpv6Invalid,
         DropReason::Icmpv6BeyondScope,
+        DropReason::Ipv6HopLimitExceeded,
+        DropReason::Ipv6NoRoute,
+        DropReason::Ipv6PacketTooBig,
     ];
     /// Number of reasons: the length of a counter array.
     pub const COUNT: usize = Self::ALL.len();
@@ -305,6 +314,9 @@ impl DropReason {
             DropReason::NdBadSource => "nd_bad_source",
             DropReason::Icmpv6Invalid => "icmpv6_invalid",
             DropReason::Icmpv6BeyondScope => "icmpv6_beyond_scope",
+            DropReason::Ipv6HopLimitExceeded => "ipv6_hop_limit_exceeded",
+            DropReason::Ipv6NoRoute => "ipv6_no_route",
+            DropReason::Ipv6PacketTooBig => "ipv6_packet_too_big",
         }
     }
 
@@ -340,7 +352,7 @@ impl DropReason {
             }
             DropReason::NoRoute => "no route: no prefix in the table matches the destination",
             DropReason::UnsupportedProtocol => {
-                "unsupported protocol: ethertype neither IPv4 nor ARP (IPv6, LLDP, ...)"
+                "unsupported protocol: ethertype neither IPv4, IPv6 nor ARP (LLDP, ...)"
             }
             DropReason::ShutdownDrain => {
                 "drained at shutdown: still queued in a device (e.g. a ring) when fastpath stopped"
@@ -483,12 +495,21 @@ impl DropReason {
             DropReason::Icmpv6BeyondScope => {
                 "link-local source routed off its link: beyond scope (RFC 4443 3.1), ICMPv6 sent"
             }
+            DropReason::Ipv6HopLimitExceeded => {
+                "IPv6 hop limit exceeded: 1 or 0 on arrival, a routing loop or traceroute -6"
+            }
+            DropReason::Ipv6NoRoute => {
+                "IPv6 no route: no prefix in the IPv6 table matches the destination"
+            }
+            DropReason::Ipv6PacketTooBig => {
+                "IPv6 larger than the output MTU: packet too big sent (routers never fragment IPv6)"
+            }
         }
     }
 }
 
 // Discriminants run 0..COUNT: a reason missing from ALL would index past the counters.
-const _: () = assert!(DropReason::Icmpv6BeyondScope as usize == DropReason::COUNT - 1);
+const _: () = assert!(DropReason::Ipv6PacketTooBig as usize == DropReason::COUNT - 1);
 
 /// One counter per drop reason, owned by one lcore.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -127,9 +127,13 @@ pub const BUDGET_PORTS: usize = 16;
 /// `punt_rate_limited`.
 pub fn over_budget_reason(kind: Punt) -> DropReason {
     match kind {
-        Punt::TtlExceeded | Punt::HopLimitExceeded => DropReason::TtlExceeded,
-        Punt::NoRoute | Punt::NoRoute6 | Punt::BeyondScope => DropReason::NoRoute,
-        Punt::FragNeeded | Punt::PacketTooBig => DropReason::MtuExceeded,
+        Punt::TtlExceeded => DropReason::TtlExceeded,
+        Punt::HopLimitExceeded => DropReason::Ipv6HopLimitExceeded,
+        Punt::NoRoute => DropReason::NoRoute,
+        Punt::NoRoute6 => DropReason::Ipv6NoRoute,
+        Punt::BeyondScope => DropReason::Icmpv6BeyondScope,
+        Punt::FragNeeded => DropReason::MtuExceeded,
+        Punt::PacketTooBig => DropReason::Ipv6PacketTooBig,
         Punt::Arp | Punt::LocalIcmp | Punt::Resolve => DropReason::PuntRateLimited,
         Punt::Nd | Punt::LocalIcmp6 | Punt::Resolve6 => DropReason::PuntRateLimited,
     }

@@ -20,13 +20,13 @@ impl ControlPlane<'_> {
     /// Hop limit 1 or 0 on a packet to forward: time exceeded, code 0.
     pub(super) fn hop_limit_exceeded(&mut self, m: Mbuf) {
         let error = ErrorRepr::TimeExceeded(time_exceeded::HOP_LIMIT);
-        self.icmp6_error(m, DropReason::TtlExceeded, error, None)
+        self.icmp6_error(m, DropReason::Ipv6HopLimitExceeded, error, None)
     }
 
     /// No IPv6 route: destination unreachable, code 0.
     pub(super) fn no_route6(&mut self, m: Mbuf) {
         let error = ErrorRepr::DestUnreachable(unreachable::NO_ROUTE);
-        self.icmp6_error(m, DropReason::NoRoute, error, None)
+        self.icmp6_error(m, DropReason::Ipv6NoRoute, error, None)
     }
 
     /// A link-local source routed off its link: destination unreachable,
@@ -48,7 +48,7 @@ impl ControlPlane<'_> {
         let error = ErrorRepr::PacketTooBig {
             mtu: u32::from(mtu),
         };
-        self.icmp6_error(m, DropReason::MtuExceeded, error, None)
+        self.icmp6_error(m, DropReason::Ipv6PacketTooBig, error, None)
     }
 
     /// An echo request to one of our addresses (or a group of ours):

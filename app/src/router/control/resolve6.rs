@@ -43,7 +43,7 @@ impl ControlPlane<'_> {
     pub(super) fn resolve6(&mut self, m: Mbuf) {
         let out = m.meta().out_port;
         let Some((target, out)) = self.next_hop6(&m, out) else {
-            return self.drop_out(m, out, DropReason::NoRoute);
+            return self.drop_out(m, out, DropReason::Ipv6NoRoute);
         };
         let Some(m) = self.send_if_resolved6(m, target, out) else {
             return;

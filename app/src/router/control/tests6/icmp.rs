@@ -1,6 +1,7 @@
 //! Echo replies and ICMPv6 errors.
 
 use super::*;
+use crate::datapath::budget::over_budget_reason;
 
 #[test]
 fn an_echo_request_to_us_is_answered_from_the_address_it_was_sent_to() {
@@ -57,10 +58,18 @@ fn each_error_has_its_type_code_source_and_drop_reason() {
     let host = a("2001:db8:1::2");
     let far = a("2001:db8:99::1");
     let cases = [
-        (Punt::HopLimitExceeded, (3, 0, 0), DropReason::TtlExceeded),
-        (Punt::NoRoute6, (1, 0, 0), DropReason::NoRoute),
+        (
+            Punt::HopLimitExceeded,
+            (3, 0, 0),
+            DropReason::Ipv6HopLimitExceeded,
+        ),
+        (Punt::NoRoute6, (1, 0, 0), DropReason::Ipv6NoRoute),
         (Punt::BeyondScope, (1, 2, 0), DropReason::Icmpv6BeyondScope),
-        (Punt::PacketTooBig, (2, 0, 1400), DropReason::MtuExceeded),
+        (
+            Punt::PacketTooBig,
+            (2, 0, 1400),
+            DropReason::Ipv6PacketTooBig,
+        ),
     ];
     for (punt, fields, reason) in cases {
         let packet = datagram(host, far, 1);
@@ -71,6 +80,8 @@ fn each_error_has_its_type_code_source_and_drop_reason() {
         assert_eq!((src, dst), (a("2001:db8:1::1"), host), "{punt:?}");
         assert_eq!(&err[HEADER_LEN + 48..], &packet[HEADER_LEN..], "{punt:?}");
         assert_eq!(rig.dropped(0, reason), 1, "{punt:?}");
+        // A worker over its budget for this kind counts the packet alike.
+        assert_eq!(over_budget_reason(punt), reason, "{punt:?}");
     }
     // A link-local source is answered from our link-local address.
     rig.punt(
@@ -103,7 +114,11 @@ fn no_error_about_an_error_or_a_multicast_destination_packet_too_big_excepted() 
     rig.punt(&datagram(host, group, 1), Punt::HopLimitExceeded, 0, 1);
     assert!(rig.sent().is_empty());
     assert_eq!(rig.cp.stats.icmp6_not_allowed, 2);
-    assert_eq!(rig.dropped(0, DropReason::TtlExceeded), 2, "still counted");
+    assert_eq!(
+        rig.dropped(0, DropReason::Ipv6HopLimitExceeded),
+        2,
+        "still counted"
+    );
     rig.punt(&datagram(host, group, 64), Punt::PacketTooBig, 0, 1);
     assert_eq!(icmp6(&rig.one_sent(0)).0, (2, 0, 1400));
 }
@@ -119,5 +134,5 @@ fn errors_are_rate_limited_like_ipv4_s() {
     // A burst of 50 (a few more if the bucket refilled meanwhile).
     assert!((50..55).contains(&sent), "{sent}");
     assert_eq!(rig.cp.stats.icmp6_rate_limited as usize, 80 - sent);
-    assert_eq!(rig.dropped(0, DropReason::TtlExceeded), 80);
+    assert_eq!(rig.dropped(0, DropReason::Ipv6HopLimitExceeded), 80);
 }

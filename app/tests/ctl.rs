@@ -4,7 +4,8 @@
 //! such; `reload` and SIGHUP apply a changed config file's routes and static
 //! neighbours as a difference, keep a route `ctl` added, and a file that
 //! does not load changes nothing; `capture start` and `stop` capture what
-//! drops meanwhile, one capture at a time.
+//! drops meanwhile, one capture at a time; a reader that closes the pipe
+//! early is no error.
 
 mod common;
 use common::ctl::{ctl, ctl_in, ctl_ok, gateways, prefix, routes};
@@ -185,6 +186,26 @@ fn refused_changes_say_what_and_why_and_change_nothing() {
         "{s:?}"
     );
     assert_eq!(gateways(&routes(&p), "10.9.0.0/16"), Some(vec!["-".into()]));
+
+    // A reader that stops early (`ctl show routes | head -1`): its pipe is
+    // closed before the reply is written, which is no failure and no panic.
+    for json in [false, true] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut cmd = fastpath();
+        cmd.args(["ctl", "--file-prefix", &p]);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd
+            .args(["show", "routes"])
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "json {json}: {stderr}");
+        assert!(stderr.is_empty(), "json {json}: {stderr}");
+    }
     r.stop();
 
     // No running instance.

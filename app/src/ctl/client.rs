@@ -194,6 +194,19 @@ pub fn ask(path: &std::path::Path, request: &Request, timeout: Duration) -> std:
     serde_json::from_str(&answer).map_err(std::io::Error::other)
 }
 
+/// Writes the reply's text and a newline (nothing when it is empty). A reader
+/// that stops early (`fastpath ctl show routes | head`) closes the pipe: that
+/// is not an error, the rest of the reply is not wanted.
+fn print_reply(out: &mut impl std::io::Write, text: &str) -> std::io::Result<()> {
+    if text.is_empty() {
+        return Ok(());
+    }
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
+    }
+}
+
 /// `fastpath ctl ARGS...` (`argv[0]` is `ctl`): the process exit code.
 pub fn main(argv: &[String]) -> i32 {
     let args = match CtlArgs::try_parse_from(argv) {
@@ -233,13 +246,16 @@ pub fn main(argv: &[String]) -> i32 {
             return 3;
         }
     };
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&reply).unwrap_or_default()
-        );
-    } else if reply.ok && !reply.text.is_empty() {
-        println!("{}", reply.text.trim_end());
+    let text = if args.json {
+        serde_json::to_string_pretty(&reply).unwrap_or_default()
+    } else if reply.ok {
+        reply.text.trim_end().to_string()
+    } else {
+        String::new()
+    };
+    if let Err(e) = print_reply(&mut std::io::stdout().lock(), &text) {
+        eprintln!("fastpath ctl: writing the reply: {e}");
+        return 1;
     }
     if reply.ok {
         return 0;

@@ -1,10 +1,11 @@
 //! FRR's zebra (Debian's frr 8.4, `-M dplane_fpm_nl`) programs fastpath's
 //! FIB over FPM. In a network namespace of their own (its loopback for
-//! FPM, a veth with 10.0.2.1/24 so that zebra resolves 10.0.2.2 as
-//! connected): zebra and staticd with their own config, pid and socket
-//! paths under a temp folder, and fastpath on two null ports with
-//! `--fpm 127.0.0.1:2620`. Checked through `fastpath ctl` (polled, no fixed
-//! waits): a static route reaches the FIB with origin fpm; an ECMP route
+//! FPM, a veth with 10.0.2.1/24 and 2001:db8:2::1/64 so that zebra
+//! resolves 10.0.2.2 and 2001:db8:2::2 as connected): zebra and staticd
+//! with their own config, pid and socket paths under a temp folder, and
+//! fastpath on two null ports with `--fpm 127.0.0.1:2620`. Checked through
+//! `fastpath ctl` (polled, no fixed waits): a static route reaches the FIB
+//! with origin fpm, an IPv6 one the IPv6 FIB and goes with it; an ECMP route
 //! with both gateways; a ctl route wins over it and zebra's comes back when
 //! the ctl route goes; removing the static route removes it; killing zebra
 //! leaves the routes forwarding (stale) until the hold time sweeps them.
@@ -34,6 +35,7 @@ address = "10.0.1.1/24"
 [[port]]
 device = "net_null1"
 address = "10.0.2.1/24"
+ipv6 = ["2001:db8:2::1/64"]
 "#;
 
 /// The namespace, its FRR daemons and their folder; all gone on drop.
@@ -70,6 +72,7 @@ impl Frr {
         ip(&["link", "set", "lo", "up"]);
         ip(&["link", "add", "fp1", "type", "veth", "peer", "name", "fp1p"]);
         ip(&["addr", "add", "10.0.2.1/24", "dev", "fp1"]);
+        ip(&["addr", "add", "2001:db8:2::1/64", "dev", "fp1", "nodad"]);
         ip(&["link", "set", "fp1", "up"]);
         ip(&["link", "set", "fp1p", "up"]);
         let dir = tempfile::tempdir().unwrap();
@@ -82,7 +85,7 @@ impl Frr {
         .unwrap();
         std::fs::write(
             dir.path().join("staticd.conf"),
-            "ip route 198.51.100.0/24 10.0.2.2\n",
+            "ip route 198.51.100.0/24 10.0.2.2\nipv6 route 2001:db8:99::/48 2001:db8:2::2\n",
         )
         .unwrap();
         Frr {
@@ -226,6 +229,18 @@ fn zebra_programs_the_fib_over_fpm_and_a_dead_zebra_is_swept_after_the_hold_time
     assert_eq!(s["malformed_netlink"], 0, "{s:#}");
     assert_eq!(s["bad_attribute"], 0, "{s:#}");
 
+    // IPv6: the static route reaches the IPv6 FIB by port 1's subnet, and
+    // goes when it goes.
+    let v6 = "2001:db8:99::/48";
+    let r = wait_routes(&p, "zebra's IPv6 static route", |r| {
+        origin(r, v6).as_deref() == Some("fpm")
+    });
+    assert_eq!(gateways(&r, v6), Some(vec!["2001:db8:2::2".into()]));
+    frr.configure(&["no ipv6 route 2001:db8:99::/48 2001:db8:2::2"]);
+    wait_routes(&p, "the IPv6 static route's removal", |r| {
+        origin(r, v6).is_none()
+    });
+
     // ECMP: two gateways, one prefix.
     frr.configure(&[
         "ip route 203.0.113.0/24 10.0.2.2",
@@ -324,7 +339,7 @@ fn twenty_thousand_routes_from_a_replaying_client_all_reach_the_fib() {
         .map(|i| {
             let dst = Ipv4Addr::from(0x6400_0000 + (i << 8)); // 100.0.0.0/24 onwards
             let gw = if i % 2 == 0 { "10.0.1.2" } else { "10.0.2.2" };
-            frame_of(&[new_route(dst, 24, via(gw.parse().unwrap(), 2))])
+            frame_of(&[new_route(dst, 24, via(gw.parse::<Ipv4Addr>().unwrap(), 2))])
         })
         .collect();
     let started = Instant::now();

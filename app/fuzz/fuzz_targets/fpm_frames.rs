@@ -4,8 +4,8 @@
 //! of the bytes (a second parse of the same frame gives the same answer);
 //! a rejected frame changes nothing; what is accepted goes through zebra's
 //! RIB into a FIB stand-in whose routes are all FPM routes of at most
-//! `MAX_PATHS` next hops, every one in a port's subnet; a sweep after a
-//! disconnect leaves no route.
+//! `MAX_PATHS` next hops (one in IPv6), every one of the route's family
+//! and in a port's subnet; a sweep after a disconnect leaves no route.
 
 #![no_main]
 
@@ -18,7 +18,7 @@ use fastpath::fpm::frame::{read_frame, Read1};
 use fastpath::fpm::{parse_frame, Event, FibSink, FpmRib, FpmStats};
 use libfuzzer_sys::fuzz_target;
 use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -34,32 +34,48 @@ struct Input {
 fn seed(n: u8) -> Vec<u8> {
     let a = |i: u8| Ipv4Addr::new(10, 0, (i % 3) + 1, i);
     let p = Ipv4Addr::new(198, 51, n, 0);
-    match n % 6 {
+    let a6 = |i: u8| Ipv6Addr::new(0x2001, 0xdb8, u16::from(i % 3) + 1, 0, 0, 0, 0, u16::from(i));
+    let p6 = Ipv6Addr::new(0x2001, 0xdb8, 0x100 + u16::from(n), 0, 0, 0, 0, 0);
+    match n % 8 {
         0 => frame_of(&[new_route(p, 24, via(a(n), 2))]),
         1 => frame_of(&[del_route(p, 24), new_route(p, 24, multipath(&[a(n), a(n + 1)]))]),
         2 => frame_of(&[new_nexthop(u32::from(n), a(n), 2), new_group(99, &[u32::from(n), 7])]),
         3 => frame_of(&[new_route(p, 24, vec![netlink_packet_route::route::RouteAttribute::NhId(99)])]),
         4 => frame_of(&[del_nexthop(u32::from(n))]),
-        _ => frame_of(&[del_route(p, 24)]),
+        5 => frame_of(&[del_route(p, 24)]),
+        6 => frame_of(&[
+            new_route(p6, 48, multipath(&[a6(n), a6(n.wrapping_add(1))])),
+            new_nexthop(u32::from(n) + 1000, a6(n), 2),
+        ]),
+        _ => frame_of(&[del_route(p6, 48)]),
     }
 }
 
 #[derive(Default)]
-struct Fib(BTreeMap<(Ipv4Addr, u8), (Origin, Vec<(Ipv4Addr, usize)>)>);
+struct Fib(BTreeMap<(IpAddr, u8), (Origin, Vec<(IpAddr, usize)>)>);
 
 impl FibSink for Fib {
-    fn origin(&self, p: Ipv4Addr, l: u8) -> Option<Origin> {
+    fn origin(&self, p: IpAddr, l: u8) -> Option<Origin> {
         self.0.get(&(p, l)).map(|r| r.0.clone())
     }
-    fn port_of(&self, g: Ipv4Addr) -> Option<usize> {
-        let o = g.octets();
-        (o[0] == 10 && o[1] == 0 && (1..=2).contains(&o[2])).then(|| usize::from(o[2] - 1))
+    fn port_of(&self, g: IpAddr) -> Option<usize> {
+        match g {
+            IpAddr::V4(g) => {
+                let o = g.octets();
+                (o[0] == 10 && o[1] == 0 && (1..=2).contains(&o[2])).then(|| usize::from(o[2] - 1))
+            }
+            IpAddr::V6(g) => {
+                let s = g.segments();
+                (s[..2] == [0x2001, 0xdb8] && (1..=2).contains(&s[2]) && s[3] == 0)
+                    .then(|| usize::from(s[2] - 1))
+            }
+        }
     }
-    fn set(&mut self, p: Ipv4Addr, l: u8, hops: &[(Ipv4Addr, usize)]) -> Result<(), String> {
+    fn set(&mut self, p: IpAddr, l: u8, hops: &[(IpAddr, usize)]) -> Result<(), String> {
         self.0.insert((p, l), (Origin::Fpm, hops.to_vec()));
         Ok(())
     }
-    fn remove(&mut self, p: Ipv4Addr, l: u8) -> Result<(), String> {
+    fn remove(&mut self, p: IpAddr, l: u8) -> Result<(), String> {
         self.0.remove(&(p, l));
         Ok(())
     }
@@ -97,10 +113,11 @@ fuzz_target!(|input: Input| {
             Ok(Read1::Lost(..) | Read1::Closed) | Err(_) => break,
         }
     }
-    for ((_, _), (origin, hops)) in &fib.0 {
+    for ((p, _), (origin, hops)) in &fib.0 {
         assert_eq!(*origin, Origin::Fpm);
-        assert!(!hops.is_empty() && hops.len() <= MAX_PATHS);
-        assert!(hops.iter().all(|(g, port)| fib.port_of(*g) == Some(*port)));
+        let max = if p.is_ipv4() { MAX_PATHS } else { 1 };
+        assert!(!hops.is_empty() && hops.len() <= max);
+        assert!(hops.iter().all(|(g, port)| g.is_ipv4() == p.is_ipv4() && fib.port_of(*g) == Some(*port)));
     }
     assert!(rib.len() >= fib.0.len());
     rib.apply(vec![Event::Disconnected(1)], now, &mut fib);

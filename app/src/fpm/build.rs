@@ -12,7 +12,7 @@ use netlink_packet_route::route::{
     RouteScope, RouteType,
 };
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 
 /// zebra's protocol number for static routes (`RTPROT_ZSTATIC`).
 pub const RTPROT_ZSTATIC: u8 = 196;
@@ -53,42 +53,47 @@ pub fn route_message(
         kind: RouteType::Unicast,
         ..RouteHeader::default()
     };
-    m.attributes.push(RouteAttribute::Destination(match prefix {
-        IpAddr::V4(a) => RouteAddress::Inet(a),
-        IpAddr::V6(a) => RouteAddress::Inet6(a),
-    }));
+    m.attributes
+        .push(RouteAttribute::Destination(route_address(prefix)));
     m.attributes.extend(attrs);
     m
 }
 
+fn route_address(a: IpAddr) -> RouteAddress {
+    match a {
+        IpAddr::V4(a) => RouteAddress::Inet(a),
+        IpAddr::V6(a) => RouteAddress::Inet6(a),
+    }
+}
+
 /// `RTM_NEWROUTE` of `prefix/len` in the main table.
-pub fn new_route(prefix: Ipv4Addr, len: u8, attrs: Vec<RouteAttribute>) -> Vec<u8> {
-    let m = route_message(IpAddr::V4(prefix), len, 254, attrs);
+pub fn new_route(prefix: impl Into<IpAddr>, len: u8, attrs: Vec<RouteAttribute>) -> Vec<u8> {
+    let m = route_message(prefix.into(), len, 254, attrs);
     netlink(FpmNetlink::Route(RouteNetlinkMessage::NewRoute(m)))
 }
 
 /// `RTM_DELROUTE` of `prefix/len` in the main table.
-pub fn del_route(prefix: Ipv4Addr, len: u8) -> Vec<u8> {
-    let m = route_message(IpAddr::V4(prefix), len, 254, vec![]);
+pub fn del_route(prefix: impl Into<IpAddr>, len: u8) -> Vec<u8> {
+    let m = route_message(prefix.into(), len, 254, vec![]);
     netlink(FpmNetlink::Route(RouteNetlinkMessage::DelRoute(m)))
 }
 
 /// Inline gateway and interface.
-pub fn via(gateway: Ipv4Addr, oif: u32) -> Vec<RouteAttribute> {
+pub fn via(gateway: impl Into<IpAddr>, oif: u32) -> Vec<RouteAttribute> {
     vec![
-        RouteAttribute::Gateway(RouteAddress::Inet(gateway)),
+        RouteAttribute::Gateway(route_address(gateway.into())),
         RouteAttribute::Oif(oif),
     ]
 }
 
 /// `RTA_MULTIPATH` over `gateways` (interface 2 each).
-pub fn multipath(gateways: &[Ipv4Addr]) -> Vec<RouteAttribute> {
+pub fn multipath<A: Into<IpAddr> + Copy>(gateways: &[A]) -> Vec<RouteAttribute> {
     let hops = gateways
         .iter()
         .map(|g| {
             let mut h = RouteNextHop::default();
             h.interface_index = 2;
-            h.attributes = vec![RouteAttribute::Gateway(RouteAddress::Inet(*g))];
+            h.attributes = vec![RouteAttribute::Gateway(route_address((*g).into()))];
             h
         })
         .collect();
@@ -96,13 +101,15 @@ pub fn multipath(gateways: &[Ipv4Addr]) -> Vec<RouteAttribute> {
 }
 
 /// `RTM_NEWNEXTHOP` of one gateway.
-pub fn new_nexthop(id: u32, gateway: Ipv4Addr, oif: u32) -> Vec<u8> {
+pub fn new_nexthop(id: u32, gateway: impl Into<IpAddr>, oif: u32) -> Vec<u8> {
+    let gateway = gateway.into();
     netlink(FpmNetlink::NewNexthop(NexthopMessage {
-        family: 2,
+        // AF_INET, AF_INET6.
+        family: if gateway.is_ipv4() { 2 } else { 10 },
         protocol: RTPROT_ZSTATIC,
         attributes: vec![
             NexthopAttribute::Id(id),
-            NexthopAttribute::Gateway(IpAddr::V4(gateway)),
+            NexthopAttribute::Gateway(gateway),
             NexthopAttribute::Oif(oif),
         ],
         ..NexthopMessage::default()

@@ -2,8 +2,9 @@
 //! function of the bytes. A frame is taken whole or not at all: one
 //! message that does not decode, or whose attributes make no route,
 //! rejects the frame (so a frame never changes the FIB half-way); what
-//! fastpath deliberately leaves alone (IPv6 for now, other tables, kernel
-//! routes, unknown message types) is reported as skipped, by kind.
+//! fastpath deliberately leaves alone (other tables, kernel routes, unknown
+//! message types) is reported as skipped, by kind. Routes of both families
+//! are taken.
 
 use super::message::{FpmNetlink, NexthopAttribute, NexthopMessage, RTM_DELNEXTHOP};
 use super::stats::Count;
@@ -12,7 +13,7 @@ use netlink_packet_route::route::{
     RouteAddress, RouteAttribute, RouteMessage, RouteProtocol, RouteType,
 };
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// The main routing table.
 pub const RT_TABLE_MAIN: u32 = 254;
@@ -46,8 +47,8 @@ pub enum NexthopDef {
 /// One change a frame asks for, in frame order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Change {
-    RouteSet { prefix: Ipv4Addr, len: u8, via: Via },
-    RouteDel { prefix: Ipv4Addr, len: u8 },
+    RouteSet { prefix: IpAddr, len: u8, via: Via },
+    RouteDel { prefix: IpAddr, len: u8 },
     NexthopSet { id: u32, def: NexthopDef },
     NexthopDel { id: u32 },
 }
@@ -56,7 +57,7 @@ pub enum Change {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Parsed {
     pub changes: Vec<Change>,
-    /// Skipped messages, by kind (`Count::Ipv6NotYet`, `OtherTable`, ...);
+    /// Skipped messages, by kind (`Count::OtherTable`, `OwnRoute`, ...);
     /// `not_unicast` routes come as a `RouteDel` and a mark here.
     pub skipped: Vec<Count>,
     /// Netlink messages in the frame.
@@ -128,10 +129,27 @@ fn message(bytes: &[u8], kind: u16, out: &mut Parsed) -> Result<(), Rejected> {
     }
 }
 
-fn v4(a: &RouteAddress, what: &str) -> Result<Ipv4Addr, Rejected> {
-    match a {
-        RouteAddress::Inet(a) => Ok(*a),
-        other => Err(bad_attribute(format!("{what} {other:?} in an IPv4 route"))),
+/// A route's destination, of the route's family.
+fn destination(a: &RouteAddress, v6: bool) -> Result<IpAddr, Rejected> {
+    match (a, v6) {
+        (RouteAddress::Inet(a), false) => Ok(IpAddr::V4(*a)),
+        (RouteAddress::Inet6(a), true) => Ok(IpAddr::V6(*a)),
+        (other, _) => Err(bad_attribute(format!(
+            "destination {other:?} in an IPv{} route",
+            if v6 { 6 } else { 4 }
+        ))),
+    }
+}
+
+/// Whether `prefix/len` has host bits set.
+fn host_bits(prefix: IpAddr, len: u8) -> bool {
+    match prefix {
+        IpAddr::V4(a) => {
+            u32::from(a) & !u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0) != 0
+        }
+        IpAddr::V6(a) => {
+            a.to_bits() & !u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0) != 0
+        }
     }
 }
 
@@ -146,14 +164,11 @@ fn gateway_of(attrs: &[RouteAttribute]) -> Option<IpAddr> {
 /// A route message: a change, a skip, or a rejection.
 fn route(r: &RouteMessage, new: bool, out: &mut Parsed) -> Result<(), Rejected> {
     let h = &r.header;
-    match h.address_family {
-        AddressFamily::Inet => {}
-        AddressFamily::Inet6 => {
-            out.skipped.push(Count::Ipv6NotYet);
-            return Ok(());
-        }
+    let v6 = match h.address_family {
+        AddressFamily::Inet => false,
+        AddressFamily::Inet6 => true,
         other => return Err(bad_attribute(format!("route of address family {other:?}"))),
-    }
+    };
     let table = r
         .attributes
         .iter()
@@ -176,19 +191,20 @@ fn route(r: &RouteMessage, new: bool, out: &mut Parsed) -> Result<(), Rejected> 
         return Ok(());
     }
     let len = h.destination_prefix_length;
-    if len > 32 {
-        return Err(bad_attribute(format!("IPv4 prefix length {len}")));
+    let (family, bits) = if v6 { (6, 128) } else { (4, 32) };
+    if len > bits {
+        return Err(bad_attribute(format!("IPv{family} prefix length {len}")));
     }
     let prefix = match r.attributes.iter().find_map(|a| match a {
         RouteAttribute::Destination(d) => Some(d),
         _ => None,
     }) {
-        Some(d) => v4(d, "destination")?,
-        None if len == 0 => Ipv4Addr::UNSPECIFIED,
+        Some(d) => destination(d, v6)?,
+        None if len == 0 && v6 => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+        None if len == 0 => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         None => return Err(bad_attribute(format!("/{len} route without RTA_DST"))),
     };
-    let mask = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
-    if u32::from(prefix) & !mask != 0 {
+    if host_bits(prefix, len) {
         return Err(bad_attribute(format!(
             "{prefix}/{len}: host bits set in the destination"
         )));

@@ -15,29 +15,44 @@
 //!   keeps forwarding; what zebra sends again is fresh; what is still stale
 //!   `hold` after the last connect or disconnect is removed.
 //! - **ports**: until the kernel has representors of fastpath's ports, a
-//!   path's port is the one whose subnet holds its gateway (zebra's
-//!   ifindex is not used); a path without an IPv4 gateway in a port's
-//!   subnet is left out (`no_port`).
+//!   path's port is the one whose subnet (of the route's family) holds its
+//!   gateway (zebra's ifindex is not used); a path without such a gateway
+//!   (none, a link-local one, or one of the other family) is left out
+//!   (`no_port`).
+//! - **families**: IPv4 and IPv6 routes alike; an IPv6 route takes one
+//!   path (the IPv6 FIB has no ECMP), the rest cut (`ecmp_cut`).
 
 use super::parse::{Change, NexthopDef, Parsed, Path, Via};
 use super::stats::{Count, FpmStats};
 use crate::fib::{Origin, MAX_PATHS};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The FIB as the FPM RIB changes it (the control plane; a map in tests).
+/// Prefixes and gateways of one route are of one family.
 pub trait FibSink {
     /// Where the route of exactly `prefix/len` comes from, if there is one.
-    fn origin(&self, prefix: Ipv4Addr, len: u8) -> Option<Origin>;
-    /// The index of the port whose subnet holds `gateway`.
-    fn port_of(&self, gateway: Ipv4Addr) -> Option<usize>;
+    fn origin(&self, prefix: IpAddr, len: u8) -> Option<Origin>;
+    /// The index of the port whose subnet (of `gateway`'s family) holds
+    /// `gateway`.
+    fn port_of(&self, gateway: IpAddr) -> Option<usize>;
     /// Route `prefix/len` by `hops` (gateway, port index), in place, as an
     /// FPM route.
-    fn set(&mut self, prefix: Ipv4Addr, len: u8, hops: &[(Ipv4Addr, usize)]) -> Result<(), String>;
+    fn set(&mut self, prefix: IpAddr, len: u8, hops: &[(IpAddr, usize)]) -> Result<(), String>;
     /// Delete the route of `prefix/len`.
-    fn remove(&mut self, prefix: Ipv4Addr, len: u8) -> Result<(), String>;
+    fn remove(&mut self, prefix: IpAddr, len: u8) -> Result<(), String>;
+}
+
+/// Paths a route of `prefix`'s family can hold: the IPv4 FIB's ECMP width,
+/// one in IPv6.
+fn max_paths(prefix: IpAddr) -> usize {
+    if prefix.is_ipv4() {
+        MAX_PATHS
+    } else {
+        1
+    }
 }
 
 /// What the listener thread hands the control lcore, by session (each
@@ -49,7 +64,7 @@ pub enum Event {
     Disconnected(u64),
 }
 
-type Key = (u32, u8);
+type Key = (IpAddr, u8);
 
 #[derive(Debug)]
 struct Entry {
@@ -70,8 +85,8 @@ pub struct FpmRib {
     stats: Arc<FpmStats>,
 }
 
-fn key(p: Ipv4Addr, l: u8) -> Key {
-    (u32::from(p), l)
+fn key(p: IpAddr, l: u8) -> Key {
+    (p, l)
 }
 
 impl FpmRib {
@@ -170,8 +185,8 @@ impl FpmRib {
         for k in touched {
             if self.routes.contains_key(&k) {
                 self.sync(k, sink);
-            } else if sink.origin(Ipv4Addr::from(k.0), k.1) == Some(Origin::Fpm) {
-                let _ = sink.remove(Ipv4Addr::from(k.0), k.1);
+            } else if sink.origin(k.0, k.1) == Some(Origin::Fpm) {
+                let _ = sink.remove(k.0, k.1);
                 self.stats.add(Count::RoutesSwept, 1);
             }
         }
@@ -182,7 +197,7 @@ impl FpmRib {
     /// `None` every prefix (after a reload), again from the RIB: an FPM
     /// route that waited behind a deleted config or ctl route takes its
     /// place.
-    pub fn resync(&mut self, prefix: Option<(Ipv4Addr, u8)>, sink: &mut impl FibSink) {
+    pub fn resync(&mut self, prefix: Option<(IpAddr, u8)>, sink: &mut impl FibSink) {
         match prefix {
             Some((p, l)) => {
                 if self.routes.contains_key(&key(p, l)) {
@@ -193,7 +208,7 @@ impl FpmRib {
                 let keys: Vec<Key> = self
                     .routes
                     .keys()
-                    .filter(|k| sink.origin(Ipv4Addr::from(k.0), k.1) != Some(Origin::Fpm))
+                    .filter(|k| sink.origin(k.0, k.1) != Some(Origin::Fpm))
                     .copied()
                     .collect();
                 for k in keys {
@@ -289,8 +304,8 @@ impl FpmRib {
 
     /// Bring the FIB's `k` to what the RIB says, under the origin rule.
     fn sync(&mut self, k: Key, sink: &mut impl FibSink) {
-        let (p, l) = (Ipv4Addr::from(k.0), k.1);
-        let hops = self.routes.get(&k).map(|e| self.resolve(&e.via, sink));
+        let (p, l) = k;
+        let hops = self.routes.get(&k).map(|e| self.resolve(p, &e.via, sink));
         let origin = sink.origin(p, l);
         match (&origin, &hops) {
             (Some(Origin::Config | Origin::Ctl), Some(_)) => {
@@ -320,17 +335,18 @@ impl FpmRib {
         }
     }
 
-    /// A route's next hops as (gateway, port), at most `MAX_PATHS`.
-    fn resolve(&self, via: &Via, sink: &impl FibSink) -> Vec<(Ipv4Addr, usize)> {
+    /// The next hops of a route of `prefix` as (gateway, port), at most
+    /// [`max_paths`].
+    fn resolve(&self, prefix: IpAddr, via: &Via, sink: &impl FibSink) -> Vec<(IpAddr, usize)> {
         let mut paths: Vec<&Path> = Vec::new();
         match via {
             Via::Paths(ps) => paths.extend(ps),
             Via::Nexthop(id) => self.members(*id, &mut paths),
         }
-        let mut out: Vec<(Ipv4Addr, usize)> = Vec::new();
+        let mut out: Vec<(IpAddr, usize)> = Vec::new();
         for path in paths {
             let hop = match path.gateway {
-                Some(IpAddr::V4(g)) => sink.port_of(g).map(|port| (g, port)),
+                Some(g) if g.is_ipv4() == prefix.is_ipv4() => sink.port_of(g).map(|port| (g, port)),
                 _ => None,
             };
             match hop {
@@ -339,10 +355,10 @@ impl FpmRib {
                 None => self.stats.add(Count::NoPort, 1),
             }
         }
-        if out.len() > MAX_PATHS {
-            self.stats
-                .add(Count::EcmpCut, (out.len() - MAX_PATHS) as u64);
-            out.truncate(MAX_PATHS);
+        let max = max_paths(prefix);
+        if out.len() > max {
+            self.stats.add(Count::EcmpCut, (out.len() - max) as u64);
+            out.truncate(max);
         }
         out
     }

@@ -36,8 +36,8 @@ pub enum Count {
     FixedPrefix,
     /// The FIB refused the route (full: next-hop slots, LPM rules).
     FibRefused,
-    /// A path whose gateway lies in no port's subnet (or has no gateway):
-    /// left out of its route.
+    /// A path whose gateway lies in no port's subnet of the route's family
+    /// (or has no gateway, or a link-local one): left out of its route.
     NoPort,
     /// Paths beyond the FIB's ECMP width, cut.
     EcmpCut,
@@ -46,8 +46,6 @@ pub enum Count {
     /// A blackhole/unreachable/prohibit route: withdrawn (fastpath has no
     /// such next hop yet).
     NotUnicast,
-    /// IPv6 routes (parsed, not applied yet).
-    Ipv6NotYet,
     /// Routes of a table other than main (254).
     OtherTable,
     /// Kernel-protocol, local, broadcast routes: fastpath has its own.
@@ -69,7 +67,7 @@ pub enum Count {
 }
 
 impl Count {
-    pub const ALL: [Count; 27] = [
+    pub const ALL: [Count; 26] = [
         Count::Connections,
         Count::Replaced,
         Count::Frames,
@@ -87,7 +85,6 @@ impl Count {
         Count::EcmpCut,
         Count::UnknownNexthop,
         Count::NotUnicast,
-        Count::Ipv6NotYet,
         Count::OtherTable,
         Count::OwnRoute,
         Count::UnknownMessage,
@@ -118,7 +115,6 @@ impl Count {
             Count::EcmpCut => "ecmp_cut",
             Count::UnknownNexthop => "unknown_nexthop",
             Count::NotUnicast => "not_unicast",
-            Count::Ipv6NotYet => "ipv6_not_yet",
             Count::OtherTable => "other_table",
             Count::OwnRoute => "own_route",
             Count::UnknownMessage => "unknown_message",

@@ -20,38 +20,75 @@ fn a(s: &str) -> Ipv4Addr {
     s.parse().unwrap()
 }
 
-type Installed = (Origin, Vec<(Ipv4Addr, usize)>);
+fn a6(s: &str) -> Ipv6Addr {
+    s.parse().unwrap()
+}
 
-/// The FIB as a map; ports 0 and 1 hold 10.0.1.0/24 and 10.0.2.0/24.
+type Installed = (Origin, Vec<(Ipv4Addr, usize)>);
+type Installed6 = (Origin, Vec<(Ipv6Addr, usize)>);
+
+/// The FIB as a map per family; ports 0 and 1 hold 10.0.1.0/24 and
+/// 10.0.2.0/24, 2001:db8:1::/64 and 2001:db8:2::/64.
 #[derive(Default)]
 struct Fib {
     routes: BTreeMap<(Ipv4Addr, u8), Installed>,
+    routes6: BTreeMap<(Ipv6Addr, u8), Installed6>,
     log: Vec<String>,
     full: bool,
 }
 
 impl FibSink for Fib {
-    fn origin(&self, p: Ipv4Addr, l: u8) -> Option<Origin> {
-        self.routes.get(&(p, l)).map(|r| r.0.clone())
-    }
-    fn port_of(&self, g: Ipv4Addr) -> Option<usize> {
-        match g.octets() {
-            [10, 0, 1, _] => Some(0),
-            [10, 0, 2, _] => Some(1),
-            _ => None,
+    fn origin(&self, p: IpAddr, l: u8) -> Option<Origin> {
+        match p {
+            IpAddr::V4(p) => self.routes.get(&(p, l)).map(|r| r.0.clone()),
+            IpAddr::V6(p) => self.routes6.get(&(p, l)).map(|r| r.0.clone()),
         }
     }
-    fn set(&mut self, p: Ipv4Addr, l: u8, hops: &[(Ipv4Addr, usize)]) -> Result<(), String> {
+    fn port_of(&self, g: IpAddr) -> Option<usize> {
+        match g {
+            IpAddr::V4(g) => match g.octets() {
+                [10, 0, 1, _] => Some(0),
+                [10, 0, 2, _] => Some(1),
+                _ => None,
+            },
+            IpAddr::V6(g) => match g.segments() {
+                [0x2001, 0xdb8, 1, 0, ..] => Some(0),
+                [0x2001, 0xdb8, 2, 0, ..] => Some(1),
+                _ => None,
+            },
+        }
+    }
+    fn set(&mut self, p: IpAddr, l: u8, hops: &[(IpAddr, usize)]) -> Result<(), String> {
         if self.full {
             return Err("the FIB's next-hop slots: all 4096 in use".into());
         }
         self.log.push(format!("set {p}/{l}"));
-        self.routes.insert((p, l), (Origin::Fpm, hops.to_vec()));
+        match p {
+            IpAddr::V4(p) => {
+                let hops = hops.iter().map(|&(g, port)| match g {
+                    IpAddr::V4(g) => Ok((g, port)),
+                    IpAddr::V6(g) => Err(format!("{g} in an IPv4 route")),
+                });
+                let hops = hops.collect::<Result<_, _>>()?;
+                self.routes.insert((p, l), (Origin::Fpm, hops));
+            }
+            IpAddr::V6(p) => {
+                let hops = hops.iter().map(|&(g, port)| match g {
+                    IpAddr::V6(g) => Ok((g, port)),
+                    IpAddr::V4(g) => Err(format!("{g} in an IPv6 route")),
+                });
+                let hops = hops.collect::<Result<_, _>>()?;
+                self.routes6.insert((p, l), (Origin::Fpm, hops));
+            }
+        }
         Ok(())
     }
-    fn remove(&mut self, p: Ipv4Addr, l: u8) -> Result<(), String> {
+    fn remove(&mut self, p: IpAddr, l: u8) -> Result<(), String> {
         self.log.push(format!("del {p}/{l}"));
-        self.routes.remove(&(p, l));
+        match p {
+            IpAddr::V4(p) => self.routes.remove(&(p, l)).map(|_| ()),
+            IpAddr::V6(p) => self.routes6.remove(&(p, l)).map(|_| ()),
+        };
         Ok(())
     }
 }
@@ -61,6 +98,9 @@ impl Fib {
         self.routes
             .get(&(a(p), l))
             .map(|r| r.1.iter().map(|h| h.0).collect())
+    }
+    fn hops6(&self, p: &str, l: u8) -> Option<Vec<(Ipv6Addr, usize)>> {
+        self.routes6.get(&(a6(p), l)).map(|r| r.1.clone())
     }
 }
 
@@ -119,7 +159,7 @@ fn route_add_and_del_with_an_inline_gateway() {
     assert_eq!(
         p.changes,
         vec![Change::RouteSet {
-            prefix: a("198.51.100.0"),
+            prefix: IpAddr::V4(a("198.51.100.0")),
             len: 24,
             via: Via::Paths(vec![Path {
                 gateway: Some(IpAddr::V4(a("10.0.2.2"))),
@@ -268,16 +308,18 @@ fn a_malformed_message_rejects_its_whole_frame() {
 }
 
 #[test]
-fn unknown_types_ipv6_other_tables_and_kernel_routes_are_skipped_and_counted() {
+fn unknown_types_other_tables_and_kernel_routes_are_skipped_and_counted() {
     let mut link = new_route(a("198.51.100.0"), 24, via(a("10.0.1.2"), 2));
     link[4..6].copy_from_slice(&16u16.to_ne_bytes()); // RTM_NEWLINK
-    let v6 = netlink(super::message::FpmNetlink::Route(
-        RouteNetlinkMessage::NewRoute(route_message(
-            IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0)),
-            32,
-            254,
-            vec![],
-        )),
+    let mut kernel6 = route_message(
+        IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 0)),
+        64,
+        254,
+        vec![RouteAttribute::Oif(2)],
+    );
+    kernel6.header.protocol = RouteProtocol::Kernel;
+    let kernel6 = netlink(super::message::FpmNetlink::Route(
+        RouteNetlinkMessage::NewRoute(kernel6),
     ));
     let other_table = netlink(super::message::FpmNetlink::Route(
         RouteNetlinkMessage::NewRoute(route_message(
@@ -308,19 +350,127 @@ fn unknown_types_ipv6_other_tables_and_kernel_routes_are_skipped_and_counted() {
         RouteNetlinkMessage::NewRoute(local),
     ));
     let good = new_route(a("198.51.100.0"), 24, via(a("10.0.1.2"), 2));
-    let p = parse_frame(&[link, v6, other_table, kernel, local, good].concat()).unwrap();
+    let p = parse_frame(&[link, kernel6, other_table, kernel, local, good].concat()).unwrap();
     assert_eq!(p.messages, 6);
     assert_eq!(
         p.skipped,
         vec![
             Count::UnknownMessage,
-            Count::Ipv6NotYet,
+            Count::OwnRoute,
             Count::OtherTable,
             Count::OwnRoute,
             Count::OwnRoute
         ]
     );
     assert_eq!(p.changes.len(), 1);
+}
+
+#[test]
+fn ipv6_routes_take_one_path_in_a_port_subnet_and_are_swept_like_ipv4() {
+    let p = a6("2001:db8:99::");
+    let parsed = parse_frame(&frame_of(&[new_route(p, 48, via(a6("2001:db8:2::2"), 3))])[4..]);
+    assert_eq!(
+        parsed.unwrap().changes,
+        vec![Change::RouteSet {
+            prefix: IpAddr::V6(p),
+            len: 48,
+            via: Via::Paths(vec![Path {
+                gateway: Some(IpAddr::V6(a6("2001:db8:2::2"))),
+                oif: 3
+            }])
+        }]
+    );
+    let mut r = Rig::new();
+    r.frame(&[new_route(p, 48, via(a6("2001:db8:2::2"), 3))]);
+    assert_eq!(
+        r.fib.hops6("2001:db8:99::", 48),
+        Some(vec![(a6("2001:db8:2::2"), 1)])
+    );
+    assert_eq!(r.stats.get(Count::RoutesAdded), 1);
+    // ECMP: the IPv6 FIB holds one path, the other is cut and counted.
+    let two = multipath(&[a6("2001:db8:1::2"), a6("2001:db8:2::2")]);
+    r.frame(&[new_route(p, 48, two)]);
+    assert_eq!(
+        r.fib.hops6("2001:db8:99::", 48),
+        Some(vec![(a6("2001:db8:1::2"), 0)])
+    );
+    assert_eq!(r.stats.get(Count::EcmpCut), 1);
+    assert_eq!(r.stats.get(Count::RoutesReplaced), 1);
+    // A delete and an add of the prefix in one frame: one replace, no gap.
+    r.fib.log.clear();
+    r.frame(&[
+        del_route(p, 48),
+        new_route(p, 48, via(a6("2001:db8:2::3"), 3)),
+    ]);
+    assert_eq!(r.fib.log, vec!["set 2001:db8:99::/48"]);
+    // By a next-hop group of IPv6 next hops.
+    r.frame(&[
+        new_nexthop(61, a6("2001:db8:2::61"), 3),
+        new_group(60, &[61]),
+        new_route(a6("2001:db8:60::"), 48, vec![RouteAttribute::NhId(60)]),
+    ]);
+    assert_eq!(
+        r.fib.hops6("2001:db8:60::", 48),
+        Some(vec![(a6("2001:db8:2::61"), 1)])
+    );
+    // No port for a link-local gateway (zebra's ifindex is not mapped yet),
+    // or for an IPv4 next hop of an IPv6 route: nothing installed.
+    let q = a6("2001:db8:77::");
+    r.frame(&[new_route(q, 48, via(a6("fe80::2"), 3))]);
+    r.frame(&[
+        new_nexthop(71, a("10.0.2.2"), 3),
+        new_route(q, 48, vec![RouteAttribute::NhId(71)]),
+    ]);
+    assert_eq!(r.fib.hops6("2001:db8:77::", 48), None);
+    assert_eq!(r.stats.get(Count::NoPort), 2);
+    // An IPv4 RTA_GATEWAY in an IPv6 route does not decode: the frame is
+    // rejected whole.
+    let mixed = frame_of(&[new_route(q, 48, via(a("10.0.2.2"), 3))]);
+    assert!(parse_frame(&mixed[4..]).is_err());
+    // The same prefix text in the other family is another route.
+    r.frame(&[new_route(a("198.51.100.0"), 24, via(a("10.0.2.2"), 3))]);
+    assert_eq!((r.fib.routes.len(), r.fib.routes6.len()), (1, 2));
+    // Withdrawn, and the rest swept after a disconnect.
+    r.frame(&[del_route(p, 48)]);
+    assert_eq!(r.fib.hops6("2001:db8:99::", 48), None);
+    r.events(vec![Event::Disconnected(1)]);
+    r.rib.tick(r.now + Duration::from_secs(10), &mut r.fib);
+    assert!(r.fib.routes6.is_empty() && r.fib.routes.is_empty());
+}
+
+#[test]
+fn ipv6_routes_with_bad_lengths_host_bits_or_families_reject_the_frame() {
+    let bad = |m: Vec<u8>| parse_frame(&frame_of(&[m])[4..]).unwrap_err().kind;
+    let gw = via(a6("2001:db8:2::2"), 3);
+    assert_eq!(
+        bad(new_route(a6("2001:db8:99::"), 129, gw.clone())),
+        Count::BadAttribute
+    );
+    assert_eq!(
+        bad(new_route(a6("2001:db8:99::1"), 48, gw.clone())),
+        Count::BadAttribute
+    );
+    let mut mixed = route_message(IpAddr::V6(a6("2001:db8:99::")), 48, 254, gw);
+    mixed.header.address_family = netlink_packet_route::AddressFamily::Inet;
+    let mixed = netlink(super::message::FpmNetlink::Route(
+        RouteNetlinkMessage::NewRoute(mixed),
+    ));
+    // (netlink-packet-route may already refuse a 16-byte RTA_DST in AF_INET.)
+    assert!(matches!(
+        bad(mixed),
+        Count::BadAttribute | Count::MalformedNetlink
+    ));
+    // The default route ::/0 comes without RTA_DST.
+    let mut default = route_message(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0, 254, vec![]);
+    default.attributes = via(a6("2001:db8:2::2"), 3);
+    let default = netlink(super::message::FpmNetlink::Route(
+        RouteNetlinkMessage::NewRoute(default),
+    ));
+    let p = parse_frame(&frame_of(&[default])[4..]).unwrap();
+    assert!(matches!(
+        p.changes[..],
+        [Change::RouteSet { prefix: IpAddr::V6(a), len: 0, .. }] if a.is_unspecified()
+    ));
 }
 
 #[test]
@@ -358,7 +508,8 @@ fn config_and_ctl_routes_win_and_the_fpm_route_takes_over_when_they_go() {
     // zebra sends it again; ctl deletes its route: zebra's takes the prefix.
     r.frame(&[new_route(a("198.51.100.0"), 24, via(a("10.0.2.2"), 3))]);
     r.fib.routes.remove(&(a("198.51.100.0"), 24));
-    r.rib.resync(Some((a("198.51.100.0"), 24)), &mut r.fib);
+    r.rib
+        .resync(Some((a("198.51.100.0").into(), 24)), &mut r.fib);
     assert_eq!(r.fib.hops("198.51.100.0", 24), Some(vec![a("10.0.2.2")]));
     assert_eq!(r.fib.routes[&(a("198.51.100.0"), 24)].0, Origin::Fpm);
     // A reload that adds a config route over it, then drops it again.
@@ -485,7 +636,20 @@ fn the_listener_reads_frames_survives_bad_ones_and_a_new_connection_replaces_the
 fn seed(n: u8) -> Vec<u8> {
     let gw = |i: u8| Ipv4Addr::new(10, 0, (i % 3) + 1, i);
     let p = Ipv4Addr::new(198, 51, n, 0);
-    match n % 6 {
+    let gw6 = |i: u8| {
+        Ipv6Addr::new(
+            0x2001,
+            0xdb8,
+            u16::from(i % 3) + 1,
+            0,
+            0,
+            0,
+            0,
+            u16::from(i),
+        )
+    };
+    let p6 = Ipv6Addr::new(0x2001, 0xdb8, 0x100 + u16::from(n), 0, 0, 0, 0, 0);
+    match n % 8 {
         0 => frame_of(&[new_route(p, 24, via(gw(n), 2))]),
         1 => frame_of(&[
             del_route(p, 24),
@@ -497,7 +661,12 @@ fn seed(n: u8) -> Vec<u8> {
         ]),
         3 => frame_of(&[new_route(p, 24, vec![RouteAttribute::NhId(99)])]),
         4 => frame_of(&[del_nexthop(u32::from(n))]),
-        _ => frame_of(&[del_route(p, 24)]),
+        5 => frame_of(&[del_route(p, 24)]),
+        6 => frame_of(&[
+            new_route(p6, 48, multipath(&[gw6(n), gw6(n.wrapping_add(1))])),
+            new_nexthop(u32::from(n) + 1000, gw6(n), 2),
+        ]),
+        _ => frame_of(&[del_route(p6, 48)]),
     }
 }
 
@@ -535,9 +704,14 @@ proptest::proptest! {
             proptest::prop_assert_eq!(origin, &Origin::Fpm);
             proptest::prop_assert!(!hops.is_empty() && hops.len() <= MAX_PATHS);
         }
+        for (origin, hops) in r.fib.routes6.values() {
+            proptest::prop_assert_eq!(origin, &Origin::Fpm);
+            proptest::prop_assert_eq!(hops.len(), 1);
+        }
         r.events(vec![Event::Disconnected(1)]);
         r.rib.tick(r.now + Duration::from_secs(10), &mut r.fib);
         proptest::prop_assert!(r.fib.routes.is_empty());
+        proptest::prop_assert!(r.fib.routes6.is_empty());
         proptest::prop_assert!(r.rib.is_empty());
     }
 }

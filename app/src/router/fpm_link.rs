@@ -8,12 +8,14 @@
 use super::control::changes::Running;
 use super::control::ControlPlane;
 use super::options::FpmOptions;
-use crate::config::{route_prefix, NextHopSpec, RouteSpec};
+use crate::config::{
+    route_prefix, route_prefix6, NextHop6Spec, NextHopSpec, Route6Spec, RouteSpec,
+};
 use crate::ctl::Request;
 use crate::fib::Origin;
 use crate::fpm::{FibSink, FpmRib, FpmServer, FpmStats};
 use crate::lifecycle::RunError;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -33,18 +35,45 @@ struct Sink<'c, 'a> {
 }
 
 impl FibSink for Sink<'_, '_> {
-    fn origin(&self, prefix: Ipv4Addr, len: u8) -> Option<Origin> {
-        self.control.route_origin(prefix, len)
+    fn origin(&self, prefix: IpAddr, len: u8) -> Option<Origin> {
+        match prefix {
+            IpAddr::V4(p) => self.control.route_origin(p, len),
+            IpAddr::V6(p) => self.control.route6_origin(p, len),
+        }
     }
 
-    fn port_of(&self, gateway: Ipv4Addr) -> Option<usize> {
-        self.run.cfg.ports.iter().position(|p| p.contains(gateway))
+    fn port_of(&self, gateway: IpAddr) -> Option<usize> {
+        let ports = &self.run.cfg.ports;
+        match gateway {
+            IpAddr::V4(g) => ports.iter().position(|p| p.contains(g)),
+            IpAddr::V6(g) => ports
+                .iter()
+                .position(|p| p.ipv6.iter().any(|i| i.contains(g))),
+        }
     }
 
-    fn set(&mut self, prefix: Ipv4Addr, len: u8, hops: &[(Ipv4Addr, usize)]) -> Result<(), String> {
-        let mut specs = hops
-            .iter()
-            .map(|&(gateway, port)| NextHopSpec::Via { gateway, port });
+    fn set(&mut self, prefix: IpAddr, len: u8, hops: &[(IpAddr, usize)]) -> Result<(), String> {
+        match prefix {
+            IpAddr::V4(p) => self.set4(p, len, hops),
+            IpAddr::V6(p) => self.set6(p, len, hops),
+        }
+    }
+
+    fn remove(&mut self, prefix: IpAddr, len: u8) -> Result<(), String> {
+        let text = format!("{prefix}/{len}");
+        match prefix {
+            IpAddr::V4(_) => self.control.route_del(&text).map(|_| ()),
+            IpAddr::V6(_) => self.control.route_del6(&text).map(|_| ()),
+        }
+    }
+}
+
+impl Sink<'_, '_> {
+    fn set4(&mut self, prefix: Ipv4Addr, len: u8, hops: &[(IpAddr, usize)]) -> Result<(), String> {
+        let mut specs = hops.iter().filter_map(|&(gateway, port)| match gateway {
+            IpAddr::V4(gateway) => Some(NextHopSpec::Via { gateway, port }),
+            IpAddr::V6(_) => None,
+        });
         let Some(next_hop) = specs.next() else {
             return Err(format!("route {prefix}/{len}: no next hop"));
         };
@@ -60,9 +89,19 @@ impl FibSink for Sink<'_, '_> {
             .map(|_| ())
     }
 
-    fn remove(&mut self, prefix: Ipv4Addr, len: u8) -> Result<(), String> {
+    /// One path: the IPv6 FIB has no ECMP (the RIB cut the others).
+    fn set6(&mut self, prefix: Ipv6Addr, len: u8, hops: &[(IpAddr, usize)]) -> Result<(), String> {
+        let Some(&(IpAddr::V6(gateway), port)) = hops.first() else {
+            return Err(format!("route {prefix}/{len}: no IPv6 next hop"));
+        };
+        let spec = Route6Spec {
+            prefix,
+            prefix_len: len,
+            next_hop: NextHop6Spec::Via { gateway, port },
+            line: 0,
+        };
         self.control
-            .route_del(&format!("{prefix}/{len}"))
+            .install_routes6(self.run, &[spec], &[], Origin::Fpm)
             .map(|_| ())
     }
 }
@@ -120,7 +159,7 @@ impl FpmLink {
 
 /// What a ctl request may have changed in the FIB's routes.
 pub(super) enum Changed {
-    Prefix(Ipv4Addr, u8),
+    Prefix(IpAddr, u8),
     All,
     Nothing,
 }
@@ -129,9 +168,12 @@ impl Changed {
     pub fn of(r: &Request) -> Changed {
         match r {
             Request::RouteAdd { prefix, .. } | Request::RouteDel { prefix } => {
-                match route_prefix(prefix) {
-                    Ok((p, l)) => Changed::Prefix(p, l),
-                    Err(_) => Changed::Nothing,
+                if let Ok((p, l)) = route_prefix(prefix) {
+                    Changed::Prefix(IpAddr::V4(p), l)
+                } else if let Ok((p, l)) = route_prefix6(prefix) {
+                    Changed::Prefix(IpAddr::V6(p), l)
+                } else {
+                    Changed::Nothing
                 }
             }
             Request::Reload => Changed::All,

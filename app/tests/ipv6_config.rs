@@ -43,6 +43,11 @@ mac = "02:bb:00:00:00:22"
 /// A UDP datagram from host A (2001:db8:1::2) to 2001:db8:100::9, which the
 /// config routes: 66 bytes.
 fn udp6() -> Vec<u8> {
+    udp6_to("2001:db8:100::9")
+}
+
+/// A UDP datagram from host A (2001:db8:1::2) to `dst`: 66 bytes.
+fn udp6_to(dst: &str) -> Vec<u8> {
     let mut f = Vec::new();
     f.extend(PCAP0_MAC);
     f.extend(HOST_A_MAC);
@@ -54,12 +59,7 @@ fn udp6() -> Vec<u8> {
             .unwrap()
             .octets(),
     );
-    f.extend(
-        "2001:db8:100::9"
-            .parse::<std::net::Ipv6Addr>()
-            .unwrap()
-            .octets(),
-    );
+    f.extend(dst.parse::<std::net::Ipv6Addr>().unwrap().octets());
     f.extend([0x30, 0x39, 0x00, 0x35, 0, 12, 0, 0, 1, 2, 3, 4]);
     f
 }
@@ -118,9 +118,79 @@ fn ipv6_neighbours_installed_at_start() {
         s.contains("02:bb:00:00:00:22 Reachable static"),
         "{lines:?}"
     );
-    let g = line("fe80::2").unwrap_or_else(|| panic!("{lines:?}"));
+    // A link-local neighbour is one per link: shown with its port.
+    let g = line("fe80::2%1").unwrap_or_else(|| panic!("{lines:?}"));
     assert!(g.contains("Incomplete"), "{lines:?}");
     assert_eq!(lines.len(), 3, "{lines:?}");
+}
+
+/// Two routers with the one link-local address fe80::2, one on each port's
+/// link, are two neighbours (RFC 4291 2.5.6: a link-local address is unique
+/// on its link only): each route's packets leave by its port with that
+/// link's router's MAC.
+#[test]
+fn one_link_local_address_on_two_links_is_two_neighbours() {
+    const TWO_LINKS: &str = r#"
+[[port]]
+device = "net_pcap0"
+address = "10.0.1.1/24"
+ipv6 = ["2001:db8:1::1/64"]
+
+[[port]]
+device = "net_pcap1"
+address = "10.0.2.1/24"
+ipv6 = ["2001:db8:2::1/64"]
+
+[[route]]
+prefix = "2001:db8:100::/48"
+via = "fe80::2"
+device = "net_pcap1"
+
+[[route]]
+prefix = "2001:db8:200::/48"
+via = "fe80::2"
+device = "net_pcap0"
+
+[[neighbour]]
+address = "fe80::2"
+mac = "02:bb:00:00:00:01"
+device = "net_pcap0"
+
+[[neighbour]]
+address = "fe80::2"
+mac = "02:bb:00:00:00:02"
+device = "net_pcap1"
+"#;
+    let to_link1 = udp6_to("2001:db8:100::9");
+    let to_link0 = udp6_to("2001:db8:200::9");
+    let (out0, out1, stats, _) = run_pcaps_logged(
+        "ll2links",
+        TWO_LINKS,
+        &[to_link1.clone(), to_link0.clone()],
+        &[],
+    );
+    assert_eq!(stats["totals"]["dropped"], 0, "{stats:#}");
+    assert_eq!(out1.len(), 1, "{out1:02x?}");
+    assert_eq!(out1[0][..6], [0x02, 0xbb, 0, 0, 0, 0x02], "link 1's router");
+    assert_eq!(out1[0][22..], to_link1[22..]);
+    assert_eq!(out0.len(), 1, "{out0:02x?}");
+    assert_eq!(out0[0][..6], [0x02, 0xbb, 0, 0, 0, 0x01], "link 0's router");
+    assert_eq!(out0[0][22..], to_link0[22..]);
+    let lines: Vec<&str> = stats["neighbours"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    for (zone, mac) in [
+        ("fe80::2%0", "02:bb:00:00:00:01"),
+        ("fe80::2%1", "02:bb:00:00:00:02"),
+    ] {
+        assert!(
+            lines.iter().any(|l| l.starts_with(zone) && l.contains(mac)),
+            "{zone} at {mac}: {lines:?}"
+        );
+    }
 }
 
 /// An IPv4-only config says nothing about IPv6 (and builds no IPv6 table).

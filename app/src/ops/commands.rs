@@ -312,6 +312,9 @@ fn neighbours6(params: &str) -> Tel {
                 )
                 .put_str("state", n.state)
                 .put_u64("static", u64::from(n.is_static));
+            if let Some(port) = n.port {
+                d.put_u64("port", u64::from(port));
+            }
             d
         });
         let mut states = Tel::dict();

@@ -61,6 +61,9 @@ pub struct Route6View {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Neigh6View {
     pub address: Ipv6Addr,
+    /// The port a link-local neighbour is on (one address, one neighbour
+    /// per link); `None` for any other address.
+    pub port: Option<u16>,
     /// The MAC address, when known.
     pub mac: Option<[u8; 6]>,
     /// `incomplete`, `reachable`, `stale` or `failed` (as IPv4's).

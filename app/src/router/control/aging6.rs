@@ -6,7 +6,7 @@
 
 use super::policy;
 use super::ControlPlane;
-use crate::neigh::{EthHeader, NeighState};
+use crate::neigh::{unscope6, EthHeader, NeighState};
 use std::net::Ipv6Addr;
 use std::time::{Duration, Instant};
 
@@ -48,14 +48,18 @@ impl ControlPlane<'_> {
         }
     }
 
-    /// Probe a stale neighbour by unicast to its known MAC.
+    /// Probe a stale neighbour (scoped: a link-local one names its port)
+    /// by unicast to its known MAC.
     fn reprobe6(&mut self, target: Ipv6Addr, hdr: EthHeader, now: Instant) {
+        let (wire, link) = unscope6(target);
         let Some(port) = self
             .ports6
             .iter()
             .flatten()
             .map(|p| (p.id, p.mac))
-            .find(|&(id, mac)| mac == hdr.src && self.on_link6(id, target))
+            .find(|&(id, mac)| {
+                mac == hdr.src && link.is_none_or(|l| l == id) && self.on_link6(id, wire)
+            })
             .map(|(id, _)| id)
         else {
             return;

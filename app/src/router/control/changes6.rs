@@ -1,5 +1,5 @@
 //! IPv6 changes asked of the running control plane (`fastpath ctl`,
-//! reload): routes and static neighbours, checked whole first by the config
+//! reload): routes (static neighbours: `neighbours6`), checked whole first by the config
 //! file's own IPv6 rules against the running config's ports, then applied
 //! through the IPv6 FIB's writer in one batch (`fib6::writer`). A refused
 //! change changes nothing and says what and why.
@@ -10,7 +10,7 @@ use crate::config::{route_prefix6, Neighbour6Spec, NextHop6Spec, Route6Spec};
 use crate::ctl::Reply;
 use crate::fib::{HopKind, Origin, NEIGH_BY_DST};
 use crate::fib6::{Fib6Writer, NextHop6, Route6Change};
-use crate::neigh::{EthHeader, ETHERTYPE_IPV6};
+use crate::neigh::scope6;
 use serde_json::json;
 use std::net::Ipv6Addr;
 
@@ -70,7 +70,7 @@ impl ControlPlane<'_> {
         if let NextHop6Spec::Via { gateway, .. } = spec.next_hop {
             let i = self
                 .neigh
-                .insert_gateway6(gateway)
+                .insert_gateway6(scope6(gateway, hop.port))
                 .map_err(|e| format!("route {p}/{l}: gateway {gateway}: {e}"))?;
             hop.gateway = Some(gateway);
             hop.neigh = i as u32;
@@ -157,66 +157,6 @@ impl ControlPlane<'_> {
         ))
     }
 
-    /// `neigh add IP MAC [dev PORT]`, IPv6.
-    pub fn neigh_add6(
-        &mut self,
-        run: Running<'_>,
-        address: &str,
-        mac: &str,
-        dev: Option<&str>,
-    ) -> Result<Reply, String> {
-        let device = dev.map(|d| run.device(d));
-        let spec = run
-            .cfg
-            .check_neighbour6(address, mac, device.as_ref())
-            .map_err(|e| format!("neigh add {address}: {e}"))?;
-        let text = self.install_neighbour6(run, &spec)?;
-        Ok(Reply::done(text, self.neighbour6_json(spec.address)))
-    }
-
-    /// Install a checked IPv6 static neighbour (replacing a learned entry);
-    /// packets waiting for its resolution leave.
-    pub fn install_neighbour6(
-        &mut self,
-        run: Running<'_>,
-        spec: &Neighbour6Spec,
-    ) -> Result<String, String> {
-        let port = run.port_ids[spec.port];
-        let src = self.port(port).map(|p| p.mac).unwrap_or_default();
-        let hdr = EthHeader {
-            dst: spec.mac,
-            src,
-            ethertype: ETHERTYPE_IPV6,
-        };
-        let a = spec.address;
-        let i = self
-            .neigh
-            .insert_static6(a, &hdr)
-            .map_err(|e| format!("neigh add {a}: {e}"))?;
-        self.failed_at6.remove(&a);
-        if let Some(res) = self.end_resolution6(a) {
-            self.flush_queue6(i, res);
-        }
-        Ok(format!(
-            "neighbour {a} {} static on port {port}",
-            crate::config::format_mac(&spec.mac)
-        ))
-    }
-
-    /// `neigh del IP`, IPv6.
-    pub fn neigh_del6(&mut self, address: &str) -> Result<Reply, String> {
-        let a: Ipv6Addr = address.trim().parse().map_err(|_| {
-            format!("neigh del: {address:?} is not an IPv6 address; expected e.g. 2001:db8:1::2")
-        })?;
-        self.neigh
-            .remove_static6(a)
-            .map_err(|e| format!("neigh del {a}: {e}"))?;
-        Ok(Reply::done(
-            format!("neighbour {a}: no longer static"),
-            json!({ "address": a.to_string() }),
-        ))
-    }
-
     /// One IPv6 rule as JSON (the shape of IPv4's).
     pub(super) fn route6_json(&self, p: Ipv6Addr, l: u8) -> serde_json::Value {
         let Some(r) = self.fib6.as_ref().and_then(|w| w.rule(p, l)) else {
@@ -253,20 +193,6 @@ impl ControlPlane<'_> {
         }
         (text, data)
     }
-
-    /// One IPv6 neighbour as JSON (the shape of IPv4's).
-    pub(super) fn neighbour6_json(&self, a: Ipv6Addr) -> serde_json::Value {
-        let Some(e) = self.neigh.table().get6(a) else {
-            return serde_json::Value::Null;
-        };
-        json!({
-            "address": a.to_string(),
-            "mac": crate::config::format_mac(&e.hh().header().dst),
-            "state": format!("{:?}", e.state()).to_lowercase(),
-            "static": e.is_static(),
-            "gateway": e.is_gateway(),
-        })
-    }
 }
 
 impl ControlPlane<'_> {
@@ -296,8 +222,12 @@ impl ControlPlane<'_> {
             }
         }
         for o in &last.neighbours6 {
-            if !file.neighbours6.iter().any(|n| n.address == o.address) {
-                let _ = self.neigh_del6(&o.address.to_string());
+            if !file
+                .neighbours6
+                .iter()
+                .any(|n| (n.address, n.port) == (o.address, o.port))
+            {
+                let _ = self.neigh_del_scoped6(scope6(o.address, run.port_ids[o.port]));
                 neigh_gone += 1;
             }
         }

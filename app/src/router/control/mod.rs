@@ -32,7 +32,8 @@
 //! ctl` and reload), with the plain-value helpers `frames`, `policy` and
 //! `limiter`. IPv6: `addr6` (our addresses per port), `nd` (neighbour
 //! discovery in), `resolve6` (queues and solicitations), `aging6`, `icmp6`,
-//! with the plain-frame helpers of `frames6`.
+//! `changes6` (routes) and `neighbours6` (static neighbours), with the
+//! plain-frame helpers of `frames6`.
 
 pub mod addr6;
 mod aging;
@@ -46,6 +47,7 @@ mod icmp;
 mod icmp6;
 pub mod limiter;
 mod nd;
+mod neighbours6;
 pub mod parts;
 pub mod policy;
 mod resolve;

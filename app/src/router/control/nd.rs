@@ -10,7 +10,9 @@ use super::frames6::{neighbor_advert, parse_nd};
 use super::ControlPlane;
 use crate::dpdk::Mbuf;
 use crate::fib::HopKind;
-use crate::neigh::{EthHeader, NeighError, NeighState, ETHERTYPE_IPV6};
+use crate::neigh::{
+    display6, is_malformed_link_local6, scope6, EthHeader, NeighError, NeighState, ETHERTYPE_IPV6,
+};
 use hooks::wire::ethernet::is_multicast;
 use hooks::wire::icmpv6::NdRepr;
 use hooks::wire::ipv6::{multicast_mac, ALL_NODES};
@@ -111,7 +113,7 @@ impl ControlPlane<'_> {
             return self.drop(m, port, DropReason::NdBadSource);
         }
         if let Ok(sender_mac) = mac {
-            self.learn6(port, src, sender_mac, Learn::Stale);
+            self.learn6(port, scope6(src, port), sender_mac, Learn::Stale);
         }
         let frame = neighbor_advert(our_mac, target, src, reply_mac, true);
         self.advertise(m, &frame);
@@ -145,11 +147,13 @@ impl ControlPlane<'_> {
         }
         self.counters.consumed(port, 1);
         drop(m);
+        // The neighbour as the table and the queues name it.
+        let target = scope6(a.target, port);
         let table = self.neigh.table().clone();
-        let entry = table.get6(a.target);
+        let entry = table.get6(target);
         let resolving = self
             .pending6
-            .get(&a.target)
+            .get(&target)
             .is_some_and(|r| r.unicast.is_none() && r.port == port);
         let valid = entry.is_some_and(|e| e.state().is_valid());
         if !valid && !resolving && entry.is_none() {
@@ -164,7 +168,7 @@ impl ControlPlane<'_> {
                 } else {
                     Learn::Stale
                 };
-                self.learn6(port, a.target, mac, how);
+                self.learn6(port, target, mac, how);
             }
             return;
         }
@@ -173,21 +177,22 @@ impl ControlPlane<'_> {
         let differs = a.target_ll.is_some_and(|mac| mac != current);
         if differs && !a.override_ {
             if e.state() == NeighState::Reachable {
-                let _ = self.neigh.set_state6(a.target, NeighState::Stale);
+                let _ = self.neigh.set_state6(target, NeighState::Stale);
             }
             return;
         }
         let mac = a.target_ll.unwrap_or(current);
         if a.solicited {
-            self.learn6(port, a.target, mac, Learn::Reachable);
+            self.learn6(port, target, mac, Learn::Reachable);
         } else if differs {
-            self.learn6(port, a.target, mac, Learn::Stale);
+            self.learn6(port, target, mac, Learn::Stale);
         }
     }
 
-    /// Record that `addr` is at `mac` out of `port`, if it is known or being
-    /// resolved (nothing else makes an entry): reachable (a solicited
-    /// advertisement) or stale; a resolution it answers sends its queue.
+    /// Record that `addr` (scoped: `neigh::scope6` with `port`) is at `mac`
+    /// out of `port`, if it is known or being resolved (nothing else makes
+    /// an entry): reachable (a solicited advertisement) or stale; a
+    /// resolution it answers sends its queue.
     fn learn6(&mut self, port: u16, addr: Ipv6Addr, mac: [u8; 6], how: Learn) {
         let known = self.neigh.table().lookup6(addr).is_some();
         let pending = self.pending6.get(&addr).map(|r| r.unicast.is_none());
@@ -250,8 +255,9 @@ impl ControlPlane<'_> {
         if !self.full_reported {
             self.full_reported = true;
             eprintln!(
-                "fastpath: neighbour {addr}: {e}; answers are not learned until \
-                 failed or unused entries are reclaimed (said once)"
+                "fastpath: neighbour {}: {e}; answers are not learned until \
+                 failed or unused entries are reclaimed (said once)",
+                display6(addr)
             );
         }
     }
@@ -259,10 +265,15 @@ impl ControlPlane<'_> {
     /// Whether `a` is a neighbour's address out of `port`: on its link
     /// (link-local, or a host of one of its IPv6 subnets), or reached
     /// on-link out of it by a `device =` route.
+    /// An address in fe80::/10 outside fe80::/64 is no neighbour's (RFC
+    /// 4291 2.5.6 keeps those 54 bits zero; the table's scoping uses them).
     pub(super) fn on_link6(&self, port: u16, a: Ipv6Addr) -> bool {
         let Some(p) = self.port6(port) else {
             return false;
         };
+        if is_malformed_link_local6(a) {
+            return false;
+        }
         if p.has_neighbour(a) {
             return true;
         }

@@ -3,14 +3,16 @@
 //! solicitations go to its solicited-node group with ARP's backoff, under
 //! ARP's budgets (`policy`, the same `load` and `queued`); an advertisement
 //! sends them, silence fails the neighbour and answers each with an ICMPv6
-//! address unreachable (RFC 4861 7.2.2, RFC 4443 3.1 code 3).
+//! address unreachable (RFC 4861 7.2.2, RFC 4443 3.1 code 3). A neighbour
+//! is named by its scoped address (`neigh::scope`: a link-local one with
+//! its port), in the table and in the queues alike.
 
 use super::frames6::neighbor_solicit;
 use super::policy::{self, Request};
 use super::ControlPlane;
 use crate::dpdk::Mbuf;
 use crate::fib::HopKind;
-use crate::neigh::NeighState;
+use crate::neigh::{scope6, unscope6, NeighState};
 use hooks::wire::icmpv6::{unreachable, ErrorRepr};
 use hooks::wire::ipv6::Ipv6Packet;
 use hooks::DropReason;
@@ -85,10 +87,16 @@ impl ControlPlane<'_> {
         self.enqueue6(m, target, now);
     }
 
-    /// The neighbour a packet waiting for resolution goes to and the port
-    /// out of which: its route's gateway, or its destination on-link (by
-    /// the IPv6 FIB; without one, a destination on `out`'s link).
+    /// The neighbour a packet waiting for resolution goes to (scoped) and
+    /// the port out of which: its route's gateway, or its destination
+    /// on-link (by the IPv6 FIB; without one, a destination on `out`'s link).
     fn next_hop6(&self, m: &Mbuf, out: u16) -> Option<(Ipv6Addr, u16)> {
+        let (target, port) = self.wire_next_hop6(m, out)?;
+        Some((scope6(target, port), port))
+    }
+
+    /// [`next_hop6`](Self::next_hop6) as the packet and the FIB name it.
+    fn wire_next_hop6(&self, m: &Mbuf, out: u16) -> Option<(Ipv6Addr, u16)> {
         let l3 = usize::from(m.meta().l3_offset);
         let dst = Ipv6Packet::new_checked(m.data().get(l3..)?)
             .ok()?
@@ -179,7 +187,8 @@ impl ControlPlane<'_> {
         let Some(p) = self.port6(port) else {
             return;
         };
-        let frame = neighbor_solicit(p.mac, p.source_for(target), target, unicast);
+        let wire = unscope6(target).0;
+        let frame = neighbor_solicit(p.mac, p.source_for(wire), wire, unicast);
         let retrans = self.params.retrans;
         if let Some(res) = self.pending6.get_mut(&target) {
             res.next_at = now + retrans * (1 << res.sent.min(8));

@@ -6,7 +6,7 @@ use crate::config::format_mac;
 use crate::fib::HopKind;
 use crate::neigh::NeighState;
 use crate::ops::view::{HopView, Neigh6View, NeighView, Route6View, RouteView};
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
 impl ControlPlane<'_> {
     /// The forwarding table as the operations plane shows it: every rule
@@ -79,8 +79,10 @@ impl ControlPlane<'_> {
             .iter6()
             .map(|(_, e)| {
                 let state = e.state();
+                let (address, port) = crate::neigh::unscope6(e.addr6());
                 Neigh6View {
-                    address: e.addr6(),
+                    address,
+                    port,
                     mac: state.is_valid().then(|| e.hh().header().dst),
                     state: state_name(state),
                     is_static: e.is_static(),
@@ -128,7 +130,11 @@ impl ControlPlane<'_> {
             let h = e.hh().header();
             format!(
                 "{:<15} {:<17} {:?}{}",
-                e.ip().map_or_else(String::new, |a| a.to_string()),
+                match e.ip() {
+                    Some(IpAddr::V6(a)) => crate::neigh::display6(a),
+                    Some(a) => a.to_string(),
+                    None => String::new(),
+                },
                 format_mac(&h.dst),
                 e.state(),
                 if e.is_static() { " static" } else { "" }

@@ -43,8 +43,9 @@ pub(super) fn build(
     }
     let port_macs: Vec<[u8; 6]> = s.port_ids.iter().map(|&id| macs[usize::from(id)]).collect();
     let mut neigh_err = None;
-    let entries = fib6_entries(cfg, s.port_ids, &port_macs, |gw, _| {
-        match neigh.insert_gateway6(gw) {
+    // A link-local gateway is a neighbour of its port's link alone.
+    let entries = fib6_entries(cfg, s.port_ids, &port_macs, |gw, port| {
+        match neigh.insert_gateway6(crate::neigh::scope6(gw, port)) {
             Ok(i) => i as u32,
             Err(e) => {
                 neigh_err.get_or_insert(e);

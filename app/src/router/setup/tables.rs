@@ -55,8 +55,9 @@ pub(super) fn build(s: &Setup, macs: &[[u8; 6]]) -> Result<(Tables, Writers), Ru
             src: macs[usize::from(s.port_ids[n.port])],
             ethertype: ETHERTYPE_IPV6,
         };
+        let port = s.port_ids[n.port];
         writer
-            .insert_static6(n.address, &hdr)
+            .insert_static6(crate::neigh::scope6(n.address, port), &hdr)
             .map_err(|e| RunError::Usage(cfg.error_at(n.line, e.to_string()).to_string()))?;
     }
     let mut neigh_err = None;

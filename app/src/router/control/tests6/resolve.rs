@@ -1,6 +1,7 @@
 //! Resolution: queues, solicitations, retries, failure, budgets, probes.
 
 use super::*;
+use crate::neigh::scope6;
 
 #[test]
 fn a_packet_waits_for_resolution_then_leaves_with_the_advertised_mac() {
@@ -38,12 +39,90 @@ fn a_packet_waits_for_resolution_then_leaves_with_the_advertised_mac() {
 fn a_link_local_next_hop_is_solicited_from_our_link_local_address() {
     let mut rig = Rig::new();
     let gw = a("fe80::77");
-    rig.cp.neigh.insert_gateway6(gw).unwrap();
-    // On port 1's link (fe80::/10): resolved from fe80::1.
-    rig.cp.start_resolution6(gw, 1, 3, None, Instant::now());
-    rig.cp.solicit6(gw, Instant::now());
+    // The table and the queues name it with its port.
+    let scoped = scope6(gw, 1);
+    rig.cp.neigh.insert_gateway6(scoped).unwrap();
+    // On port 1's link (fe80::/10): resolved from fe80::1, the target on
+    // the wire as it is.
+    rig.cp.start_resolution6(scoped, 1, 3, None, Instant::now());
+    rig.cp.solicit6(scoped, Instant::now());
     let ns = rig.one_sent(1);
     assert_eq!(ns, neighbor_solicit(P1, a("fe80::1"), gw, None));
+}
+
+#[test]
+fn one_link_local_address_on_two_ports_is_two_neighbours() {
+    let mut rig = Rig::new();
+    let ll = a("fe80::77");
+    let (on0, on1) = (scope6(ll, 0), scope6(ll, 1));
+    let routers = [(on0, 0, [0x02, 0, 0, 0, 0, 0xa0]), (on1, 1, NEXT)];
+    for &(scoped, port, _) in &routers {
+        rig.cp.neigh.insert_gateway6(scoped).unwrap();
+        rig.cp
+            .start_resolution6(scoped, port, 3, None, Instant::now());
+        rig.cp.solicit6(scoped, Instant::now());
+        let ns = rig.one_sent(port);
+        let (mac, ours) = [(P0, a("fe80::ff:fe00:1")), (P1, a("fe80::1"))][usize::from(port)];
+        assert_eq!(ns, neighbor_solicit(mac, ours, ll, None), "port {port}");
+    }
+    // Each link's router answers from its own MAC.
+    for &(_, port, mac) in &routers {
+        let (our_mac, ours) = [(P0, a("fe80::ff:fe00:1")), (P1, a("fe80::1"))][usize::from(port)];
+        let nd = NdRepr::NeighborAdvert {
+            router: true,
+            solicited: true,
+            override_: true,
+            target: ll,
+            target_ll: Some(mac),
+        };
+        rig.punt(
+            &nd_frame((our_mac, mac), (ll, ours), 255, nd),
+            Punt::Nd,
+            port,
+            port,
+        );
+    }
+    let table = rig.cp.neigh.table().clone();
+    for &(scoped, port, mac) in &routers {
+        let e = table.get6(scoped).expect("an entry per link");
+        assert_eq!(e.state(), NeighState::Reachable, "port {port}");
+        assert_eq!(e.hh().header().dst, mac, "port {port}");
+    }
+    assert!(table.get6(ll).is_none(), "no entry for the bare address");
+    assert!(rig.cp.pending6.is_empty());
+    let shown = rig.cp.show_neighbours().text;
+    assert!(
+        shown.contains("fe80::77%0") && shown.contains("fe80::77%1"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_link_local_static_neighbour_is_deleted_by_its_port_when_two_have_it() {
+    let mut rig = Rig::new();
+    let ll = a("fe80::77");
+    let hdr = |src| crate::neigh::EthHeader {
+        dst: NEXT,
+        src,
+        ethertype: 0x86dd,
+    };
+    rig.cp
+        .neigh
+        .insert_static6(scope6(ll, 0), &hdr(P0))
+        .unwrap();
+    rig.cp
+        .neigh
+        .insert_static6(scope6(ll, 1), &hdr(P1))
+        .unwrap();
+    let e = rig.cp.neigh_del6("fe80::77").unwrap_err();
+    assert!(e.contains("fe80::77%0, fe80::77%1"), "{e}");
+    rig.cp.neigh_del6("fe80::77%1").unwrap();
+    assert!(rig.cp.neigh.table().get6(scope6(ll, 1)).is_none());
+    // One port has it now: the bare address names it.
+    rig.cp.neigh_del6("fe80::77").unwrap();
+    assert!(rig.cp.neigh.table().get6(scope6(ll, 0)).is_none());
+    let e = rig.cp.neigh_del6("fe80::77%x").unwrap_err();
+    assert!(e.contains("not a port number"), "{e}");
 }
 
 #[test]

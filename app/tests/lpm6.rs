@@ -7,7 +7,7 @@
 
 mod common;
 use common::*;
-use fastpath::dpdk::{Eal, Lpm6, Lpm6Change, Lpm6Pair, Qsbr, LPM6_MISS};
+use fastpath::dpdk::{Eal, Lpm6, Lpm6Change, Lpm6Pair, Qsbr, LPM6_MISS, STANDBY_WAIT};
 use std::net::Ipv6Addr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -202,6 +202,45 @@ fn one_table_refuses_what_it_cannot_hold() {
     assert!(Lpm6::new("bad\0name", 4, 4, socket()).is_err());
     let dup = Lpm6::new("lpm6_small", 4, 4, socket()).unwrap_err();
     assert!(dup.to_string().contains("lpm6_small"), "{dup}");
+}
+
+/// A worker that stops reporting (stalled) holds the old table: the next
+/// change waits for it at most `STANDBY_WAIT`, then fails with nothing
+/// changed, instead of hanging the control lcore; once the worker reports,
+/// the same change goes through.
+#[test]
+fn a_stalled_worker_fails_a_change_whole_after_the_wait() {
+    let socket = socket();
+    let qsbr = Qsbr::new(1).expect("qsbr");
+    let a = Lpm6::new("lpm6_sa", 64, 256, socket).expect("a");
+    let b = Lpm6::new("lpm6_sb", 64, 256, socket).expect("b");
+    let (pair, mut w) = Lpm6Pair::new(a, b, qsbr.clone()).expect("pair");
+    let reader = qsbr.reader(0).expect("reader");
+    let (p1, p2): (Ipv6Addr, Ipv6Addr) = (
+        "2001:db8:1::".parse().unwrap(),
+        "2001:db8:2::".parse().unwrap(),
+    );
+    // The first change swaps at once; the worker has not reported since.
+    w.add(p1, 48, 1).expect("first change");
+    let t = std::time::Instant::now();
+    let e = w
+        .add(p2, 48, 2)
+        .expect_err("the stalled worker holds the standby");
+    assert!(t.elapsed() >= STANDBY_WAIT, "{:?}", t.elapsed());
+    assert!(t.elapsed() < STANDBY_WAIT * 5, "{:?}", t.elapsed());
+    assert!(e.to_string().contains("quiescent point"), "{e}");
+    assert_eq!(pair.lookup(&"2001:db8:1::9".parse().unwrap()), Some(1));
+    assert_eq!(
+        pair.lookup(&"2001:db8:2::9".parse().unwrap()),
+        None,
+        "nothing changed"
+    );
+    assert_eq!(w.rules().count(), 1);
+    // The worker reports: it holds nothing it looked up before.
+    let _ = reader.quiescent();
+    w.add(p2, 48, 2).expect("the worker reported");
+    assert_eq!(pair.lookup(&"2001:db8:2::9".parse().unwrap()), Some(2));
+    assert_eq!(pair.lookup(&"2001:db8:1::9".parse().unwrap()), Some(1));
 }
 
 #[test]

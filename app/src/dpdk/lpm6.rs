@@ -26,6 +26,12 @@ use std::sync::Arc;
 /// A next-hop value no route has: what a lookup gives on a miss.
 pub const LPM6_MISS: u32 = u32::MAX;
 
+/// The longest a change waits for the workers to leave the standby table.
+/// They report once per poll loop (microseconds); a worker silent this long
+/// is stalled, and the control lcore gives the change up rather than hang
+/// with it (ARP, neighbour discovery and `fastpath ctl` run there too).
+pub const STANDBY_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Largest next-hop value `rte_lpm6` stores (21 bits: larger values would be
 /// cut silently, so they are refused).
 pub const LPM6_MAX_NEXT_HOP: u32 = (1 << 21) - 1;
@@ -365,9 +371,22 @@ impl Lpm6Writer {
     }
 
     /// Wait until no worker can be in the standby (the workers report once
-    /// per poll loop: microseconds), then replay onto it what it missed.
+    /// per poll loop: microseconds), then replay onto it what it missed. A
+    /// worker silent for [`STANDBY_WAIT`] fails the change, with nothing
+    /// changed (the standby is untouched until the wait ends).
     fn catch_up(&mut self) -> Result<(), DpdkError> {
+        let start = std::time::Instant::now();
         while !self.standby_free() {
+            if start.elapsed() >= STANDBY_WAIT {
+                return Err(DpdkError {
+                    what: "changing the IPv6 routes".into(),
+                    code: libc::EBUSY,
+                    reason: format!(
+                        "a worker has not passed a quiescent point for {STANDBY_WAIT:?} (stalled?), \
+                         so the table it may still read cannot be changed; nothing changed, try again"
+                    ),
+                });
+            }
             std::thread::yield_now();
         }
         self.token = None;

@@ -23,7 +23,7 @@ pub use burst::{Drain, MbufBurst, BURST_SIZE};
 pub use eal::Eal;
 pub use error::DpdkError;
 pub use lpm::{Lpm, LpmWriter, LPM_MISS};
-pub use lpm6::{Lpm6, Lpm6Change, Lpm6Pair, Lpm6Writer, LPM6_MISS};
+pub use lpm6::{Lpm6, Lpm6Change, Lpm6Pair, Lpm6Writer, LPM6_MISS, STANDBY_WAIT};
 pub use mbuf::Mbuf;
 pub use mempool::Mempool;
 pub use port::{Port, PortConfig, PortStats, RssKey, RxQueue, RxSpread, TxQueue};

@@ -42,53 +42,16 @@ trap 'rm -rf "$dir" "$runtime"/ins$$-*' EXIT
 # out of net_null0). Not run on BASE: a build that does not forward IPv6 would count
 # its drops.
 # (Nv6), for a case N of the hooks benchmark, is that case turned to IPv6 by
-# `to_ipv6`: every IPv4 address a.b.c.d of its rules, route and traffic goes into bits
-# 32..64 of 2001:db8::/32 (a /L prefix becomes a /(32 + L), an address a /64; a packet's
-# interface identifier is ::1), so rules keep their shape, the traffic matches what it
-# matched and the route is a /48 as in (v6); the ports get IPv6 addresses and the
-# route's next hop an IPv6 neighbour. Frames grow by 20 bytes (the IPv6 header); protocols, ports,
-# DSCP and the TTL (as the hop limit) stay. Not run on BASE either.
+# bench/to-ipv6.py: every IPv4 address of its rules, route and traffic goes into bits
+# 32..64 of 2001:db8::/32, so rules keep their shape, the traffic matches what it matched
+# and the route is a /48 as in (v6); the ports get IPv6 addresses and the route's next hop
+# an IPv6 neighbour. Frames grow by 20 bytes (the IPv6 header); protocols, ports, DSCP and
+# the TTL (as the hop limit) stay. Not run on BASE either.
 bench_cases=$(echo "$CASES" | tr ',' '\n' | { grep -vx v6 || true; } | sed 's/v6$//' |
     sort -u | paste -sd, -)
 : >"$dir/cases"
 : >"$dir/all-cases"
 [ -z "$bench_cases" ] || "$BENCH" hooks --cases "$bench_cases" --configs "$dir" >"$dir/all-cases"
-to_ipv6() { # CONFIG PCAP OUT_CONFIG OUT_PCAP
-    python3 - "$@" <<'EOF'
-import re, struct, sys
-cfg, pcap, out_cfg, out_pcap = sys.argv[1:]
-def v6(m):
-    key, addr, length = m.group(1), m.group(2), m.group(3)
-    a, b, c, d = (int(x) for x in addr.split("."))
-    bits = 32 + (int(length[1:]) if length else 32)
-    return '%s"2001:db8:%x:%x::/%d"' % (key, a << 8 | b, c << 8 | d, bits)
-text = open(cfg).read()
-# The ports and the next hop: IPv6 beside IPv4.
-for port in ("0", "1"):
-    v4 = 'address = "10.255.%s.1/24"' % port
-    text = text.replace(v4, '%s\nipv6 = ["2001:db8:ff0%s::1/64"]' % (v4, port))
-text = text.replace('via = "10.255.1.2"', 'via = "2001:db8:ff01::2"')
-text = text.replace('address = "10.255.1.2"', 'address = "2001:db8:ff01::2"')
-text = re.sub(r'^((?:src|dst|prefix) = )"(\d+\.\d+\.\d+\.\d+)(/\d+)?"', v6, text, flags=re.M)
-open(out_cfg, "w").write(text)
-b = open(pcap, "rb").read()
-out, o = [b[:24]], 24
-prefix, host = bytes.fromhex("20010db8"), bytes(7) + b"\x01"
-while o < len(b):
-    ts, us, incl, _ = struct.unpack_from("<IIII", b, o)
-    f = b[o + 16:o + 16 + incl]
-    o += 16 + incl
-    ihl = (f[14] & 15) * 4
-    total = struct.unpack_from("!H", f, 16)[0]
-    l4 = f[14 + ihl:14 + total]
-    ip = bytes([0x60 | f[15] >> 4, (f[15] & 15) << 4, 0, 0])
-    ip += struct.pack("!HBB", len(l4), f[23], f[22])
-    ip += prefix + f[26:30] + host + prefix + f[30:34] + host
-    g = f[:12] + b"\x86\xdd" + ip + l4
-    out.append(struct.pack("<IIII", ts, us, len(g), len(g)) + g)
-open(out_pcap, "wb").write(b"".join(out))
-EOF
-}
 for c in $(echo "$CASES" | tr ',' ' '); do
     [ "$c" = v6 ] && continue
     base=${c%v6}
@@ -99,7 +62,7 @@ for c in $(echo "$CASES" | tr ',' ' '); do
     else
         read -r _ config pcap <<<"$line"
         slug=$(basename "$config" .toml)
-        to_ipv6 "$config" "$pcap" "$dir/$slug-v6.toml" "$dir/$slug-v6.pcap"
+        python3 bench/to-ipv6.py "$config" "$pcap" "$dir/$slug-v6.toml" "$dir/$slug-v6.pcap"
         echo "($c) $dir/$slug-v6.toml $dir/$slug-v6.pcap" >>"$dir/cases"
     fi
 done

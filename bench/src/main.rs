@@ -10,6 +10,7 @@ use fastpath_bench::hooks_bench;
 use fastpath_bench::memif_compare;
 use fastpath_bench::pcap_cache;
 use fastpath_bench::spec_args::SpecArgs;
+use fastpath_bench::traffic::FrameSizes;
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -101,8 +102,12 @@ enum Cmd {
         #[arg(long)]
         out: PathBuf,
         /// Frame size on the wire, FCS included (64..=1518).
-        #[arg(long, default_value_t = 64)]
+        #[arg(long, default_value_t = 64, conflicts_with = "imix")]
         size: usize,
+        /// IMIX frames instead of one size: 7 x 64, 4 x 594, 1 x 1518 bytes in
+        /// every 12 (the router benchmark's IMIX row; give --count a multiple of 12).
+        #[arg(long)]
+        imix: bool,
         /// Number of frames.
         #[arg(long, default_value_t = 1024)]
         count: usize,
@@ -352,6 +357,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
         Cmd::Pcap {
             out,
             size,
+            imix,
             count,
             flows,
             router_config,
@@ -366,14 +372,25 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 std::fs::write(path, compare::router_config(&spec))
                     .map_err(|e| format!("{}: {e}", path.display()))?;
             }
-            spec.validate()?;
+            let traffic = pcap_cache::PcapTraffic {
+                spec,
+                sizes: if imix {
+                    FrameSizes::Imix
+                } else {
+                    FrameSizes::Fixed(size)
+                },
+                frames: count,
+            };
+            traffic.validate()?;
             let f = std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-            fastpath::pcap::write(std::io::BufWriter::new(f), &spec.frames(count))
+            fastpath::pcap::write(std::io::BufWriter::new(f), &traffic.queue_frames(0, 1))
                 .map_err(|e| format!("{}: {e}", out.display()))?;
-            println!(
-                "wrote {count} frames of {size} bytes ({flows} flows) to {}",
-                out.display()
-            );
+            let sizes = if imix {
+                "IMIX frames".to_string()
+            } else {
+                format!("frames of {size} bytes")
+            };
+            println!("wrote {count} {sizes} ({flows} flows) to {}", out.display());
             Ok(())
         }
         Cmd::Compare {

@@ -186,8 +186,19 @@ impl Watched {
         };
         Run {
             status,
-            stdout: self.stdout,
-            stderr: self.stderr,
+            stdout: std::mem::take(&mut self.stdout),
+            stderr: std::mem::take(&mut self.stderr),
+        }
+    }
+}
+
+/// A test that fails before it stops its fastpath (an assertion between
+/// start and `finish`) must not leave it polling a core: it is killed.
+impl Drop for Watched {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
         }
     }
 }

@@ -45,6 +45,15 @@ pub struct AppArgs {
           value_parser = clap::value_parser!(u32).range(16..=1_048_576))]
     pub neigh_capacity: u32,
 
+    /// Router mode: IPv4 routes the FIB holds (its LPM rules), for the
+    /// routes `fastpath ctl` and FPM add beside the config's; at least twice
+    /// the config's are held in any case. A full Internet table takes
+    /// `--fib-routes 1048576` (about 8 MiB of DPDK memory more than the
+    /// default, beside the LPM's fixed 64 MiB).
+    #[arg(long, value_name = "N", default_value_t = 65536,
+          value_parser = clap::value_parser!(u32).range(1024..=16_777_216))]
+    pub fib_routes: u32,
+
     /// Forward every packet received on port RX to port TX, e.g. `--forward 0:1`.
     /// Repeat for more pairs. Default: ports paired 0<->1, 2<->3, ... both ways.
     #[arg(long = "forward", value_name = "RX:TX", value_parser = parse_forward)]

@@ -194,6 +194,7 @@ pub fn router_options(args: &AppArgs, main_loop: MainLoopOptions) -> RouterOptio
         tx_desc: args.tx_desc,
         mbufs: args.mbufs,
         neigh_capacity: args.neigh_capacity,
+        fib_routes: args.fib_routes,
         neigh_reachable: Duration::from_secs_f64(args.neigh_reachable),
         stage_cycles: args.stage_cycles,
         capture: CaptureOptions {

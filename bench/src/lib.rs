@@ -7,6 +7,7 @@
 pub mod compare;
 pub mod compare_markdown;
 pub mod dut_process;
+pub mod fpm_replay;
 pub mod frame;
 pub mod harness;
 pub mod hooks_bench;

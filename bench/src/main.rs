@@ -96,6 +96,23 @@ enum Cmd {
         #[arg(long)]
         pcap: Option<PathBuf>,
     },
+    /// Play zebra: send a generated full IPv4 table (realistic prefix
+    /// lengths, one route a frame, an inline gateway each) to a fastpath
+    /// started with `--fpm` (bench/fpm-install.sh runs it under traffic).
+    FpmReplay {
+        /// The FPM server's address.
+        #[arg(long, default_value = "127.0.0.1:2620")]
+        to: std::net::SocketAddr,
+        /// Routes in the table.
+        #[arg(long, default_value_t = 1_000_000)]
+        routes: usize,
+        /// The table's seed (the same seed, the same table).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Gateways, comma separated, taken in turn route by route.
+        #[arg(long, value_delimiter = ',', default_value = "10.255.1.2,10.255.1.3")]
+        gateways: Vec<std::net::Ipv4Addr>,
+    },
     /// Write valid Ethernet/IPv4/UDP frames to a pcap file.
     Pcap {
         /// Output file.
@@ -353,6 +370,27 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 }
             }
             Ok(())
+        }
+        Cmd::FpmReplay {
+            to,
+            routes,
+            seed,
+            gateways,
+        } => {
+            let table = fastpath_bench::fpm_replay::table(routes, seed);
+            let r = fastpath_bench::fpm_replay::replay(to, &table, &gateways)
+                .map_err(|e| format!("FPM replay to {to}: {e}"))?;
+            println!(
+                "sent {} routes ({} bytes) to {to} in {:.3} s",
+                r.routes,
+                r.bytes,
+                r.took.as_secs_f64()
+            );
+            // Keep the connection open until killed: a close makes the
+            // routes stale (and swept after the hold time).
+            loop {
+                std::thread::park();
+            }
         }
         Cmd::Pcap {
             out,

@@ -72,12 +72,15 @@ pub(super) fn build(s: &Setup, macs: &[[u8; 6]]) -> Result<(Tables, Writers), Ru
         return Err(RunError::Usage(format!("{}: {e}", cfg.path.display())));
     }
     // A tbl8 group serves each /24 that holds longer prefixes; room for
-    // routes added at run time (`fastpath ctl`, reloads).
+    // routes added at run time (`fastpath ctl`, reloads, FPM): `--fib-routes`,
+    // with a group for every 256 of them (a full table has few routes longer
+    // than /24).
     let long = entries.iter().filter(|e| e.len > 24).count() as u32;
+    let rules = (entries.len() as u32 * 2).max(s.opts.fib_routes);
     let lpm = Lpm::new(
         "fib",
-        (entries.len() as u32 * 2).max(65536),
-        (long * 2).max(1024),
+        rules,
+        (long * 2).max(1024).max(rules / 256),
         s.eal.socket_id(),
     )?;
     let (fib, fib_writer) = FibWriter::new(lpm, qsbr.clone(), &entries).map_err(|e| {

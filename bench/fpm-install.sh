@@ -62,32 +62,7 @@ fp_pid=$!
 
 # The sampler: port 1's opackets every 0.1 s and the DPDK heap, into $dir/samples,
 # until $dir/stop exists.
-python3 - "$prefix" "$dir" "$fp_pid" <<'EOF' &
-import json, os, socket, sys, time
-prefix, d, pid = sys.argv[1], sys.argv[2], int(sys.argv[3])
-path = f"/var/run/dpdk/{prefix}/dpdk_telemetry.v2"
-deadline = time.monotonic() + 60
-while True:
-    try:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        s.connect(path)
-        break
-    except OSError:
-        if time.monotonic() > deadline:
-            sys.exit(f"no telemetry socket at {path}")
-        time.sleep(0.1)
-json.loads(s.recv(4096))
-def ask(q):
-    s.send(q.encode())
-    return json.loads(s.recv(1 << 20))
-with open(f"{d}/samples", "w") as out:
-    while not os.path.exists(f"{d}/stop"):
-        st = ask("/ethdev/stats,1").get("/ethdev/stats") or {}
-        heap = ask("/eal/heap_info,0").get("/eal/heap_info") or {}
-        out.write(f"{time.monotonic():.4f} {st.get('opackets', 0)} {heap.get('Alloc_size', 0)}\n")
-        out.flush()
-        time.sleep(0.1)
-EOF
+python3 bench/telemetry.py sample "$prefix" "$dir" &
 sampler=$!
 
 ctl() { "$FP" ctl --file-prefix "$prefix" --json "$@"; }

@@ -131,41 +131,7 @@ printf 'R198.19.0.0/16 1\n' >"$dir/v4.cfg"
 printf 'R2001:db8::/32 1\n' >"$dir/v6.cfg"
 
 # Port 1's transmit rate (Mpps) of process $2 with file prefix $1, over SECS seconds.
-rate() {
-    python3 - "$1" "$SECS" "$2" <<'EOF'
-import json, os, socket, sys, time
-prefix, secs, pid = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
-path = f"/var/run/dpdk/{prefix}/dpdk_telemetry.v2"
-deadline = time.monotonic() + 30
-while True:
-    try:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        s.connect(path)
-        break
-    except OSError:
-        if time.monotonic() > deadline:
-            sys.exit(f"no telemetry socket at {path}")
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            sys.exit(f"process {pid} ({prefix}) exited before it opened {path}")
-        time.sleep(0.1)
-json.loads(s.recv(4096))
-def sent():
-    s.send(b"/ethdev/stats,1")
-    stats = json.loads(s.recv(65536)).get("/ethdev/stats") or {}
-    return stats.get("opackets", 0), time.monotonic()
-while sent()[0] == 0:
-    if time.monotonic() > deadline:
-        sys.exit("port 1 sent nothing")
-    time.sleep(0.05)
-time.sleep(1.5)
-a, t0 = sent()
-time.sleep(secs)
-b, t1 = sent()
-print(f"{(b - a) / (t1 - t0) / 1e6:.2f}")
-EOF
-}
+rate() { python3 bench/telemetry.py rate "$1" "$SECS" "$2"; }
 
 # Run one tool (file prefix $1, its command after) and print its rate.
 run() {

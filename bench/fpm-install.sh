@@ -29,15 +29,8 @@ BEFORE=${BEFORE:-3}
 for b in "$FP" "$BENCH"; do
     [ -x "$b" ] || { echo "error: $b is not an executable (cargo build --release first)" >&2; exit 1; }
 done
-huge_free_mb() {
-    awk '/^HugePages_Free:/ { n = $2 } /^Hugepagesize:/ { kb = $2 } END { print int(n * kb / 1024) }' /proc/meminfo
-}
-if [ -z "${MEM:-}" ]; then
-    MEM="--no-huge -m 1024"
-    if grep -q ' hugetlbfs ' /proc/mounts && [ "$(huge_free_mb)" -ge 1100 ]; then
-        MEM="-m 1024 --huge-unlink"
-    fi
-fi
+# shellcheck source=bench/eal-mem.sh
+. bench/eal-mem.sh
 read -ra mem <<<"$MEM"
 dir=$(mktemp -d /tmp/fp-fpm-install.XXXXXX)
 prefix=fpm-install-$$

@@ -51,17 +51,9 @@ BENCH=$(realpath "${BENCH:-target/release/fastpath-bench}")
 ROUNDS=${ROUNDS:-5}
 SECS=${SECS:-4}
 CACHE=${CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fastpath-bench}
-# EAL memory: hugepages when at least 1,100 MiB of them are free on a mounted hugetlbfs
-# (as `fastpath-bench compare` decides), else --no-huge.
-huge_free_mb() {
-    awk '/^HugePages_Free:/ { n = $2 } /^Hugepagesize:/ { kb = $2 } END { print int(n * kb / 1024) }' /proc/meminfo
-}
-if [ -z "${MEM:-}" ]; then
-    MEM="--no-huge -m 1024"
-    if grep -q ' hugetlbfs ' /proc/mounts && [ "$(huge_free_mb)" -ge 1100 ]; then
-        MEM="-m 1024 --huge-unlink"
-    fi
-fi
+# EAL memory: hugepages when enough are free, else --no-huge (bench/eal-mem.sh).
+# shellcheck source=bench/eal-mem.sh
+. bench/eal-mem.sh
 SIZE=${SIZE:-64}
 FLOWS=${FLOWS:-64}
 # Frames in the pcap: 1,024 (1,152 for IMIX, a multiple of its 12), or one per flow
@@ -162,7 +154,7 @@ eal=(--no-pci "${mem[@]}" --log-level lib.eal:error)
 shape="$SIZE-byte frames"
 [ "$SIZE" != imix ] || shape="IMIX frames"
 [ -z "${PCAP:-}" ] || shape=$PCAP
-echo "EAL memory: $MEM; IPv$FAMILY, $FLOWS flows, $shape $frames frames, $MBUFS mbufs"
+echo "EAL memory: $MEM; IPv$FAMILY, $FLOWS flows, $shape, $frames frames, $MBUFS mbufs"
 echo
 if [ "$FAMILY" = 4 ]; then
     echo "| round | testpmd io Mpps | l3fwd Mpps | fastpath Mpps | l3fwd / io | fastpath / io | fastpath / l3fwd |"

@@ -386,31 +386,14 @@ impl DropReason {
             DropReason::Martian => {
                 "martian: source or destination in 0/8, 127/8 or 240/4, or a multicast source"
             }
-            DropReason::ClassifyRule => "dropped by a classify rule (ingress hook)",
-            DropReason::FilterRule => "dropped by a filter rule (egress hook)",
-            DropReason::FilterPolicy => {
-                "filter default policy drop: no rule matched, or the packet could not be parsed"
-            }
-            DropReason::HookDrop => "dropped by a user hook",
-            DropReason::Policed => "over a policer's rate (token bucket empty)",
-            DropReason::PuntSourceLimited => {
-                "ARP from one sender over its share of the port's punt budget (a flood)"
-            }
-            DropReason::NeighResolveLimit => {
-                "too many ARP resolutions at once out of the port: an address sweep"
-            }
-            DropReason::CtInvalid => {
-                "stateful filter: a TCP RST outside its connection's window (a blind reset)"
-            }
-            DropReason::BadSourceMac => {
-                "source MAC multicast, broadcast or zero: forged or broken sender, not answered"
-            }
-            DropReason::TinyFragment => {
-                "first fragment too short for the TCP/UDP header rules read (RFC 1858 attack)"
-            }
-            DropReason::OverlappingFragment => {
-                "TCP fragment at offset 8 bytes, over the first's flags (RFC 1858 attack)"
-            }
+            _ => self.description_more(),
+        }
+    }
+
+    /// [`description`](Self::description) of the IPv6, neighbour discovery
+    /// and ICMPv6 reasons.
+    const fn description6(self) -> &'static str {
+        match self {
             DropReason::Ipv6Truncated => {
                 "IPv6 header truncated: frame ends before the 40-byte fixed header"
             }
@@ -455,6 +438,47 @@ impl DropReason {
             DropReason::Ipv6ChainNotInFirstFragment => {
                 "IPv6 first fragment without the whole header chain (RFC 7112)"
             }
+            _ => self.description_nd(),
+        }
+    }
+
+    /// [`description`](Self::description) of the hooks' reasons and the
+    /// later IPv4 ones (limits, source MAC, fragments), then IPv6's.
+    const fn description_more(self) -> &'static str {
+        match self {
+            DropReason::ClassifyRule => "dropped by a classify rule (ingress hook)",
+            DropReason::FilterRule => "dropped by a filter rule (egress hook)",
+            DropReason::FilterPolicy => {
+                "filter default policy drop: no rule matched, or the packet could not be parsed"
+            }
+            DropReason::HookDrop => "dropped by a user hook",
+            DropReason::Policed => "over a policer's rate (token bucket empty)",
+            DropReason::PuntSourceLimited => {
+                "ARP from one sender over its share of the port's punt budget (a flood)"
+            }
+            DropReason::NeighResolveLimit => {
+                "too many ARP resolutions at once out of the port: an address sweep"
+            }
+            DropReason::CtInvalid => {
+                "stateful filter: a TCP RST outside its connection's window (a blind reset)"
+            }
+            DropReason::BadSourceMac => {
+                "source MAC multicast, broadcast or zero: forged or broken sender, not answered"
+            }
+            DropReason::TinyFragment => {
+                "first fragment too short for the TCP/UDP header rules read (RFC 1858 attack)"
+            }
+            DropReason::OverlappingFragment => {
+                "TCP fragment at offset 8 bytes, over the first's flags (RFC 1858 attack)"
+            }
+            _ => self.description6(),
+        }
+    }
+
+    /// [`description`](Self::description) of the neighbour discovery and
+    /// ICMPv6 reasons, and IPv6's errors.
+    const fn description_nd(self) -> &'static str {
+        match self {
             DropReason::NdNotNeighborMessage => {
                 "ND: punted as neighbour discovery but neither a solicitation nor an advertisement"
             }
@@ -504,6 +528,7 @@ impl DropReason {
             DropReason::Ipv6PacketTooBig => {
                 "IPv6 larger than the output MTU: packet too big sent (routers never fragment IPv6)"
             }
+            _ => "",
         }
     }
 }

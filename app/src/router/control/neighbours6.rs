@@ -98,9 +98,13 @@ impl ControlPlane<'_> {
             [one] => Ok(one),
             [] => Err(format!("neigh del {a}: no neighbour {a} on any port")),
             _ => Err(format!(
-                "neigh del {a}: a link-local address is one neighbour per link, and {} ports                  have one; name it with its port: {}",
+                "neigh del {a}: a link-local address is one neighbour per link, and {} ports \
+                 have one; name it with its port: {}",
                 on.len(),
-                on.iter().map(|&s| display6(s)).collect::<Vec<_>>().join(", ")
+                on.iter()
+                    .map(|&s| display6(s))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )),
         }
     }
@@ -114,9 +118,10 @@ impl ControlPlane<'_> {
             format!("neigh del {shown}: {e}")
         };
         self.neigh.remove_static6(scoped).map_err(said)?;
+        let (address, port) = unscope6(scoped);
         Ok(Reply::done(
             format!("neighbour {shown}: no longer static"),
-            json!({ "address": unscope6(scoped).0.to_string(), "port": unscope6(scoped).1 }),
+            json!({ "address": address.to_string(), "port": port }),
         ))
     }
 

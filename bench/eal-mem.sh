@@ -1,7 +1,7 @@
+#!/usr/bin/env bash
 # Sourced by the bench scripts: the EAL memory options in MEM, unless the caller set
 # them. Hugepages when at least 1,100 MiB of them are free on a mounted hugetlbfs (as
 # `fastpath-bench compare` decides), else --no-huge.
-# shellcheck shell=bash
 huge_free_mb() {
     awk '/^HugePages_Free:/ { n = $2 } /^Hugepagesize:/ { kb = $2 } END { print int(n * kb / 1024) }' /proc/meminfo
 }

@@ -43,8 +43,9 @@ const FUNCTIONS: &[&str] = &[
     "rte_dev_.*",
     "rte_vdev_.*",
     "rte_ring_.*",
-    "rte_lpm_.*",
+    "rte_rib_get_nxt",
     "rte_lpm6_.*",
+    "rte_fib_.*",
     "rte_rcu_qsbr_.*",
     "rte_acl_.*",
     "rte_seqlock_.*",
@@ -134,7 +135,6 @@ fn main() {
         .blocklist_function("rte_lcore_dump")
         // The dump functions take a FILE*; rte_pdump_* are not of them.
         .blocklist_function("rte_.*_dump.*")
-        .blocklist_function("rte_lpm_lookupx4")
         .clang_macro_fallback()
         .wrap_static_fns(true)
         .wrap_static_fns_path(&wrap_c)

@@ -1,4 +1,4 @@
-//! The forwarding table: `rte_lpm` maps a destination to a next-hop id; the
+//! The forwarding table: the LPM (`rte_fib`'s DIR-24-8) maps a destination to a next-hop id; the
 //! id indexes a fixed-capacity array of next hops (what to do, which port,
 //! which neighbour), or of ECMP groups whose members are next hops.
 //!
@@ -14,7 +14,6 @@ pub use ecmp::{tuple_hash, MAX_PATHS};
 pub use writer::{FibWriter, Origin, Rule, HOP_CAPACITY};
 
 use crate::config::{NextHopSpec, RouterConfig};
-use crate::dpdk::lpm::entry_next_hop;
 use crate::dpdk::{DpdkError, Lpm, Qsbr, LPM_MISS};
 use hops::HopTable;
 use std::net::Ipv4Addr;
@@ -206,8 +205,8 @@ fn fixed_entries(cfg: &RouterConfig, port_ids: &[u16]) -> Vec<FibEntry> {
 pub struct Fib {
     lpm: Arc<Lpm>,
     hops: HopTable,
-    /// Next-hop id of the default route (`0.0.0.0/0`), which `rte_lpm` cannot
-    /// hold (depth 1..=32): a miss becomes this id. `LPM_MISS` when none.
+    /// Next-hop id of the default route (`0.0.0.0/0`), kept out of the LPM
+    /// (depth 1..=32): a miss becomes this id. `LPM_MISS` when none.
     default: AtomicU32,
 }
 
@@ -221,7 +220,8 @@ pub struct FibLookup<'a> {
 }
 
 impl FibLookup<'_> {
-    /// The LPM entry of `dst` (host order): equal entries, equal ids.
+    /// The LPM's next hop of `dst` (host order), [`LPM_MISS`] for none:
+    /// equal entries, equal ids.
     #[inline(always)]
     pub fn entry(&self, dst: u32) -> u32 {
         self.lpm.entry(dst)
@@ -231,7 +231,7 @@ impl FibLookup<'_> {
     /// [`Fib::lookup_bulk`] gives it for the same destination.
     #[inline(always)]
     pub fn id(&self, entry: u32) -> u32 {
-        match entry_next_hop(entry) {
+        match entry {
             LPM_MISS => self.default,
             id => id,
         }

@@ -466,7 +466,7 @@ fn doctor_says_what_the_ipv6_fib_needs() {
     assert_exit(&r, 1);
     let (line, fix) = finding(&r, "fail", "the IPv6 FIB of");
     assert!(line.contains("-m 128 gives 128 MiB"), "{line}");
-    assert!(fix.contains("more than 198 MiB"), "{fix}");
+    assert!(fix.contains("more than 226 MiB"), "{fix}");
     // An IPv4-only config: nothing said about IPv6.
     std::fs::write(
         &cfg,

@@ -19,8 +19,9 @@
 #include <rte_bus_vdev.h>
 #include <rte_dev.h>
 #include <rte_ring.h>
-#include <rte_lpm.h>
+#include <rte_rib.h>
 #include <rte_lpm6.h>
+#include <rte_fib.h>
 #include <rte_rcu_qsbr.h>
 #include <rte_acl.h>
 #include <rte_seqlock.h>

@@ -22,7 +22,7 @@ pub use acl::{AclBuilder, AclClassifier};
 pub use burst::{Drain, MbufBurst, BURST_SIZE};
 pub use eal::Eal;
 pub use error::DpdkError;
-pub use lpm::{Lpm, LpmWriter, LPM_MISS};
+pub use lpm::{Lpm, LpmWriter, GRACE_WAIT, LPM_MISS};
 pub use lpm6::{Lpm6, Lpm6Change, Lpm6Pair, Lpm6Writer, LPM6_MISS, STANDBY_WAIT};
 pub use mbuf::Mbuf;
 pub use mempool::Mempool;

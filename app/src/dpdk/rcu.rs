@@ -5,8 +5,8 @@
 //! Each worker has a [`QsbrReader`] and reports a quiescent state once per
 //! poll loop, between bursts, where it holds nothing it looked up. Every
 //! writer shares the one variable: the FIB's writer (next hops and ECMP
-//! member lists, and the LPM's tbl8 groups through `rte_lpm_rcu_qsbr_add`,
-//! see `Lpm::into_shared`), the neighbour table's (reclaimed slots) and the
+//! member lists, and the reuse of the LPM's tbl8 groups, see
+//! `LpmWriter::add`), the neighbour table's (reclaimed slots) and the
 //! hook publisher (replaced hook sets, through
 //! [`hooks::grace::GracePeriods`]). A writer takes a [`Qsbr::start`] token
 //! after it unpublished something and reuses it once [`Qsbr::passed`] says
@@ -57,11 +57,6 @@ impl Qsbr {
             ));
         }
         Ok(Arc::new(Qsbr { raw, threads }))
-    }
-
-    /// The variable, for DPDK calls that take it (the LPM's RCU config).
-    pub(crate) fn as_ptr(&self) -> *mut sys::rte_rcu_qsbr {
-        self.raw.as_ptr()
     }
 
     /// Register reader `id` (below `threads`) and put it online: from now on

@@ -4,13 +4,14 @@
 //! How a change reaches the workers whole:
 //! - a route's next hop (or ECMP group) is written into a free slot of the
 //!   next-hop array first, and only then is its id stored in the LPM;
-//! - a route that changes is overwritten (`rte_lpm_add` on the existing
+//! - a route that changes is overwritten (an LPM add on the existing
 //!   prefix replaces its id entry by entry), never deleted and added again,
 //!   so an address both the old and the new table route always finds one;
 //! - a delete lets the covering prefix take over entry by entry;
 //! - a slot (or member chunk) that no route uses any more is reused only
 //!   after every worker reported a quiescent state since (DPDK's RCU QSBR,
-//!   the same variable that defers the LPM's tbl8 frees), so a worker that
+//!   the same variable that holds back the reuse of the LPM's tbl8
+//!   groups), so a worker that
 //!   looked an id up before the change still reads what it found.
 //!
 //! An ECMP group's members leave it when their gateway fails resolution and

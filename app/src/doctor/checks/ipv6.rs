@@ -13,8 +13,9 @@ const T: &str = "ipv6";
 
 /// What EAL allocates from without `-m` under `--no-huge`, in MiB.
 const NO_HUGE_DEFAULT_MB: u64 = 64;
-/// The IPv4 table beside it (`rte_lpm`'s 2^24-entry first level), in MiB.
-const IPV4_TABLE_MB: u64 = 64;
+/// The IPv4 table beside it at the default `--fib-routes` (65,536 routes,
+/// 1,024 tbl8 groups), in MiB.
+const IPV4_TABLE_MB: u64 = crate::dpdk::lpm::table_mib(65_536, 1024);
 
 pub fn check(host: &Host, inputs: &Inputs) -> Vec<Finding> {
     let Some(cfg) = inputs.config.as_ref().filter(|c| c.has_ipv6()) else {
@@ -43,7 +44,7 @@ pub fn check(host: &Host, inputs: &Inputs) -> Vec<Finding> {
     };
     let what = format!(
         "the IPv6 FIB of {} prefixes takes two LPM6 tables of {each} MiB ({need} MiB of DPDK \
-         memory, beside the IPv4 table's 64 MiB and the mbufs); {from} gives {have} MiB",
+         memory, beside the IPv4 table's {IPV4_TABLE_MB} MiB and the mbufs); {from} gives {have} MiB",
         entries.len()
     );
     if have < need + IPV4_TABLE_MB {

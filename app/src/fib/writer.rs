@@ -69,17 +69,30 @@ impl Origin {
 /// One prefix of the table.
 #[derive(Clone, Debug)]
 pub struct Rule {
-    /// Its next hops (several: an ECMP group).
+    /// Its next hops (several: an ECMP group, shared by every rule with
+    /// the same next hops in the same order).
     pub hops: Vec<NextHop>,
     pub origin: Origin,
-    /// The id the LPM holds.
-    id: u32,
-    /// For a group: its member chunk and members' ids.
-    group: Option<Group>,
 }
 
-/// An ECMP group's member chunk and its members' ids (in `hops` order).
-type Group = (u32, Vec<u32>);
+impl Rule {
+    fn is_group(&self) -> bool {
+        self.hops.len() > 1
+    }
+}
+
+/// An ECMP group: its id, its member chunk, its members' ids (in its next
+/// hops' order) and how many rules use it. Rules with the same next hops
+/// share one, as zebra's next-hop groups and the kernel's next-hop objects
+/// are shared: a table of a million ECMP routes over a few gateways takes
+/// a few groups, not a million.
+#[derive(Clone, Debug)]
+struct Group {
+    id: u32,
+    chunk: u32,
+    ids: Vec<u32>,
+    users: usize,
+}
 
 /// What waits for a grace period before reuse.
 #[derive(Debug)]
@@ -96,6 +109,8 @@ pub struct FibWriter {
     rules: BTreeMap<(u32, u8), Rule>,
     /// Plain next hops in use: their id and how many routes and groups use them.
     shared: HashMap<NextHop, (u32, usize)>,
+    /// ECMP groups in use, by their next hops.
+    groups: HashMap<Vec<NextHop>, Group>,
     free_ids: Vec<u32>,
     free_chunks: Vec<u32>,
     /// Unpublished slots and chunks, with the QSBR token after which they are free.
@@ -132,6 +147,7 @@ impl FibWriter {
             qsbr,
             rules: BTreeMap::new(),
             shared: HashMap::new(),
+            groups: HashMap::new(),
             free_ids: (0..HOP_CAPACITY as u32).rev().collect(),
             free_chunks: (0..CHUNKS as u32).rev().collect(),
             retiring: VecDeque::new(),
@@ -168,8 +184,8 @@ impl FibWriter {
     /// The gateways out of their groups, with their output port.
     pub fn down_gateways(&self) -> Vec<(u32, u16)> {
         let mut out: Vec<(u32, u16)> = Vec::new();
-        for r in self.rules.values().filter(|r| r.group.is_some()) {
-            for h in r.hops.iter().filter(|h| self.down.contains(&h.gateway)) {
+        for hops in self.groups.keys() {
+            for h in hops.iter().filter(|h| self.down.contains(&h.gateway)) {
                 if !out.iter().any(|(g, _)| *g == h.gateway) {
                     out.push((h.gateway, h.port));
                 }
@@ -194,19 +210,14 @@ impl FibWriter {
                 reason: format!("{} next hops; expected 1 to {MAX_PATHS}", hops.len()),
             });
         }
-        let (id, group) = self.acquire(&hops)?;
+        let id = self.acquire(&hops)?;
         let installed = if len == 0 {
             self.fib.default.store(id, Release);
             Ok(())
         } else {
             self.lpm.add(prefix, len, id)
         };
-        let rule = Rule {
-            hops,
-            origin,
-            id,
-            group,
-        };
+        let rule = Rule { hops, origin };
         if let Err(e) = installed {
             self.release(rule);
             return Err(e);
@@ -238,11 +249,11 @@ impl FibWriter {
     /// A gateway failed resolution (`up` false) or answered again: the
     /// groups holding it get a new member list. Returns how many changed.
     pub fn set_gateway_state(&mut self, gateway: u32, up: bool) -> usize {
-        let keys: Vec<(u32, u8)> = self
-            .rules
-            .iter()
-            .filter(|(_, r)| r.group.is_some() && r.hops.iter().any(|h| h.gateway == gateway))
-            .map(|(k, _)| *k)
+        let keys: Vec<Vec<NextHop>> = self
+            .groups
+            .keys()
+            .filter(|hops| hops.iter().any(|h| h.gateway == gateway))
+            .cloned()
             .collect();
         let changed = if up {
             self.down.remove(&gateway)
@@ -253,21 +264,22 @@ impl FibWriter {
             return 0;
         }
         let mut n = 0;
-        for key in keys {
+        for hops in keys {
             let Some(chunk) = self.free_chunks.pop() else {
                 break;
             };
-            let rule = &self.rules[&key];
-            let (old, ids) = rule.group.clone().unwrap_or_default();
-            let live = self.live(&rule.hops, &ids);
+            let Some(group) = self.groups.get(&hops).cloned() else {
+                continue;
+            };
+            let live = self.live(&hops, &group.ids);
             self.fib.hops.write_chunk(chunk, &live);
             self.fib
                 .hops
-                .set_group_word(rule.id, group_word(chunk, live.len()));
-            if let Some(r) = self.rules.get_mut(&key) {
-                r.group = Some((chunk, ids));
+                .set_group_word(group.id, group_word(chunk, live.len()));
+            if let Some(g) = self.groups.get_mut(&hops) {
+                g.chunk = chunk;
             }
-            self.retire(Retired::Chunk(old));
+            self.retire(Retired::Chunk(group.chunk));
             n += 1;
         }
         n
@@ -302,11 +314,15 @@ impl FibWriter {
         }
     }
 
-    /// A written, unpublished id for `hops`: a shared one for a single next
-    /// hop, a new group otherwise.
-    fn acquire(&mut self, hops: &[NextHop]) -> Result<(u32, Option<Group>), DpdkError> {
+    /// A written id for `hops`, counting one more user: a shared one for a
+    /// single next hop or a group already in use, a new group otherwise.
+    fn acquire(&mut self, hops: &[NextHop]) -> Result<u32, DpdkError> {
         if let [hop] = hops {
-            return Ok((self.hop_id(hop)?, None));
+            return self.hop_id(hop);
+        }
+        if let Some(g) = self.groups.get_mut(hops) {
+            g.users += 1;
+            return Ok(g.id);
         }
         self.collect();
         if self.free_ids.is_empty() {
@@ -341,7 +357,14 @@ impl FibWriter {
             mtu: 0,
         };
         self.fib.hops.write(id, &group);
-        Ok((id, Some((chunk, ids))))
+        let group = Group {
+            id,
+            chunk,
+            ids,
+            users: 1,
+        };
+        self.groups.insert(hops.to_vec(), group);
+        Ok(id)
     }
 
     /// The id of plain next hop `hop`, written if new; counts one more user.
@@ -373,14 +396,23 @@ impl FibWriter {
         }
     }
 
-    /// A rule no LPM entry holds any more: its ids retire.
+    /// A rule no LPM entry holds any more: one user fewer of its next hop
+    /// or group; a group no rule uses retires, with its members' users.
     fn release(&mut self, rule: Rule) {
-        if let Some((chunk, _)) = rule.group {
-            self.retire(Retired::Id(rule.id));
-            self.retire(Retired::Chunk(chunk));
+        if !rule.is_group() {
+            return rule.hops.iter().for_each(|h| self.unref(h));
         }
-        for h in &rule.hops {
-            self.unref(h);
+        let Some(g) = self.groups.get_mut(&rule.hops) else {
+            return;
+        };
+        g.users -= 1;
+        if g.users > 0 {
+            return;
+        }
+        if let Some(g) = self.groups.remove(&rule.hops) {
+            self.retire(Retired::Id(g.id));
+            self.retire(Retired::Chunk(g.chunk));
+            rule.hops.iter().for_each(|h| self.unref(h));
         }
     }
 

@@ -133,19 +133,29 @@ fn neighbour_slots_under_a_reading_thread() {
     let (t, mut w) = NeighTable::new(2, q.clone());
     let reader = q.reader(0).expect("reader");
     let stop = AtomicBool::new(false);
+    let reading = AtomicBool::new(false);
     let reused = std::thread::scope(|s| {
         let writer = s.spawn(|| {
+            // Once the reader reads (a writer that ran before it started
+            // would reuse slots no reader held, proving nothing): 20,000
+            // changes, and on until 100 slots were reused (bounded).
+            while !reading.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
             let mut reused = 0;
-            for n in 0..20_000u32 {
+            let mut n = 0u32;
+            while (n < 20_000 || reused < 100) && n < 20_000_000 {
                 let a = 1 + (n % 5) as u8;
                 let _ = w.resolve(ip(a), &hdr(a), u64::from(n));
                 let _ = w.reclaim(ip(1 + ((n + 2) % 5) as u8));
                 reused += w.collect();
+                n += 1;
             }
             stop.store(true, Ordering::Relaxed);
             reused
         });
         s.spawn(|| {
+            reading.store(true, Ordering::Release);
             while !stop.load(Ordering::Relaxed) {
                 for a in 1..=5 {
                     if let Some(i) = t.lookup(ip(a)) {

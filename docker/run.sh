@@ -32,6 +32,9 @@
 #                          also gives --ulimit memlock=-1:-1 when /dev/vfio exists)
 #   NET_RAW, NET_ADMIN     when an EAL arg names net_af_packet: an AF_PACKET
 #                          socket, and promiscuous mode / MTU on the interface
+#   NET_ADMIN, /dev/net/tun  when --config has `interfaces = true` ([kernel]):
+#                          the ports' kernel interfaces (TAPs in the host's
+#                          network namespace, for bgpd, sshd, ...)
 #   SYS_ADMIN, SYS_RAWIO   never by default: only for physical-address (IOVA PA)
 #                          drivers such as igb_uio/uio_pci_generic; add them
 #                          with DOCKER_OPTS="--cap-add SYS_ADMIN --cap-add SYS_RAWIO"
@@ -134,12 +137,19 @@ run=(run --rm --network host --name "$name" -e "FASTPATH_FILE_PREFIX=$prefix")
 [ "$detach" -eq 1 ] && run+=(--detach)
 [ -t 0 ] && [ -t 1 ] && [ "$detach" -eq 0 ] && run+=(-it)
 
+# The ports' kernel interfaces ([kernel] interfaces = true in the config).
+kernel_interfaces=0
+if [ -n "$config" ] && [ -f "$config" ] && grep -Eq '^[[:space:]]*interfaces[[:space:]]*=[[:space:]]*true' "$config"; then
+    kernel_interfaces=1
+fi
 if [ "$privileged" -eq 1 ]; then
     run+=(--privileged)
 else
     run+=(--cap-add IPC_LOCK)
     [ "$af_packet" -eq 1 ] && run+=(--cap-add NET_RAW --cap-add NET_ADMIN)
+    [ "$kernel_interfaces" -eq 1 ] && run+=(--cap-add NET_ADMIN)
 fi
+[ "$kernel_interfaces" -eq 1 ] && run+=(--device /dev/net/tun)
 # vfio-pci devices: the container node and one node per IOMMU group; vfio
 # pins every DMA-mapped page, so no limit on locked memory.
 vfio=0

@@ -23,6 +23,7 @@ pub mod forward;
 pub mod fpm;
 pub mod health;
 pub mod hook_config;
+pub mod kernel;
 pub mod lifecycle;
 pub mod neigh;
 pub mod ops;

@@ -159,11 +159,18 @@ pub enum DropReason {
     Ipv6NoRoute = 71,
     /// An IPv6 packet larger than the output port's MTU: ICMPv6 packet too big (RFC 8200 5).
     Ipv6PacketTooBig = 72,
+    // The ports' kernel interfaces.
+    /// To the kernel interface over the port's budget.
+    KernelRateLimited = 73,
+    /// To the kernel interface from one source over its share of the port's budget (a flood).
+    KernelSourceLimited = 74,
+    /// The kernel interface's queue was full, or the interface down.
+    KernelQueueFull = 75,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 73] = [
+    pub const ALL: [DropReason; 76] = [
         DropReason::TxQueueFull,
         DropReason::Runt,
         DropReason::OtherHost,
@@ -237,6 +244,9 @@ impl DropReason {
         DropReason::Ipv6HopLimitExceeded,
         DropReason::Ipv6NoRoute,
         DropReason::Ipv6PacketTooBig,
+        DropReason::KernelRateLimited,
+        DropReason::KernelSourceLimited,
+        DropReason::KernelQueueFull,
     ];
     /// Number of reasons: the length of a counter array.
     pub const COUNT: usize = Self::ALL.len();
@@ -317,6 +327,9 @@ impl DropReason {
             DropReason::Ipv6HopLimitExceeded => "ipv6_hop_limit_exceeded",
             DropReason::Ipv6NoRoute => "ipv6_no_route",
             DropReason::Ipv6PacketTooBig => "ipv6_packet_too_big",
+            DropReason::KernelRateLimited => "kernel_rate_limited",
+            DropReason::KernelSourceLimited => "kernel_source_limited",
+            DropReason::KernelQueueFull => "kernel_queue_full",
         }
     }
 
@@ -528,13 +541,22 @@ impl DropReason {
             DropReason::Ipv6PacketTooBig => {
                 "IPv6 larger than the output MTU: packet too big sent (routers never fragment IPv6)"
             }
+            DropReason::KernelRateLimited => {
+                "to the kernel interface over the port's budget (not from a routing peer): a flood"
+            }
+            DropReason::KernelSourceLimited => {
+                "to the kernel interface from one source over its share of the port's budget"
+            }
+            DropReason::KernelQueueFull => {
+                "the kernel interface's queue was full or the interface down: the kernel lags"
+            }
             _ => "",
         }
     }
 }
 
 // Discriminants run 0..COUNT: a reason missing from ALL would index past the counters.
-const _: () = assert!(DropReason::Ipv6PacketTooBig as usize == DropReason::COUNT - 1);
+const _: () = assert!(DropReason::KernelQueueFull as usize == DropReason::COUNT - 1);
 
 /// One counter per drop reason, owned by one lcore.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -103,6 +103,7 @@ pub(crate) fn port_address(s: &str) -> Result<(Ipv4Addr, u8), String> {
         mtu: DEFAULT_MTU,
         ipv6: Vec::new(),
         link_local: LinkLocal::FromMac,
+        kernel_interface: None,
         line: 0,
     };
     if port.is_network_or_broadcast(addr) {

@@ -43,6 +43,17 @@ pub(crate) struct RawConfig {
     pub(crate) lcore: Vec<Spanned<RawLcore>>,
     #[serde(default)]
     pub(crate) hook: Vec<Spanned<toml::Table>>,
+    /// `[kernel]`: the ports' kernel interfaces.
+    pub(crate) kernel: Option<Spanned<RawKernel>>,
+}
+
+/// `[kernel]`: whether each port has a kernel interface, and the routing
+/// peers whose traffic to us goes to the kernel ahead of the rest.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawKernel {
+    pub(crate) interfaces: Option<Spanned<bool>>,
+    pub(crate) peers: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 #[derive(Deserialize)]
@@ -57,6 +68,8 @@ pub(crate) struct RawPort {
     pub(crate) ipv6: Option<Spanned<Vec<Spanned<String>>>>,
     /// The link-local address; derived from the MAC when absent.
     pub(crate) link_local: Option<Spanned<String>>,
+    /// The name of the port's kernel interface (with `[kernel] interfaces`).
+    pub(crate) kernel_interface: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

@@ -5,7 +5,7 @@ use super::device::{label, DeviceRef};
 use super::hooks::HookSpec;
 use super::position::ConfigError;
 use super::spec6::{Ipv6Interface, LinkLocal, Neighbour6Spec, Route6Spec};
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 
 /// A validated router configuration.
@@ -27,8 +27,21 @@ pub struct RouterConfig {
     pub lcores: Vec<LcoreSpec>,
     /// `[[hook]]` items, in file order (checked by their kinds when built).
     pub hooks: Vec<HookSpec>,
+    /// `[kernel]`: the ports' kernel interfaces and the routing peers.
+    pub kernel: KernelSpec,
     /// The file's text, for the line numbers of hook errors.
     pub text: String,
+}
+
+/// `[kernel]`: whether each port has a kernel interface (a TAP with its
+/// MAC and addresses), and the routing peers whose traffic to us reaches
+/// the kernel ahead of the rest.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KernelSpec {
+    /// `interfaces = true`: one kernel interface per port.
+    pub interfaces: bool,
+    /// `peers = [...]`: the routing peers' addresses (both families).
+    pub peers: Vec<IpAddr>,
 }
 
 impl PartialEq for RouterConfig {
@@ -41,6 +54,7 @@ impl PartialEq for RouterConfig {
             && self.routes6 == o.routes6
             && self.neighbours6 == o.neighbours6
             && self.lcores == o.lcores
+            && self.kernel == o.kernel
     }
 }
 
@@ -60,6 +74,10 @@ pub struct PortSpec {
     pub ipv6: Vec<Ipv6Interface>,
     /// `link_local = "..."`, or derived from the MAC.
     pub link_local: LinkLocal,
+    /// The name of the port's kernel interface: `kernel_interface = "..."`
+    /// or `fp<n>` (n: the port's place in the file, from 0) with
+    /// `[kernel] interfaces = true`; `None` without.
+    pub kernel_interface: Option<String>,
     /// 1-based line of the `[[port]]` header.
     pub line: usize,
 }

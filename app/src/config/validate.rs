@@ -3,6 +3,7 @@
 //! the field, and saying what was expected. One file per section
 //! (`validate/`); here the whole file, and the checks sections share.
 
+mod kernel;
 mod lcores;
 mod neighbours;
 mod neighbours6;
@@ -23,7 +24,8 @@ impl Source<'_> {
     /// The whole file, section by section in the order they refer to each
     /// other: ports first, then what names them.
     pub(crate) fn validate(&self, raw: RawConfig) -> Result<RouterConfig, ConfigError> {
-        let ports = self.ports(&raw.port)?;
+        let mut ports = self.ports(&raw.port)?;
+        let kernel = self.kernel(raw.kernel.as_ref(), &mut ports, &raw.port)?;
         let routes = self.routes(&ports, &raw.route)?;
         let routes6 = self.routes6(&ports, &raw.route)?;
         let mut neighbours: Vec<&Spanned<RawNeighbour>> =
@@ -43,6 +45,7 @@ impl Source<'_> {
             neighbours6,
             lcores,
             hooks,
+            kernel,
             text: self.text.to_owned(),
         })
     }
@@ -169,6 +172,7 @@ mod tests {
                     mtu: 1500,
                     ipv6: vec![],
                     link_local: LinkLocal::FromMac,
+                    kernel_interface: None,
                     line: 2,
                 },
                 PortSpec {
@@ -180,6 +184,7 @@ mod tests {
                     mtu: 2000,
                     ipv6: vec![],
                     link_local: LinkLocal::FromMac,
+                    kernel_interface: None,
                     line: 7,
                 },
                 PortSpec {
@@ -191,6 +196,7 @@ mod tests {
                     mtu: 1500,
                     ipv6: vec![],
                     link_local: LinkLocal::FromMac,
+                    kernel_interface: None,
                     line: 13,
                 },
             ],
@@ -259,6 +265,7 @@ mod tests {
             routes6: vec![],
             neighbours6: vec![],
             hooks: Vec::new(),
+            kernel: Default::default(),
             text: String::new(),
         };
         assert_eq!(c, want);

@@ -101,6 +101,14 @@ pub const RATES: [Rate; Punt::ALL.len() + 1] = [
         packets: 10,
         period_ms: 100,
     },
+    // Kernel: 25,600 per second (TCP to the router: BGP, SSH; each is a
+    // write to the kernel interface on the control lcore, which must keep
+    // up with every port's budget and its other work: a flood measured
+    // here at 100,000 per second overran the punt ring).
+    Rate {
+        packets: 256,
+        period_ms: 10,
+    },
 ];
 
 /// ARP from a sender the control plane awaits: per port, ahead of the rest.
@@ -112,6 +120,21 @@ pub const AWAITED_ARP: Rate = Rate {
 /// Other ARP from one source (one of [`SOURCES`] hash buckets of the sender
 /// address) per port: an eighth of the port's ARP budget.
 pub const SOURCE_ARP: Rate = Rate {
+    packets: 64,
+    period_ms: 10,
+};
+
+/// To the kernel from a configured routing peer: per port, ahead of the
+/// rest, so that a flood at the router's address cannot starve a BGP
+/// session.
+pub const PEER_KERNEL: Rate = Rate {
+    packets: 256,
+    period_ms: 10,
+};
+
+/// To the kernel from one source (one of [`SOURCES`] hash buckets of the
+/// source address) per port: a quarter of the port's kernel budget.
+pub const SOURCE_KERNEL: Rate = Rate {
     packets: 64,
     period_ms: 10,
 };
@@ -136,6 +159,7 @@ pub fn over_budget_reason(kind: Punt) -> DropReason {
         Punt::PacketTooBig => DropReason::Ipv6PacketTooBig,
         Punt::Arp | Punt::LocalIcmp | Punt::Resolve => DropReason::PuntRateLimited,
         Punt::Nd | Punt::LocalIcmp6 | Punt::Resolve6 => DropReason::PuntRateLimited,
+        Punt::Kernel => DropReason::KernelRateLimited,
     }
 }
 
@@ -169,6 +193,8 @@ struct PortBudgets {
     kinds: [Bucket; RATES.len()],
     awaited: Bucket,
     sources: [Bucket; SOURCES],
+    peers: Bucket,
+    kernel_sources: [Bucket; SOURCES],
 }
 
 impl Default for PortBudgets {
@@ -177,6 +203,8 @@ impl Default for PortBudgets {
             kinds: Default::default(),
             awaited: Bucket::default(),
             sources: [Bucket::default(); SOURCES],
+            peers: Bucket::default(),
+            kernel_sources: [Bucket::default(); SOURCES],
         }
     }
 }
@@ -237,6 +265,32 @@ impl PuntBudgets {
         let k = Punt::Arp as usize;
         if !b.kinds[k].take(RATES[k], &mut now, tsc_hz) {
             return Err(DropReason::PuntRateLimited);
+        }
+        Ok(())
+    }
+
+    /// Take one punt to the kernel from `source` (a hash of its address)
+    /// received on `port`, `peer` if it comes from a configured routing
+    /// peer: from the peers' budget first, then the source's and the
+    /// port's. The drop reason when refused.
+    pub fn take_kernel(
+        &mut self,
+        port: u16,
+        source: u32,
+        peer: bool,
+        mut now: impl FnMut() -> u64,
+        tsc_hz: u64,
+    ) -> Result<(), DropReason> {
+        let b = self.port(port);
+        if peer && b.peers.take(PEER_KERNEL, &mut now, tsc_hz) {
+            return Ok(());
+        }
+        if !b.kernel_sources[source_bucket(source)].take(SOURCE_KERNEL, &mut now, tsc_hz) {
+            return Err(DropReason::KernelSourceLimited);
+        }
+        let k = Punt::Kernel as usize;
+        if !b.kinds[k].take(RATES[k], &mut now, tsc_hz) {
+            return Err(DropReason::KernelRateLimited);
         }
         Ok(())
     }
@@ -403,6 +457,42 @@ mod tests {
             .filter(|&s| b.take_arp(0, s, false, || 0, HZ).is_ok())
             .count();
         assert_eq!(ok, 512 - 64, "the port's 512 per period");
+    }
+
+    #[test]
+    fn a_routing_peer_reaches_the_kernel_ahead_of_a_flood() {
+        let mut b = PuntBudgets::default();
+        let all = senders(SOURCES);
+        // One source floods: its share passes, the rest is its own drop.
+        let r: Vec<_> = (0..1000)
+            .map(|_| b.take_kernel(0, all[0], false, || 0, HZ))
+            .collect();
+        let share = SOURCE_KERNEL.packets as usize;
+        assert_eq!(r.iter().filter(|r| r.is_ok()).count(), share);
+        assert!(r[share..]
+            .iter()
+            .all(|r| *r == Err(DropReason::KernelSourceLimited)));
+        // Many sources spend the port's budget.
+        let passed = all[1..]
+            .iter()
+            .flat_map(|&s| (0..share).map(move |_| s))
+            .filter(|&s| b.take_kernel(0, s, false, || 0, HZ).is_ok())
+            .count();
+        assert_eq!(
+            passed + share,
+            RATES[Punt::Kernel as usize].packets as usize
+        );
+        assert!(b.take_kernel(0, all[5], false, || 0, HZ).is_err());
+        // A peer (even one hashing with a flooder) still passes, up to its
+        // own budget; a non-peer from the same address does not.
+        let peer = all[0];
+        let ok = (0..10_000)
+            .filter(|_| b.take_kernel(0, peer, true, || 0, HZ).is_ok())
+            .count();
+        assert_eq!(ok, PEER_KERNEL.packets as usize);
+        assert!(b.take_kernel(0, peer, false, || 0, HZ).is_err());
+        // Another port is untouched.
+        assert!(b.take_kernel(1, peer, false, || 0, HZ).is_ok());
     }
 
     #[test]

@@ -8,6 +8,7 @@
 use super::budget::{over_budget_reason, PuntBudgets};
 use super::contract::{each, Cx, Stage, StageSpec, Step};
 use super::punt::Punt;
+use super::to_kernel;
 use super::Pipeline;
 use crate::capture::DropSite;
 use crate::dpdk::{tsc, Mbuf};
@@ -30,6 +31,8 @@ pub const SPEC: StageSpec = StageSpec {
         DropReason::Ipv6PacketTooBig,
         DropReason::PuntRateLimited,
         DropReason::PuntSourceLimited,
+        DropReason::KernelRateLimited,
+        DropReason::KernelSourceLimited,
     ],
 };
 
@@ -77,6 +80,11 @@ fn may_punt(
     m: &Mbuf,
     meta: &PacketMeta,
 ) -> Result<(), DropReason> {
+    if reason == Punt::Kernel {
+        // Only punted with kernel interfaces, so with their peers.
+        let peers = p.kernel.as_deref().ok_or(DropReason::LocalUnsupported)?;
+        return to_kernel::take(budgets, peers, port, m, meta, tsc, p.tsc_hz);
+    }
     if reason != Punt::Arp {
         return match budgets.take(reason, port, tsc, p.tsc_hz) {
             true => Ok(()),

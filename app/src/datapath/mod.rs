@@ -24,6 +24,7 @@ pub mod local;
 pub mod neigh_output;
 pub mod punt;
 pub mod scratch;
+pub mod to_kernel;
 pub mod tx;
 pub mod txbuf;
 
@@ -94,6 +95,10 @@ pub struct Pipeline {
     pub ns_per_tick: u64,
     /// This worker's way into drop capture (`crate::capture`).
     pub capture: Arc<Tap>,
+    /// With kernel interfaces: the routing peers, whose traffic to the
+    /// kernel goes ahead of the rest. `None`: what the router does not
+    /// answer itself is dropped (`local_unsupported`).
+    pub kernel: Option<Arc<to_kernel::KernelPeers>>,
 }
 
 /// Where a worker's packets go: its TX buffers (indexed by port id) and the

@@ -48,11 +48,16 @@ pub enum Punt {
     /// link: an ICMPv6 destination unreachable, code 2 (beyond scope of the
     /// source address), is due.
     BeyondScope = 13,
+    /// To one of our addresses, and neither ICMP nor ARP nor neighbour
+    /// discovery (TCP, UDP: BGP, SSH, ...): for the input port's kernel
+    /// interface (with `[kernel] interfaces = true`; without, such a packet
+    /// is dropped as `local_unsupported`).
+    Kernel = 14,
 }
 
 impl Punt {
     /// Every reason, in code order (code = index + 1).
-    pub const ALL: [Punt; 13] = [
+    pub const ALL: [Punt; 14] = [
         Punt::Arp,
         Punt::LocalIcmp,
         Punt::TtlExceeded,
@@ -66,6 +71,7 @@ impl Punt {
         Punt::NoRoute6,
         Punt::PacketTooBig,
         Punt::BeyondScope,
+        Punt::Kernel,
     ];
 
     /// The reason stored in the metadata, `None` for 0 or an unknown code.
@@ -75,7 +81,7 @@ impl Punt {
 }
 
 // Codes run 1..=ALL.len(): from_code indexes ALL by code - 1.
-const _: () = assert!(Punt::BeyondScope as usize == Punt::ALL.len());
+const _: () = assert!(Punt::Kernel as usize == Punt::ALL.len());
 
 #[cfg(test)]
 mod tests {
@@ -87,6 +93,6 @@ mod tests {
             assert_eq!(Punt::from_code(p as u8), Some(p));
         }
         assert_eq!(Punt::from_code(0), None);
-        assert_eq!(Punt::from_code(14), None);
+        assert_eq!(Punt::from_code(15), None);
     }
 }

@@ -179,6 +179,7 @@ impl Bench {
             worker: 0,
             ns_per_tick: super::hook_run::ns_per_tick(tsc_hz),
             capture: Hub::new(16, 1000, tsc_hz).tap(0),
+            kernel: None,
         };
         Bench {
             pipeline,

@@ -26,7 +26,7 @@ pub use lpm::{Lpm, LpmWriter, GRACE_WAIT, LPM_MISS};
 pub use lpm6::{Lpm6, Lpm6Change, Lpm6Pair, Lpm6Writer, LPM6_MISS, STANDBY_WAIT};
 pub use mbuf::Mbuf;
 pub use mempool::Mempool;
-pub use port::{Port, PortConfig, PortStats, RssKey, RxQueue, RxSpread, TxQueue};
+pub use port::{link_up, Port, PortConfig, PortStats, RssKey, RxQueue, RxSpread, TxQueue};
 pub use rcu::{Qsbr, QsbrReader};
 pub use ring::{mbuf_ring, RingConsumer, RingProducer};
 

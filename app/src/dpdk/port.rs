@@ -635,6 +635,15 @@ impl Port {
     }
 }
 
+/// Whether port `id`'s link is up, without waiting for negotiation
+/// (false for an invalid port).
+pub fn link_up(id: u16) -> bool {
+    let mut l = sys::rte_eth_link::default();
+    // SAFETY: l is a valid out-parameter; an invalid id leaves it zeroed.
+    unsafe { sys::rte_eth_link_get_nowait(id, &mut l) };
+    l.link_status() != 0
+}
+
 /// Driver counters of port `id` (zero for an invalid port).
 pub fn read_stats(id: u16) -> PortStats {
     let mut s = sys::rte_eth_stats::default();

@@ -8,6 +8,7 @@
 mod control_loop;
 mod drain;
 mod ipv6;
+mod kernel;
 mod ports;
 mod split_flows;
 mod tables;
@@ -271,6 +272,7 @@ fn route(s: &Setup, ports: &mut Vec<Port>, signals: &Signals) -> Result<Outcome,
     // A taken --fpm port fails before any port or worker starts.
     let fpm = s.opts.fpm.as_ref().map(FpmLink::start).transpose()?;
     let mut up = ports::start_ports(s, ports)?;
+    let representors = kernel::create(s, &up.addrs)?;
     let (tables, mut writers) = tables::build(s, &up.macs)?;
     let mut ipv6 = ipv6::build(s, &up.macs, &tables.qsbr, &mut writers.neigh)?;
     if let Some(t) = &ipv6 {
@@ -291,6 +293,7 @@ fn route(s: &Setup, ports: &mut Vec<Port>, signals: &Signals) -> Result<Outcome,
     let mut workers = workers::start(s, &mut up, &tables, &v6, &hooks, ports, &signals.stop)?;
     let fib6 = ipv6.as_mut().and_then(|t| t.writer.take());
     let mut main = MainLcore::new(s, writers, &up.addrs, &tables, fib6, &mut workers);
+    main.control.set_kernel(representors);
     main.fpm = fpm;
     let mut unfinished = None;
     if workers.launch_err.is_none() {

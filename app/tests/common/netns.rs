@@ -90,6 +90,44 @@ impl Topology {
         topo
     }
 
+    /// As [`Topology::new`], with the router ends of the veths in a
+    /// namespace of their own ([`Topology::router_ns`]), where fastpath
+    /// runs: what it creates in the kernel (its ports' kernel interfaces)
+    /// stays there.
+    #[allow(dead_code)] // not every test that includes this file uses it
+    pub fn with_router_ns(tag: &str) -> Topology {
+        let topo = Topology::new(tag);
+        let ns = topo.router_ns();
+        sh(&["ip", "netns", "add", &ns]);
+        sh(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
+        for side in ["a", "b"] {
+            let router = topo.router_if(side);
+            sh(&["ip", "link", "set", &router, "netns", &ns]);
+            // The veth stands for a NIC that DPDK owns: the namespace's own
+            // stack must not take what arrives on it (fastpath's kernel
+            // interfaces give that namespace the ports' addresses, which
+            // Linux would otherwise accept on any interface): no IPv6 on
+            // it, IPv4 from the hosts fails the reverse-path check (their
+            // subnets are routed by the kernel interfaces), no ARP replies.
+            for (key, value) in [
+                ("net.ipv6.conf.{}.disable_ipv6", "1"),
+                ("net.ipv4.conf.{}.rp_filter", "1"),
+                ("net.ipv4.conf.{}.arp_ignore", "8"),
+            ] {
+                let set = format!("{}={value}", key.replace("{}", &router));
+                sh(&["ip", "netns", "exec", &ns, "sysctl", "-q", "-w", &set]);
+            }
+            sh(&["ip", "-n", &ns, "link", "set", &router, "up"]);
+        }
+        topo
+    }
+
+    /// The router's namespace of [`Topology::with_router_ns`].
+    #[allow(dead_code)] // not every test that includes this file uses it
+    pub fn router_ns(&self) -> String {
+        format!("fpr{}", self.suffix)
+    }
+
     /// Namespace of side "a" or "b".
     pub fn ns(&self, side: &str) -> String {
         format!("fp{side}{}", self.suffix)
@@ -116,6 +154,7 @@ impl Topology {
     }
 
     /// `ping` from side to `dst`; returns (success, output).
+    #[allow(dead_code)] // not every test that includes this file uses it
     pub fn ping(&self, side: &str, dst: &str, extra: &[&str]) -> (bool, String) {
         let mut args = vec!["ping", "-n", "-c", "3", "-i", "0.2", "-W", "2"];
         args.extend(extra);
@@ -127,6 +166,9 @@ impl Topology {
     }
 
     fn cleanup(&self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.router_ns()])
+            .output();
         for side in ["a", "b"] {
             let _ = Command::new("ip")
                 .args(["netns", "del", &self.ns(side)])

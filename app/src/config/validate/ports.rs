@@ -60,6 +60,8 @@ impl Source<'_> {
             mtu,
             ipv6,
             link_local,
+            // Named by `[kernel]`, which is read after the ports.
+            kernel_interface: None,
             line: self.line_of(&raw.span()),
         })
     }

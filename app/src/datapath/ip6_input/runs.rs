@@ -16,7 +16,7 @@ use crate::fib::{HopKind, NEIGH_BY_DST};
 use crate::fib6::{Fib6, NextHop6};
 use hooks::wire::ethernet::HEADER_LEN;
 use hooks::wire::ipv6::{self, field};
-use hooks::{PacketMeta, PacketType};
+use hooks::{DropReason, PacketMeta, PacketType};
 
 /// Route the `k` packets looked up. `identity`: the burst is plain IPv6 at
 /// byte 14 throughout and lookup `j` is packet `j`; else `ip6.at` and
@@ -185,6 +185,9 @@ fn route_one(
             None => punt(cx, i, Punt::Resolve6),
         },
         Routed6::Punt(reason) => punt(cx, i, reason),
+        Routed6::Drop(DropReason::Ipv6LocalUnsupported) if cx.pipeline.kernel.is_some() => {
+            punt(cx, i, Punt::Kernel)
+        }
         Routed6::Drop(r) => cx.drop(i, r),
     }
     false

@@ -7,6 +7,7 @@ use super::flow_hash::flow_hash;
 use super::header::{header_at_14, header_at_14_mut, plain_fields, total_len, Ipv4Fields};
 use crate::datapath::contract::{all, Cx, Mask};
 use crate::datapath::punt::Punt;
+use crate::datapath::to_kernel::local_other;
 use crate::dpdk::{Mbuf, BURST_SIZE};
 use crate::fib::{HopKind, NextHop};
 use hooks::flow::proto;
@@ -315,7 +316,13 @@ fn route(
         HopKind::Group => return Routed::Punt(Punt::NoRoute),
         HopKind::Martian => return Routed::Drop(DropReason::Martian),
         HopKind::Local if f.protocol == proto::ICMP => return Routed::Punt(Punt::LocalIcmp),
-        HopKind::Local => return Routed::Drop(DropReason::LocalUnsupported),
+        HopKind::Local => {
+            let peers = p.kernel.as_deref();
+            return match local_other(peers, DropReason::LocalUnsupported) {
+                Ok(to) => Routed::Punt(to),
+                Err(r) => Routed::Drop(r),
+            };
+        }
         HopKind::NotUnicast => return Routed::Drop(DropReason::NotUnicast),
     }
     if f.ttl <= 1 {

@@ -5,6 +5,7 @@ mod drivers;
 mod hugepages;
 mod iommu;
 mod ipv6;
+mod kernel;
 mod lcores;
 pub mod pci;
 
@@ -19,6 +20,7 @@ pub fn run_all(host: &Host, inputs: &Inputs, catalogue: &Catalogue) -> Vec<Findi
     let mut findings = args::check(inputs);
     findings.extend(hugepages::check(host, inputs));
     findings.extend(ipv6::check(host, inputs));
+    findings.extend(kernel::check(host, inputs));
     findings.extend(iommu::check(host, inputs));
     findings.extend(pci::check(host, inputs, catalogue));
     findings.extend(lcores::check(host, inputs));

@@ -55,6 +55,10 @@ impl ControlPlane<'_> {
         if !for_us && !sender_ok {
             return self.drop(m, port_id, DropReason::ArpInvalid);
         }
+        if req.operation == arp::op::REPLY && for_us && sender_ok {
+            // The kernel's own resolution of the sender may wait for it.
+            self.mirror_to_kernel(&m);
+        }
         self.counters.consumed(port_id, 1);
     }
 

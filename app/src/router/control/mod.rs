@@ -30,7 +30,7 @@
 //! `icmp`, `resolve` (queues and ARP requests for next hops), `aging`,
 //! `views` (routes and neighbours shown), `stats`, `changes` (`fastpath
 //! ctl` and reload), with the plain-value helpers `frames`, `policy` and
-//! `limiter`. IPv6: `addr6` (our addresses per port), `nd` (neighbour
+//! `limiter`; `kernel` (the ports' kernel interfaces). IPv6: `addr6` (our addresses per port), `nd` (neighbour
 //! discovery in), `resolve6` (queues and solicitations), `aging6`, `icmp6`,
 //! `changes6` (routes) and `neighbours6` (static neighbours), with the
 //! plain-frame helpers of `frames6`.
@@ -45,6 +45,7 @@ pub mod frames;
 pub mod frames6;
 mod icmp;
 mod icmp6;
+mod kernel;
 pub mod limiter;
 mod nd;
 mod neighbours6;
@@ -129,6 +130,10 @@ pub struct ControlPlane<'a> {
     /// When a worker last used a learned IPv6 neighbour (seen at aging).
     last_used6: HashMap<Ipv6Addr, Instant>,
     icmp6_errors: TokenBucket,
+    /// The ports' kernel interfaces, by port id (empty without).
+    kernel: Vec<Option<crate::kernel::Representor>>,
+    /// Each interface's carrier as last set (on at creation).
+    carrier: Vec<bool>,
 }
 
 impl<'a> ControlPlane<'a> {
@@ -177,7 +182,16 @@ impl<'a> ControlPlane<'a> {
             failed_at6: HashMap::new(),
             last_used6: HashMap::new(),
             icmp6_errors: TokenBucket::new(100.0, 50.0, now),
+            kernel: Vec::new(),
+            carrier: Vec::new(),
         }
+    }
+
+    /// The ports' kernel interfaces, by port id.
+    pub fn set_kernel(&mut self, kernel: Vec<Option<crate::kernel::Representor>>) {
+        self.carrier = vec![true; kernel.len()];
+        self.kernel = kernel;
+        self.follow_links();
     }
 
     /// Hand copies of what the control plane drops to `tap`'s capture.
@@ -228,6 +242,7 @@ impl<'a> ControlPlane<'a> {
                 }
             }
         }
+        handled += self.poll_kernel();
         self.timers(Instant::now());
         self.fib.collect();
         handled
@@ -251,6 +266,7 @@ impl<'a> ControlPlane<'a> {
             Some(Punt::NoRoute6) => self.no_route6(m),
             Some(Punt::PacketTooBig) => self.packet_too_big(m),
             Some(Punt::BeyondScope) => self.beyond_scope(m),
+            Some(Punt::Kernel) => self.punt_to_kernel(m),
             None => self.drop(m, meta.in_port, DropReason::UnsupportedProtocol),
         }
     }

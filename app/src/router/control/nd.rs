@@ -145,6 +145,8 @@ impl ControlPlane<'_> {
         if !self.on_link6(port, a.target) || a.target_ll.is_some_and(|mac| !unicast_mac(mac)) {
             return self.drop(m, port, DropReason::NdBadSource);
         }
+        // The kernel's own resolution of the target may wait for it.
+        self.mirror_to_kernel(&m);
         self.counters.consumed(port, 1);
         drop(m);
         // The neighbour as the table and the queues name it.

@@ -195,6 +195,7 @@ impl ControlPlane<'_> {
         if now >= self.next_age {
             self.next_age = now + Duration::from_secs(1);
             self.age(now);
+            self.follow_links();
         }
     }
 

@@ -58,11 +58,21 @@ pub struct ControlStats {
     /// ICMPv6 errors not sent: RFC 4443 2.4 (e) forbids them (about an
     /// ICMPv6 error, to a multicast destination, from `::`).
     pub icmp6_not_allowed: u64,
+    /// Frames handed to the ports' kernel interfaces (TCP, UDP, ... to us).
+    pub to_kernel: u64,
+    /// Frames the kernel sent on the ports' interfaces, out by the ports.
+    pub from_kernel: u64,
+    /// ARP replies and neighbour advertisements to us copied to the kernel,
+    /// so that its own resolutions complete.
+    pub kernel_mirrored: u64,
+    /// Frames the kernel sent that could not go out: no mbuf, or larger
+    /// than an mbuf holds.
+    pub from_kernel_dropped: u64,
 }
 
 impl ControlStats {
     /// Name and value of each counter.
-    pub fn fields(&self) -> [(&'static str, u64); 23] {
+    pub fn fields(&self) -> [(&'static str, u64); 27] {
         [
             ("arp_requests", self.arp_requests),
             ("arp_probes", self.arp_probes),
@@ -87,6 +97,10 @@ impl ControlStats {
             ("icmp6_errors", self.icmp6_errors),
             ("icmp6_rate_limited", self.icmp6_rate_limited),
             ("icmp6_not_allowed", self.icmp6_not_allowed),
+            ("to_kernel", self.to_kernel),
+            ("from_kernel", self.from_kernel),
+            ("kernel_mirrored", self.kernel_mirrored),
+            ("from_kernel_dropped", self.from_kernel_dropped),
         ]
     }
 }

@@ -176,6 +176,11 @@ fn worker_for(
             worker: w,
             ns_per_tick: crate::datapath::hook_run::ns_per_tick(tsc_hz),
             capture: tap,
+            kernel: s.cfg.kernel.interfaces.then(|| {
+                Arc::new(crate::datapath::to_kernel::KernelPeers::new(
+                    &s.cfg.kernel.peers,
+                ))
+            }),
         },
         // After the reader came online (make_rings): a hook set published
         // from now on starts a grace period this worker's report sees.

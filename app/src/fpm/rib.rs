@@ -14,11 +14,12 @@
 //!   replaces the old) every FPM route and next hop is marked stale and
 //!   keeps forwarding; what zebra sends again is fresh; what is still stale
 //!   `hold` after the last connect or disconnect is removed.
-//! - **ports**: until the kernel has representors of fastpath's ports, a
-//!   path's port is the one whose subnet (of the route's family) holds its
-//!   gateway (zebra's ifindex is not used); a path without such a gateway
-//!   (none, a link-local one, or one of the other family) is left out
-//!   (`no_port`).
+//! - **ports**: a path's port is the one whose subnet (of the route's
+//!   family) holds its gateway; else, for a gateway outside every subnet (a
+//!   link-local one), the port whose kernel interface zebra names
+//!   (`RTA_OIF`, with `[kernel] interfaces = true`). A path with neither
+//!   (no gateway, a gateway of the other family, an interface that is not a
+//!   port's) is left out (`no_port`).
 //! - **families**: IPv4 and IPv6 routes alike; an IPv6 route takes one
 //!   path (the IPv6 FIB has no ECMP), the rest cut (`ecmp_cut`).
 
@@ -38,6 +39,9 @@ pub trait FibSink {
     /// The index of the port whose subnet (of `gateway`'s family) holds
     /// `gateway`.
     fn port_of(&self, gateway: IpAddr) -> Option<usize>;
+    /// The index of the port whose kernel interface has index `oif` (with
+    /// `[kernel] interfaces = true`).
+    fn port_of_interface(&self, oif: u32) -> Option<usize>;
     /// Route `prefix/len` by `hops` (gateway, port index), in place, as an
     /// FPM route.
     fn set(&mut self, prefix: IpAddr, len: u8, hops: &[(IpAddr, usize)]) -> Result<(), String>;
@@ -346,7 +350,12 @@ impl FpmRib {
         let mut out: Vec<(IpAddr, usize)> = Vec::new();
         for path in paths {
             let hop = match path.gateway {
-                Some(g) if g.is_ipv4() == prefix.is_ipv4() => sink.port_of(g).map(|port| (g, port)),
+                // By subnet; else (a link-local gateway) by zebra's
+                // interface, one of the ports' kernel interfaces.
+                Some(g) if g.is_ipv4() == prefix.is_ipv4() => sink
+                    .port_of(g)
+                    .or_else(|| sink.port_of_interface(path.oif))
+                    .map(|port| (g, port)),
                 _ => None,
             };
             match hop {

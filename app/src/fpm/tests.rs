@@ -44,6 +44,10 @@ impl FibSink for Fib {
             IpAddr::V6(p) => self.routes6.get(&(p, l)).map(|r| r.0.clone()),
         }
     }
+    /// Port 1's kernel interface has index 12.
+    fn port_of_interface(&self, oif: u32) -> Option<usize> {
+        (oif == 12).then_some(1)
+    }
     fn port_of(&self, g: IpAddr) -> Option<usize> {
         match g {
             IpAddr::V4(g) => match g.octets() {
@@ -413,8 +417,15 @@ fn ipv6_routes_take_one_path_in_a_port_subnet_and_are_swept_like_ipv4() {
         r.fib.hops6("2001:db8:60::", 48),
         Some(vec![(a6("2001:db8:2::61"), 1)])
     );
-    // No port for a link-local gateway (zebra's ifindex is not mapped yet),
-    // or for an IPv4 next hop of an IPv6 route: nothing installed.
+    // A link-local gateway's port is the one whose kernel interface zebra
+    // names.
+    r.frame(&[new_route(a6("2001:db8:66::"), 48, via(a6("fe80::2"), 12))]);
+    assert_eq!(
+        r.fib.hops6("2001:db8:66::", 48),
+        Some(vec![(a6("fe80::2"), 1)])
+    );
+    // No port for a link-local gateway out of an interface that is not a
+    // port's, or for an IPv4 next hop of an IPv6 route: nothing installed.
     let q = a6("2001:db8:77::");
     r.frame(&[new_route(q, 48, via(a6("fe80::2"), 3))]);
     r.frame(&[
@@ -429,7 +440,7 @@ fn ipv6_routes_take_one_path_in_a_port_subnet_and_are_swept_like_ipv4() {
     assert!(parse_frame(&mixed[4..]).is_err());
     // The same prefix text in the other family is another route.
     r.frame(&[new_route(a("198.51.100.0"), 24, via(a("10.0.2.2"), 3))]);
-    assert_eq!((r.fib.routes.len(), r.fib.routes6.len()), (1, 2));
+    assert_eq!((r.fib.routes.len(), r.fib.routes6.len()), (1, 3));
     // Withdrawn, and the rest swept after a disconnect.
     r.frame(&[del_route(p, 48)]);
     assert_eq!(r.fib.hops6("2001:db8:99::", 48), None);

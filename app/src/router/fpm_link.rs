@@ -52,6 +52,11 @@ impl FibSink for Sink<'_, '_> {
         }
     }
 
+    fn port_of_interface(&self, oif: u32) -> Option<usize> {
+        let id = self.control.port_of_kernel_interface(oif)?;
+        self.run.port_ids.iter().position(|&p| p == id)
+    }
+
     fn set(&mut self, prefix: IpAddr, len: u8, hops: &[(IpAddr, usize)]) -> Result<(), String> {
         match prefix {
             IpAddr::V4(p) => self.set4(p, len, hops),

@@ -239,13 +239,7 @@ fn start_fastpath(topo: &Topology, cfg: &Path, json: &Path) -> std::process::Chi
             &topo.router_ns(),
             env!("CARGO_BIN_EXE_fastpath"),
         ])
-        .args(eal_args(
-            TEST,
-            &[
-                format!("net_af_packet0,iface={},framecnt=4096", topo.router_if("a")),
-                format!("net_af_packet1,iface={},framecnt=4096", topo.router_if("b")),
-            ],
-        ))
+        .args(eal_args(TEST, &topo.af_packet_vdevs()))
         .args([
             "--",
             "--fpm",

@@ -155,13 +155,7 @@ fn ports_have_kernel_interfaces_that_carry_tcp_and_a_flood_is_policed() {
     let child = spawn_af_packet(|| {
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &ns, env!("CARGO_BIN_EXE_fastpath")])
-            .args(eal_args(
-                "kernel_interfaces",
-                &[
-                    format!("net_af_packet0,iface={},framecnt=4096", topo.router_if("a")),
-                    format!("net_af_packet1,iface={},framecnt=4096", topo.router_if("b")),
-                ],
-            ))
+            .args(eal_args("kernel_interfaces", &topo.af_packet_vdevs()))
             .args(["--", "--config"])
             .arg(&cfg)
             .arg("--stats-json")

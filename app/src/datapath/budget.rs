@@ -209,6 +209,32 @@ impl Default for PortBudgets {
     }
 }
 
+/// A punt kind with a first tier (taken first when the packet qualifies),
+/// then a share per source before the port's budget, and the drop reasons
+/// of those two.
+struct Tiers<'a> {
+    first: (bool, &'a mut Bucket, Rate),
+    source: (&'a mut Bucket, Rate),
+    port: (&'a mut Bucket, Rate),
+    over: (DropReason, DropReason),
+}
+
+impl Tiers<'_> {
+    fn take(self, now: &mut impl FnMut() -> u64, tsc_hz: u64) -> Result<(), DropReason> {
+        let (qualifies, first, rate) = self.first;
+        if qualifies && first.take(rate, now, tsc_hz) {
+            return Ok(());
+        }
+        if !self.source.0.take(self.source.1, now, tsc_hz) {
+            return Err(self.over.0);
+        }
+        if !self.port.0.take(self.port.1, now, tsc_hz) {
+            return Err(self.over.1);
+        }
+        Ok(())
+    }
+}
+
 /// The budgets of one worker. `now` is a TSC reading, `tsc_hz` its rate.
 #[derive(Clone, Debug)]
 pub struct PuntBudgets {
@@ -256,17 +282,14 @@ impl PuntBudgets {
         tsc_hz: u64,
     ) -> Result<(), DropReason> {
         let b = self.port(port);
-        if awaited && b.awaited.take(AWAITED_ARP, &mut now, tsc_hz) {
-            return Ok(());
-        }
-        if !b.sources[source_bucket(sender)].take(SOURCE_ARP, &mut now, tsc_hz) {
-            return Err(DropReason::PuntSourceLimited);
-        }
         let k = Punt::Arp as usize;
-        if !b.kinds[k].take(RATES[k], &mut now, tsc_hz) {
-            return Err(DropReason::PuntRateLimited);
+        Tiers {
+            first: (awaited, &mut b.awaited, AWAITED_ARP),
+            source: (&mut b.sources[source_bucket(sender)], SOURCE_ARP),
+            port: (&mut b.kinds[k], RATES[k]),
+            over: (DropReason::PuntSourceLimited, DropReason::PuntRateLimited),
         }
-        Ok(())
+        .take(&mut now, tsc_hz)
     }
 
     /// Take one punt to the kernel from `source` (a hash of its address)
@@ -282,17 +305,17 @@ impl PuntBudgets {
         tsc_hz: u64,
     ) -> Result<(), DropReason> {
         let b = self.port(port);
-        if peer && b.peers.take(PEER_KERNEL, &mut now, tsc_hz) {
-            return Ok(());
-        }
-        if !b.kernel_sources[source_bucket(source)].take(SOURCE_KERNEL, &mut now, tsc_hz) {
-            return Err(DropReason::KernelSourceLimited);
-        }
         let k = Punt::Kernel as usize;
-        if !b.kinds[k].take(RATES[k], &mut now, tsc_hz) {
-            return Err(DropReason::KernelRateLimited);
+        Tiers {
+            first: (peer, &mut b.peers, PEER_KERNEL),
+            source: (&mut b.kernel_sources[source_bucket(source)], SOURCE_KERNEL),
+            port: (&mut b.kinds[k], RATES[k]),
+            over: (
+                DropReason::KernelSourceLimited,
+                DropReason::KernelRateLimited,
+            ),
         }
-        Ok(())
+        .take(&mut now, tsc_hz)
     }
 
     #[inline]

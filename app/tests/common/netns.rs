@@ -122,6 +122,19 @@ impl Topology {
         topo
     }
 
+    /// The EAL `--vdev`s of fastpath's two ports on the router ends
+    /// (net_af_packet0 on side a's, net_af_packet1 on side b's).
+    #[allow(dead_code)] // not every test that includes this file uses it
+    pub fn af_packet_vdevs(&self) -> [String; 2] {
+        ["a", "b"].map(|side| {
+            let port = if side == "a" { 0 } else { 1 };
+            format!(
+                "net_af_packet{port},iface={},framecnt=4096",
+                self.router_if(side)
+            )
+        })
+    }
+
     /// The router's namespace of [`Topology::with_router_ns`].
     #[allow(dead_code)] // not every test that includes this file uses it
     pub fn router_ns(&self) -> String {

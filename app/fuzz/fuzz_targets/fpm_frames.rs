@@ -71,6 +71,10 @@ impl FibSink for Fib {
             }
         }
     }
+    /// Interfaces 2 and 3 are ports 0 and 1's kernel interfaces.
+    fn port_of_interface(&self, oif: u32) -> Option<usize> {
+        matches!(oif, 2 | 3).then(|| oif as usize - 2)
+    }
     fn set(&mut self, p: IpAddr, l: u8, hops: &[(IpAddr, usize)]) -> Result<(), String> {
         self.0.insert((p, l), (Origin::Fpm, hops.to_vec()));
         Ok(())

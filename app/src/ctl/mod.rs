@@ -60,6 +60,13 @@ pub enum Request {
     CaptureStop,
 }
 
+impl Request {
+    /// Whether it may change what the router holds or does (all but `show`).
+    pub fn changes_state(&self) -> bool {
+        !matches!(self, Request::Show { .. })
+    }
+}
+
 /// What `show` lists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

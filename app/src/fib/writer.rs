@@ -117,6 +117,8 @@ pub struct FibWriter {
     retiring: VecDeque<(Retired, u64)>,
     /// Gateways whose resolution failed: out of their groups.
     down: HashSet<u32>,
+    /// Bumped by every change of a rule or of a gateway's state.
+    version: u64,
 }
 
 fn full(what: &str, n: usize) -> DpdkError {
@@ -152,6 +154,7 @@ impl FibWriter {
             free_chunks: (0..CHUNKS as u32).rev().collect(),
             retiring: VecDeque::new(),
             down: HashSet::new(),
+            version: 0,
         };
         for e in entries {
             w.set(e.prefix, e.len, e.hops.clone(), e.origin.clone())?;
@@ -174,6 +177,12 @@ impl FibWriter {
         self.rules
             .iter()
             .map(|((p, l), r)| (Ipv4Addr::from(*p), *l, r))
+    }
+
+    /// How many changes the rules (and the gateways' states) have seen: a
+    /// view built at one version is current while it holds.
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
     /// Whether `gateway` (host order) is out of its groups.
@@ -225,6 +234,7 @@ impl FibWriter {
         if let Some(old) = self.rules.insert((u32::from(prefix), len), rule) {
             self.release(old);
         }
+        self.version += 1;
         Ok(())
     }
 
@@ -240,6 +250,7 @@ impl FibWriter {
             self.lpm.delete(prefix, len)?;
         }
         let rule = self.rules.remove(&key);
+        self.version += 1;
         if let Some(r) = &rule {
             self.release(r.clone());
         }
@@ -263,6 +274,7 @@ impl FibWriter {
         if !changed {
             return 0;
         }
+        self.version += 1;
         let mut n = 0;
         for hops in keys {
             let Some(chunk) = self.free_chunks.pop() else {

@@ -55,6 +55,8 @@ pub struct Fib6Writer {
     free_ids: Vec<u32>,
     /// Unpublished slots, with the QSBR token after which they are free.
     retiring: VecDeque<(u32, u64)>,
+    /// Bumped by every batch that changed a rule.
+    version: u64,
 }
 
 /// A prefix as the table keys it: host bits cleared.
@@ -87,6 +89,7 @@ impl Fib6Writer {
             shared: HashMap::new(),
             free_ids: (0..HOP6_CAPACITY as u32).rev().collect(),
             retiring: VecDeque::new(),
+            version: 0,
         };
         let batch: Vec<Route6Change> = entries
             .iter()
@@ -116,6 +119,12 @@ impl Fib6Writer {
     /// How many distinct next hops the routes use.
     pub fn hop_count(&self) -> usize {
         self.shared.len()
+    }
+
+    /// How many batches changed the rules: a view built at one version is
+    /// current while it holds.
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
     /// How many times the workers' table changed (batches applied).
@@ -221,6 +230,7 @@ impl Fib6Writer {
         for r in gone {
             self.unref(&r.hop);
         }
+        self.version += 1;
         Ok(())
     }
 

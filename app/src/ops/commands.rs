@@ -238,7 +238,7 @@ fn page<T>(params: &str, key: &str, items: &[T], item: impl Fn(&T) -> Tel) -> Te
 
 fn routes(params: &str) -> Tel {
     routed(|_, v| {
-        page(params, "routes", &v.routes, |r| {
+        page(params, "routes", &v.routes[..], |r| {
             let join = |f: &dyn Fn(&super::view::HopView) -> Option<String>| {
                 r.hops.iter().filter_map(f).collect::<Vec<_>>().join(",")
             };
@@ -286,7 +286,7 @@ fn neighbours(params: &str) -> Tel {
 /// `/fastpath/routes`' shape for the IPv6 table (one next hop a route).
 fn routes6(params: &str) -> Tel {
     routed(|_, v| {
-        page(params, "routes", &v.routes6, |r| {
+        page(params, "routes", &v.routes6[..], |r| {
             let mut d = Tel::dict();
             d.put_str("prefix", format!("{}/{}", r.prefix, r.len))
                 .put_str("kind", r.kind)

@@ -532,7 +532,7 @@ mod tests {
             hops: vec![],
         };
         let mut v = ControlView {
-            routes: vec![route("fpm"), route("fpm"), route("config")],
+            routes: vec![route("fpm"), route("fpm"), route("config")].into(),
             ..Default::default()
         };
         let mut t = Text(Vec::new());

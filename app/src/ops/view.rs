@@ -5,6 +5,7 @@
 
 use crate::report::HookReport;
 use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// One route of the forwarding table.
@@ -90,10 +91,12 @@ pub struct ControlView {
     pub seq: u64,
     /// When it was built (`None` for the empty view before the first).
     pub built: Option<Instant>,
-    pub routes: Vec<RouteView>,
+    /// The IPv4 table: shared between views while it has not changed (a
+    /// full table is a million routes).
+    pub routes: Arc<[RouteView]>,
     pub neighbours: Vec<NeighView>,
-    /// The IPv6 table (empty without IPv6).
-    pub routes6: Vec<Route6View>,
+    /// The IPv6 table (empty without IPv6), shared as `routes`.
+    pub routes6: Arc<[Route6View]>,
     pub neighbours6: Vec<Neigh6View>,
     pub hooks: Vec<HookReport>,
     /// What the control plane did (ARP, ICMP, neighbour events).

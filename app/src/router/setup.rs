@@ -10,6 +10,7 @@ mod drain;
 mod ipv6;
 mod kernel;
 mod ports;
+mod published;
 mod split_flows;
 mod tables;
 mod workers;

@@ -9,6 +9,15 @@ use crate::ops::view::{HopView, Neigh6View, NeighView, Route6View, RouteView};
 use std::net::{IpAddr, Ipv4Addr};
 
 impl ControlPlane<'_> {
+    /// The versions of both families' tables: while they hold, the views
+    /// [`routes`](Self::routes) and [`routes6`](Self::routes6) built are current.
+    pub fn routes_version(&self) -> (u64, u64) {
+        (
+            self.fib.version(),
+            self.fib6.as_ref().map_or(0, |w| w.version()),
+        )
+    }
+
     /// The forwarding table as the operations plane shows it: every rule
     /// of the FIB as it is now (runtime changes included).
     pub fn routes(&self) -> Vec<RouteView> {

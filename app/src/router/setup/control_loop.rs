@@ -2,6 +2,7 @@
 //! route changes), answers `fastpath ctl` and SIGHUP, and publishes what
 //! the operations plane shows, until a stop signal or the end of the run.
 
+use super::published::Published;
 use super::tables::{Tables, Writers};
 use super::workers::Workers;
 use super::{Hooks, Setup, Signals};
@@ -13,8 +14,6 @@ use crate::fib6::Fib6Writer;
 use crate::lifecycle::input_end::report_end;
 use crate::lifecycle::{main_lcore_loop, port_names, run_length, InputEnd};
 use crate::ops::state::{Mode, Ops};
-use crate::ops::view::ControlView;
-use crate::report::HookReport;
 use crate::router::control::addr6::Port6;
 use crate::router::control::changes::Running;
 use crate::router::control::parts::{ControlParts, NeighParams, PortAddr};
@@ -101,7 +100,8 @@ pub(super) fn run(
         Some(main.counters.clone()),
     ));
     let fpm_stats = main.fpm.as_ref().map(FpmLink::stats);
-    let view = |c: &ControlPlane, h: &HookSet| control_view(c, h, fpm_stats.as_deref());
+    let mut published = Published::new();
+    let mut view = |c: &ControlPlane, h: &HookSet| published.view(c, h, fpm_stats.as_deref());
     ops.publish(view(&main.control, &publisher.current()));
     crate::ops::state::install(ops.clone());
     let mut next_view = Instant::now() + VIEW_PERIOD;
@@ -147,8 +147,10 @@ pub(super) fn run(
                 }
                 next_view = Instant::now();
             }
+            let mut changes = 0;
             let asked = ctl.as_mut().map_or(0, |c| {
                 c.serve(|r| {
+                    changes += usize::from(r.changes_state());
                     let changed = Changed::of(&r);
                     let reply = requests.handle(control, r);
                     if let Some(f) = fpm.as_mut() {
@@ -160,8 +162,9 @@ pub(super) fn run(
             let zebra = fpm.as_mut().map_or(0, |f| f.poll(control, run));
             // A change made here (a route, a neighbour, a reload) shows
             // at once; otherwise every VIEW_PERIOD (zebra's too: a replay
-            // of many frames must not rebuild the view every round).
-            if asked > 0 {
+            // of many frames must not rebuild the view every round). A
+            // `show` changes nothing: a client polling must not either.
+            if changes > 0 {
                 next_view = Instant::now();
             }
             let handled = control.poll();
@@ -192,25 +195,5 @@ fn start_ctl(eal: &Eal) -> Option<CtlServer> {
             );
             None
         }
-    }
-}
-
-/// The control plane's state for the operations plane: the one place the
-/// published routes, neighbours and hook counters come from.
-fn control_view(
-    control: &ControlPlane,
-    hooks: &HookSet,
-    fpm: Option<&crate::fpm::FpmStats>,
-) -> ControlView {
-    ControlView {
-        fpm: fpm.map(|f| f.fields()).unwrap_or_default(),
-        seq: 0,
-        built: Some(Instant::now()),
-        routes: control.routes(),
-        neighbours: control.neighbours(),
-        routes6: control.routes6(),
-        neighbours6: control.neighbours6(),
-        hooks: HookReport::of(hooks),
-        control: control.stats().fields().to_vec(),
     }
 }

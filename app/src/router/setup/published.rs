@@ -1,0 +1,128 @@
+//! What the main lcore publishes for the operations plane (routes,
+//! neighbours, hooks, counters), at a bounded cost: the route lists are
+//! rebuilt only when their table changed, and a big table's rebuild is
+//! spaced so that it takes at most a tenth of the control lcore (a full
+//! table's list is a million entries; rebuilt on every round of an FPM
+//! install it took most of the install's time).
+
+use crate::fpm::FpmStats;
+use crate::ops::view::{ControlView, Route6View, RouteView};
+use crate::report::HookReport;
+use crate::router::control::ControlPlane;
+use hooks::HookSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A rebuild of a route list may take one part in `SHARE` of the control
+/// lcore's time: after a rebuild that took `t`, the next waits `t × (SHARE - 1)`.
+const SHARE: u32 = 10;
+
+/// One family's route list as last built.
+struct Built<T> {
+    list: Arc<[T]>,
+    /// The table's version it was built at (`None`: never built).
+    version: Option<u64>,
+    /// No rebuild before this.
+    next: Instant,
+}
+
+impl<T> Built<T> {
+    fn new() -> Self {
+        Built {
+            list: Arc::from(Vec::new()),
+            version: None,
+            next: Instant::now(),
+        }
+    }
+
+    /// The list, rebuilt by `build` if the table moved past it and the
+    /// last rebuild's spacing has passed.
+    fn current(&mut self, version: u64, build: impl FnOnce() -> Vec<T>) -> Arc<[T]> {
+        let start = Instant::now();
+        if self.version != Some(version) && start >= self.next {
+            self.list = build().into();
+            self.version = Some(version);
+            let took = start.elapsed();
+            self.next = Instant::now() + took.saturating_mul(SHARE - 1);
+        }
+        self.list.clone()
+    }
+}
+
+/// The route lists the views share while the tables do not change.
+pub(super) struct Published {
+    routes: Built<RouteView>,
+    routes6: Built<Route6View>,
+}
+
+impl Published {
+    pub fn new() -> Self {
+        Published {
+            routes: Built::new(),
+            routes6: Built::new(),
+        }
+    }
+
+    /// The control plane's state for the operations plane: the one place
+    /// the published routes, neighbours and hook counters come from.
+    pub fn view(
+        &mut self,
+        control: &ControlPlane,
+        hooks: &HookSet,
+        fpm: Option<&FpmStats>,
+    ) -> ControlView {
+        let (v4, v6) = control.routes_version();
+        ControlView {
+            fpm: fpm.map(|f| f.fields()).unwrap_or_default(),
+            seq: 0,
+            built: Some(Instant::now()),
+            routes: self.routes.current(v4, || control.routes()),
+            neighbours: control.neighbours(),
+            routes6: self.routes6.current(v6, || control.routes6()),
+            neighbours6: control.neighbours6(),
+            hooks: HookReport::of(hooks),
+            control: control.stats().fields().to_vec(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_list_is_rebuilt_only_when_its_table_moved() {
+        let mut b: Built<u32> = Built::new();
+        let mut builds = 0;
+        let mut build = |n: u32| {
+            builds += 1;
+            vec![n]
+        };
+        assert_eq!(&*b.current(1, || build(1)), &[1]);
+        assert_eq!(
+            &*b.current(1, || build(2)),
+            &[1],
+            "same version: the old list"
+        );
+        // A cheap build is spaced by almost nothing: the next version shows.
+        std::thread::sleep(Duration::from_millis(1));
+        assert_eq!(&*b.current(2, || build(3)), &[3]);
+        assert_eq!(builds, 2);
+    }
+
+    #[test]
+    fn a_costly_rebuild_waits_nine_times_its_cost() {
+        let mut b: Built<u32> = Built::new();
+        b.current(1, || {
+            std::thread::sleep(Duration::from_millis(20));
+            vec![1]
+        });
+        // The table moved at once: the list stays behind for about 180 ms.
+        assert_eq!(&*b.current(2, || vec![2]), &[1]);
+        let wait = b.next.saturating_duration_since(Instant::now());
+        assert!(wait > Duration::from_millis(100), "{wait:?}");
+        b.next = Instant::now();
+        assert_eq!(&*b.current(2, || vec![2]), &[2]);
+    }
+}

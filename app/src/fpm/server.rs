@@ -1,7 +1,10 @@
 //! The FPM listener: a thread (not an lcore) that accepts zebra's
 //! `dplane_fpm_nl` connection, reads its frames, parses them and hands
 //! them to the control lcore over a bounded channel (a slow control lcore
-//! slows the reader, and TCP slows zebra: nothing is dropped).
+//! slows the reader, and TCP slows zebra: nothing is dropped). Frames go
+//! over in batches (what the reader holds without waiting on the socket,
+//! up to `BATCH_FRAMES`): handed over one by one, each frame woke the
+//! waiting reader, a system call per route of a full table.
 //!
 //! One session at a time: a new connection **replaces** the live one (the
 //! old one is shut down and counted as `connections_replaced`): the only
@@ -20,12 +23,15 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
 use std::sync::Arc;
 
-/// Frames in flight between the reader and the control lcore.
-const CHANNEL_FRAMES: usize = 4096;
+/// Batches in flight between the reader and the control lcore.
+const CHANNEL_BATCHES: usize = 64;
+
+/// The most frames a batch holds.
+const BATCH_FRAMES: usize = 256;
 
 /// The listener's control-lcore side: its events and counters.
 pub struct FpmServer {
-    events: Receiver<Event>,
+    events: Receiver<Vec<Event>>,
     pub stats: Arc<FpmStats>,
     pub local: SocketAddr,
 }
@@ -36,7 +42,7 @@ impl FpmServer {
         let listener = TcpListener::bind(addr)?;
         let local = listener.local_addr()?;
         let stats = Arc::new(FpmStats::default());
-        let (tx, rx) = sync_channel(CHANNEL_FRAMES);
+        let (tx, rx) = sync_channel(CHANNEL_BATCHES);
         let st = stats.clone();
         std::thread::Builder::new()
             .name("fpm-listen".into())
@@ -48,12 +54,14 @@ impl FpmServer {
         })
     }
 
-    /// Up to `max` events waiting (without blocking).
+    /// The events waiting (without blocking), whole batches until at
+    /// least `max`.
     pub fn drain(&self, max: usize) -> Vec<Event> {
         let mut out = Vec::new();
         while out.len() < max {
             match self.events.try_recv() {
-                Ok(e) => out.push(e),
+                Ok(batch) if out.is_empty() => out = batch,
+                Ok(batch) => out.extend(batch),
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
             }
         }
@@ -61,7 +69,7 @@ impl FpmServer {
     }
 }
 
-fn accept_loop(listener: TcpListener, tx: SyncSender<Event>, stats: Arc<FpmStats>) {
+fn accept_loop(listener: TcpListener, tx: SyncSender<Vec<Event>>, stats: Arc<FpmStats>) {
     let mut session = 0u64;
     let mut live: Option<TcpStream> = None;
     for conn in listener.incoming() {
@@ -84,7 +92,7 @@ fn accept_loop(listener: TcpListener, tx: SyncSender<Event>, stats: Arc<FpmStats
             .map_or_else(|_| "?".to_string(), |a| a.to_string());
         eprintln!("fastpath: fpm: zebra connected from {peer} (session {session})");
         live = stream.try_clone().ok();
-        if tx.send(Event::Connected(session)).is_err() {
+        if tx.send(vec![Event::Connected(session)]).is_err() {
             return;
         }
         let (tx, st) = (tx.clone(), stats.clone());
@@ -98,8 +106,9 @@ fn accept_loop(listener: TcpListener, tx: SyncSender<Event>, stats: Arc<FpmStats
     }
 }
 
-fn read_loop(stream: TcpStream, session: u64, tx: SyncSender<Event>, stats: Arc<FpmStats>) {
+fn read_loop(stream: TcpStream, session: u64, tx: SyncSender<Vec<Event>>, stats: Arc<FpmStats>) {
     let mut r = BufReader::with_capacity(1 << 16, &stream);
+    let mut batch = Vec::new();
     let why = loop {
         match read_frame(&mut r) {
             Ok(Read1::Body(body)) => {
@@ -107,11 +116,17 @@ fn read_loop(stream: TcpStream, session: u64, tx: SyncSender<Event>, stats: Arc<
                 match parse_frame(&body) {
                     Ok(parsed) => {
                         stats.count_parsed(&parsed);
-                        if tx.send(Event::Frame(session, parsed)).is_err() {
-                            break "fastpath is stopping".to_string();
-                        }
+                        batch.push(Event::Frame(session, parsed));
                     }
                     Err(rej) => stats.note(rej.kind, || rej.detail.clone()),
+                }
+                // Sent when full, or before the next read may wait on zebra.
+                let full = batch.len() >= BATCH_FRAMES;
+                if (full || r.buffer().is_empty())
+                    && !batch.is_empty()
+                    && tx.send(std::mem::take(&mut batch)).is_err()
+                {
+                    break "fastpath is stopping".to_string();
                 }
             }
             Ok(Read1::Closed) => break "closed by zebra".to_string(),
@@ -128,5 +143,6 @@ fn read_loop(stream: TcpStream, session: u64, tx: SyncSender<Event>, stats: Arc<
     let _ = stream.shutdown(Shutdown::Both);
     eprintln!("fastpath: fpm: session {session} ended: {why}");
     // Only the live session says "disconnected" (a replaced one's end is no news).
-    let _ = tx.send(Event::Disconnected(session));
+    batch.push(Event::Disconnected(session));
+    let _ = tx.send(batch);
 }

@@ -19,8 +19,10 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Events (frames, connects) taken per round of the control loop.
-const EVENTS_PER_ROUND: usize = 64;
+/// Events (frames, connects) taken per round of the control loop: whole
+/// batches of the reader's until at least this many (about a millisecond
+/// of a full table's routes, so the round still serves ARP and punts).
+const EVENTS_PER_ROUND: usize = 256;
 
 /// The FPM server and zebra's RIB.
 pub(super) struct FpmLink {

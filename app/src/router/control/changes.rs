@@ -82,23 +82,25 @@ impl ControlPlane<'_> {
             .cfg
             .check_route(prefix, via, device.as_ref())
             .map_err(|e| format!("route add {prefix}: {e}"))?;
-        let text = self.install_route(run, &spec, Origin::Ctl)?;
+        let replaced = self.install_route(run, &spec, Origin::Ctl)?;
         Ok(Reply::done(
-            text,
+            self.route_said(spec.prefix, spec.prefix_len, replaced),
             self.route_json(spec.prefix, spec.prefix_len),
         ))
     }
 
-    /// Install a checked route (replacing the prefix's route in place).
+    /// Install a checked route (replacing the prefix's route in place);
+    /// whether it replaced one. Says nothing: FPM installs a full table
+    /// through here (`route_add` words it for people).
     pub fn install_route(
         &mut self,
         run: Running<'_>,
         spec: &RouteSpec,
         origin: Origin,
-    ) -> Result<String, String> {
+    ) -> Result<bool, String> {
         let (p, l) = (spec.prefix, spec.prefix_len);
-        let old = self.fib.rule(p, l).map(|r| r.origin.clone());
-        if let Some(what) = old.as_ref().and_then(fixed_what) {
+        let old = self.fib.rule(p, l).map(|r| fixed_what(&r.origin));
+        if let Some(Some(what)) = old {
             return Err(format!("route {p}/{l}: is {what}; no route can change it"));
         }
         let mut held = Ok(());
@@ -118,12 +120,18 @@ impl ControlPlane<'_> {
             })
             .collect();
         held?;
-        let said: Vec<String> = hops.iter().map(|h| describe_hop(h, false)).collect();
         self.fib
             .set(p, l, hops, origin)
             .map_err(|e| format!("route {p}/{l}: {e}"))?;
-        let verb = if old.is_some() { "replaced" } else { "added" };
-        Ok(format!("route {p}/{l} {} ({verb})", said.join(", ")))
+        Ok(old.is_some())
+    }
+
+    /// What `route add` did, for people: the route as installed.
+    fn route_said(&self, p: Ipv4Addr, l: u8, replaced: bool) -> String {
+        let hops = self.fib.rule(p, l).map_or(&[][..], |r| &r.hops[..]);
+        let said: Vec<String> = hops.iter().map(|h| describe_hop(h, false)).collect();
+        let verb = if replaced { "replaced" } else { "added" };
+        format!("route {p}/{l} {} ({verb})", said.join(", "))
     }
 
     /// Where the route of exactly `p/l` comes from, if there is one.

@@ -21,7 +21,7 @@
 use super::hops::{group_word, HopTable};
 use super::{Fib, FibEntry, HopKind, NextHop, MAX_PATHS};
 use crate::dpdk::{DpdkError, Lpm, LpmWriter, Qsbr, LPM_MISS};
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, Ordering::Release};
 use std::sync::Arc;
@@ -106,7 +106,9 @@ pub struct FibWriter {
     fib: Arc<Fib>,
     lpm: LpmWriter,
     qsbr: Arc<Qsbr>,
-    rules: BTreeMap<(u32, u8), Rule>,
+    /// By prefix: hashed, not ordered (a full table's install looks each
+    /// prefix up three times; [`rules`](Self::rules) sorts when asked).
+    rules: HashMap<(u32, u8), Rule>,
     /// Plain next hops in use: their id and how many routes and groups use them.
     shared: HashMap<NextHop, (u32, usize)>,
     /// ECMP groups in use, by their next hops.
@@ -147,7 +149,7 @@ impl FibWriter {
             fib: fib.clone(),
             lpm,
             qsbr,
-            rules: BTreeMap::new(),
+            rules: HashMap::new(),
             shared: HashMap::new(),
             groups: HashMap::new(),
             free_ids: (0..HOP_CAPACITY as u32).rev().collect(),
@@ -174,8 +176,9 @@ impl FibWriter {
 
     /// Every rule, by prefix.
     pub fn rules(&self) -> impl Iterator<Item = (Ipv4Addr, u8, &Rule)> {
-        self.rules
-            .iter()
+        let mut all: Vec<(&(u32, u8), &Rule)> = self.rules.iter().collect();
+        all.sort_unstable_by_key(|(k, _)| **k);
+        all.into_iter()
             .map(|((p, l), r)| (Ipv4Addr::from(*p), *l, r))
     }
 

@@ -26,7 +26,7 @@
 use super::parse::{Change, NexthopDef, Parsed, Path, Via};
 use super::stats::{Count, FpmStats};
 use crate::fib::{Origin, MAX_PATHS};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -78,15 +78,28 @@ struct Entry {
 
 /// Zebra's routes and next hops.
 pub struct FpmRib {
-    routes: BTreeMap<Key, Entry>,
+    routes: HashMap<Key, Entry>,
     nexthops: HashMap<u32, (NexthopDef, bool)>,
     /// Routes that name each next-hop id (`RTA_NH_ID`).
-    by_nexthop: HashMap<u32, BTreeSet<Key>>,
+    by_nexthop: HashMap<u32, HashSet<Key>>,
     stale: usize,
     hold: Duration,
     sweep_at: Option<Instant>,
     session: Option<u64>,
     stats: Arc<FpmStats>,
+}
+
+/// The prefixes a batch of changes touched, as they came.
+#[derive(Default)]
+struct Touched(Vec<Key>);
+
+impl Touched {
+    /// Each prefix once, by prefix.
+    fn once_each(mut self) -> Vec<Key> {
+        self.0.sort_unstable();
+        self.0.dedup();
+        self.0
+    }
 }
 
 fn key(p: IpAddr, l: u8) -> Key {
@@ -96,7 +109,7 @@ fn key(p: IpAddr, l: u8) -> Key {
 impl FpmRib {
     pub fn new(hold: Duration, stats: Arc<FpmStats>) -> FpmRib {
         FpmRib {
-            routes: BTreeMap::new(),
+            routes: HashMap::new(),
             nexthops: HashMap::new(),
             by_nexthop: HashMap::new(),
             stale: 0,
@@ -129,7 +142,7 @@ impl FpmRib {
     /// Apply a batch of events (frames in order), then set each touched
     /// prefix once.
     pub fn apply(&mut self, events: Vec<Event>, now: Instant, sink: &mut impl FibSink) {
-        let mut touched = BTreeSet::new();
+        let mut touched = Touched::default();
         for ev in events {
             match ev {
                 Event::Connected(s) => {
@@ -152,7 +165,7 @@ impl FpmRib {
                 Event::Frame(..) => {}
             }
         }
-        for k in touched {
+        for k in touched.once_each() {
             self.sync(k, sink);
         }
         self.publish();
@@ -170,10 +183,10 @@ impl FpmRib {
             .filter(|(_, e)| e.stale)
             .map(|(k, _)| *k)
             .collect();
-        let mut touched: BTreeSet<Key> = BTreeSet::new();
+        let mut touched = Touched::default();
         for k in gone {
             self.forget(k);
-            touched.insert(k);
+            touched.0.push(k);
         }
         let old: Vec<u32> = self
             .nexthops
@@ -183,10 +196,10 @@ impl FpmRib {
             .collect();
         for id in old {
             self.nexthops.remove(&id);
-            touched.extend(self.users(id));
+            touched.0.extend(self.users(id));
         }
         self.stale = 0;
-        for k in touched {
+        for k in touched.once_each() {
             if self.routes.contains_key(&k) {
                 self.sync(k, sink);
             } else if sink.origin(k.0, k.1) == Some(Origin::Fpm) {
@@ -209,12 +222,13 @@ impl FpmRib {
                 }
             }
             None => {
-                let keys: Vec<Key> = self
+                let mut keys: Vec<Key> = self
                     .routes
                     .keys()
                     .filter(|k| sink.origin(k.0, k.1) != Some(Origin::Fpm))
                     .copied()
                     .collect();
+                keys.sort_unstable();
                 for k in keys {
                     self.sync(k, sink);
                 }
@@ -240,7 +254,7 @@ impl FpmRib {
     }
 
     /// One change to the RIB; the prefixes it may move, into `touched`.
-    fn change(&mut self, c: Change, touched: &mut BTreeSet<Key>) {
+    fn change(&mut self, c: Change, touched: &mut Touched) {
         match c {
             Change::RouteSet { prefix, len, via } => {
                 let k = key(prefix, len);
@@ -250,23 +264,23 @@ impl FpmRib {
                 }
                 self.routes.insert(k, Entry { via, stale: false });
                 self.stats.session_route(1);
-                touched.insert(k);
+                touched.0.push(k);
             }
             Change::RouteDel { prefix, len } => {
                 let k = key(prefix, len);
                 self.forget(k);
-                touched.insert(k);
+                touched.0.push(k);
             }
             Change::NexthopSet { id, def } => {
                 self.nexthops.insert(id, (def, false));
                 self.stats.add(Count::NexthopsSet, 1);
-                touched.extend(self.users(id));
+                touched.0.extend(self.users(id));
             }
             Change::NexthopDel { id } => {
                 if self.nexthops.remove(&id).is_some() {
                     self.stats.add(Count::NexthopsRemoved, 1);
                 }
-                touched.extend(self.users(id));
+                touched.0.extend(self.users(id));
             }
         }
     }

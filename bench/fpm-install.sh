@@ -19,7 +19,11 @@
 #   ROUTES=200000 bench/fpm-install.sh
 #
 # One worker lcore and the control lcore (-l 0-1), hugepages when at least 1,100 MiB
-# are free (else MEM="--no-huge -m 1024"), --fib-routes sized for the table.
+# are free (else MEM="--no-huge -m 1024"), --fib-routes sized for the table. The
+# harness (replayer, sampler, the polls of `ctl show fpm`) runs on CPU 0 beside the
+# control lcore, as a deployment keeps the workers' cores to themselves: left to the
+# scheduler, the polls (a process and a parse 20 times a second) landed on the
+# worker's CPU during the install only, and took its rate down with them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FP=$(realpath "${FP:-target/release/fastpath}")
@@ -53,6 +57,8 @@ fib_routes=$((ROUTES + 65536))
     --fpm "127.0.0.1:$port" --fib-routes "$fib_routes" --stats-json "$dir/stats.json" \
     >"$dir/fp.log" 2>&1 &
 fp_pid=$!
+# Everything this script starts from here on: on CPU 0 (the control lcore's).
+taskset -pc 0 $$ >/dev/null
 
 # The sampler: port 1's opackets every 0.1 s and the DPDK heap, into $dir/samples,
 # until $dir/stop exists.
@@ -60,7 +66,8 @@ python3 bench/telemetry.py sample "$prefix" "$dir" &
 sampler=$!
 
 ctl() { "$FP" ctl --file-prefix "$prefix" --json "$@"; }
-fpm_field() { ctl show fpm | python3 -c "import json, sys; print(json.load(sys.stdin)['data'].get('$1', 0))"; }
+# A counter of `show fpm` (0 until it shows): a grep, not a parser, polled 20 times a second.
+fpm_field() { ctl show fpm | grep -o "\"$1\": *[0-9]*" | grep -o '[0-9]*$' || echo 0; }
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$fp_pid/status"; }
 # Ready: the control socket answers and packets flow.
 for _ in $(seq 1 300); do

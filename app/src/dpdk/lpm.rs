@@ -242,6 +242,11 @@ impl Lpm {
         Ok(lpm)
     }
 
+    /// How many routes the table holds at most.
+    pub fn max_rules(&self) -> u32 {
+        self.rules
+    }
+
     /// Share the table with workers and keep one writer, whose adds longer
     /// than /24 wait for `qsbr`'s grace periods (module docs).
     pub fn into_shared(self, qsbr: Arc<Qsbr>) -> Result<(Arc<Lpm>, LpmWriter), DpdkError> {

@@ -139,6 +139,10 @@ impl FibWriter {
         qsbr: Arc<Qsbr>,
         entries: &[FibEntry],
     ) -> Result<(Arc<Fib>, FibWriter), DpdkError> {
+        // Sized once for the table's routes: a full table's install must
+        // not rehash a million entries half-way (the slots are touched as
+        // routes come, not before).
+        let rules = HashMap::with_capacity(lpm.max_rules() as usize);
         let (table, lpm) = lpm.into_shared(qsbr.clone())?;
         let fib = Arc::new(Fib {
             lpm: table,
@@ -149,7 +153,7 @@ impl FibWriter {
             fib: fib.clone(),
             lpm,
             qsbr,
-            rules: HashMap::new(),
+            rules,
             shared: HashMap::new(),
             groups: HashMap::new(),
             free_ids: (0..HOP_CAPACITY as u32).rev().collect(),

@@ -258,11 +258,17 @@ impl FpmRib {
         match c {
             Change::RouteSet { prefix, len, via } => {
                 let k = key(prefix, len);
-                self.forget(k);
-                if let Via::Nexthop(id) = via {
+                let id = match via {
+                    Via::Nexthop(id) => Some(id),
+                    Via::Paths(_) => None,
+                };
+                // One probe of the map: the old entry comes back from the insert.
+                if let Some(old) = self.routes.insert(k, Entry { via, stale: false }) {
+                    self.unlink(k, old);
+                }
+                if let Some(id) = id {
                     self.by_nexthop.entry(id).or_default().insert(k);
                 }
-                self.routes.insert(k, Entry { via, stale: false });
                 self.stats.session_route(1);
                 touched.0.push(k);
             }
@@ -287,9 +293,14 @@ impl FpmRib {
 
     /// Take `k` out of the RIB (and of the next-hop index).
     fn forget(&mut self, k: Key) {
-        let Some(old) = self.routes.remove(&k) else {
-            return;
-        };
+        if let Some(old) = self.routes.remove(&k) {
+            self.unlink(k, old);
+        }
+    }
+
+    /// What `k`'s entry `old`, out of the map, still counted: its stale
+    /// mark and its place in the next-hop index.
+    fn unlink(&mut self, k: Key, old: Entry) {
         if old.stale {
             self.stale -= 1;
         }

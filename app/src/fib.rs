@@ -11,7 +11,7 @@ mod hops;
 mod writer;
 
 pub use ecmp::{tuple_hash, MAX_PATHS};
-pub use writer::{FibWriter, Origin, Rule, HOP_CAPACITY};
+pub use writer::{FibWriter, Origin, OriginCounts, Rule, HOP_CAPACITY, ORIGINS};
 
 use crate::config::{NextHopSpec, RouterConfig};
 use crate::dpdk::{DpdkError, Lpm, Qsbr, LPM_MISS};

@@ -66,6 +66,50 @@ impl Origin {
     }
 }
 
+/// The origins' names, in the order [`OriginCounts`] counts them.
+pub const ORIGINS: [&str; 5] = ["config", "ctl", "fpm", "connected", "fixed"];
+
+/// How many rules of a table come from each origin: kept as rules come
+/// and go, so that the operations plane's counts never walk the table.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OriginCounts([u64; ORIGINS.len()]);
+
+impl OriginCounts {
+    fn slot(o: &Origin) -> usize {
+        match o {
+            Origin::Config => 0,
+            Origin::Ctl => 1,
+            Origin::Fpm => 2,
+            Origin::Connected(_) => 3,
+            Origin::Fixed(_) => 4,
+        }
+    }
+
+    /// One rule more of `o`; with `replaced`, one fewer of its origin.
+    pub fn add(&mut self, o: &Origin, replaced: Option<&Origin>) {
+        if let Some(r) = replaced {
+            self.remove(r);
+        }
+        self.0[Self::slot(o)] += 1;
+    }
+
+    /// One rule fewer of `o`.
+    pub fn remove(&mut self, o: &Origin) {
+        let n = &mut self.0[Self::slot(o)];
+        *n = n.saturating_sub(1);
+    }
+
+    /// Every rule.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// (origin, rules), in [`ORIGINS`]' order.
+    pub fn fields(&self) -> Vec<(&'static str, u64)> {
+        ORIGINS.iter().copied().zip(self.0).collect()
+    }
+}
+
 /// One prefix of the table.
 #[derive(Clone, Debug)]
 pub struct Rule {
@@ -121,6 +165,8 @@ pub struct FibWriter {
     down: HashSet<u32>,
     /// Bumped by every change of a rule or of a gateway's state.
     version: u64,
+    /// The rules by origin.
+    counts: OriginCounts,
 }
 
 fn full(what: &str, n: usize) -> DpdkError {
@@ -161,6 +207,7 @@ impl FibWriter {
             retiring: VecDeque::new(),
             down: HashSet::new(),
             version: 0,
+            counts: OriginCounts::default(),
         };
         for e in entries {
             w.set(e.prefix, e.len, e.hops.clone(), e.origin.clone())?;
@@ -190,6 +237,11 @@ impl FibWriter {
     /// view built at one version is current while it holds.
     pub fn version(&self) -> u64 {
         self.version
+    }
+
+    /// The rules by origin.
+    pub fn origin_counts(&self) -> OriginCounts {
+        self.counts
     }
 
     /// Whether `gateway` (host order) is out of its groups.
@@ -238,7 +290,10 @@ impl FibWriter {
             self.release(rule);
             return Err(e);
         }
-        if let Some(old) = self.rules.insert((u32::from(prefix), len), rule) {
+        let origin = rule.origin.clone();
+        let old = self.rules.insert((u32::from(prefix), len), rule);
+        self.counts.add(&origin, old.as_ref().map(|o| &o.origin));
+        if let Some(old) = old {
             self.release(old);
         }
         self.version += 1;
@@ -259,6 +314,7 @@ impl FibWriter {
         let rule = self.rules.remove(&key);
         self.version += 1;
         if let Some(r) = &rule {
+            self.counts.remove(&r.origin);
             self.release(r.clone());
         }
         Ok(rule)

@@ -16,7 +16,7 @@
 use super::hops::HopTable6;
 use super::{Fib6, Fib6Entry, NextHop6};
 use crate::dpdk::{DpdkError, Lpm6Change, Lpm6Writer, Qsbr, LPM6_MISS};
-use crate::fib::Origin;
+use crate::fib::{Origin, OriginCounts};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::Ipv6Addr;
 use std::sync::atomic::{AtomicU32, Ordering::*};
@@ -57,6 +57,8 @@ pub struct Fib6Writer {
     retiring: VecDeque<(u32, u64)>,
     /// Bumped by every batch that changed a rule.
     version: u64,
+    /// The rules by origin.
+    counts: OriginCounts,
 }
 
 /// A prefix as the table keys it: host bits cleared.
@@ -90,6 +92,7 @@ impl Fib6Writer {
             free_ids: (0..HOP6_CAPACITY as u32).rev().collect(),
             retiring: VecDeque::new(),
             version: 0,
+            counts: OriginCounts::default(),
         };
         let batch: Vec<Route6Change> = entries
             .iter()
@@ -125,6 +128,11 @@ impl Fib6Writer {
     /// current while it holds.
     pub fn version(&self) -> u64 {
         self.version
+    }
+
+    /// The rules by origin.
+    pub fn origin_counts(&self) -> OriginCounts {
+        self.counts
     }
 
     /// How many times the workers' table changed (batches applied).
@@ -221,9 +229,17 @@ impl Fib6Writer {
             let old = match v {
                 Some(_) => {
                     let rule = new.iter().find(|(n, _)| n == k).map(|(_, r)| r.clone());
-                    rule.and_then(|r| self.rules.insert(*k, r))
+                    rule.and_then(|r| {
+                        let origin = r.origin.clone();
+                        let old = self.rules.insert(*k, r);
+                        self.counts.add(&origin, old.as_ref().map(|o| &o.origin));
+                        old
+                    })
                 }
-                None => self.rules.remove(k),
+                None => self
+                    .rules
+                    .remove(k)
+                    .inspect(|o| self.counts.remove(&o.origin)),
             };
             gone.extend(old);
         }

@@ -93,8 +93,21 @@ fn answer(f: impl FnOnce(&Ops) -> Tel) -> Tel {
 
 /// Answer router-only commands from the control view.
 fn routed(f: impl FnOnce(&Ops, &ControlView) -> Tel) -> Tel {
+    routed_from(Ops::view, f)
+}
+
+/// As [`routed`], from a view whose route lists are current (they are built
+/// when read: a full table's takes a moment).
+fn routed_lists(f: impl FnOnce(&Ops, &ControlView) -> Tel) -> Tel {
+    routed_from(Ops::routes_view, f)
+}
+
+fn routed_from(
+    view: impl FnOnce(&Ops) -> std::sync::Arc<ControlView>,
+    f: impl FnOnce(&Ops, &ControlView) -> Tel,
+) -> Tel {
     answer(|ops| match ops.mode {
-        Mode::Router => f(ops, &ops.view()),
+        Mode::Router => f(ops, &view(ops)),
         Mode::Forward => {
             let mut d = Tel::dict();
             d.put_str("mode", "forward").put_str("routing", "no");
@@ -237,7 +250,7 @@ fn page<T>(params: &str, key: &str, items: &[T], item: impl Fn(&T) -> Tel) -> Te
 }
 
 fn routes(params: &str) -> Tel {
-    routed(|_, v| {
+    routed_lists(|_, v| {
         page(params, "routes", &v.routes[..], |r| {
             let join = |f: &dyn Fn(&super::view::HopView) -> Option<String>| {
                 r.hops.iter().filter_map(f).collect::<Vec<_>>().join(",")
@@ -285,7 +298,7 @@ fn neighbours(params: &str) -> Tel {
 
 /// `/fastpath/routes`' shape for the IPv6 table (one next hop a route).
 fn routes6(params: &str) -> Tel {
-    routed(|_, v| {
+    routed_lists(|_, v| {
         page(params, "routes", &v.routes6[..], |r| {
             let mut d = Tel::dict();
             d.put_str("prefix", format!("{}/{}", r.prefix, r.len))

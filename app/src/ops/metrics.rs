@@ -322,7 +322,7 @@ fn control(t: &mut Text, v: &ControlView) {
 /// The IPv6 table's routes (in all and by origin) and neighbours by state;
 /// only when fastpath runs with IPv6 (an IPv4-only scrape stays as it was).
 fn ipv6(t: &mut Text, v: &ControlView) {
-    if v.routes6.is_empty() {
+    if v.route6_counts.is_empty() {
         return;
     }
     t.family(
@@ -330,15 +330,14 @@ fn ipv6(t: &mut Text, v: &ControlView) {
         MetricType::GAUGE,
         "Routes in the IPv6 forwarding table",
     );
-    t.sample(&[], v.routes6.len());
+    t.sample(&[], v.route6_counts.iter().map(|c| c.1).sum::<u64>());
     t.family(
         "fastpath_routes6_by_origin",
         MetricType::GAUGE,
-        "Routes in the IPv6 forwarding table, by origin (config, ctl, connected, fixed)",
+        "Routes in the IPv6 forwarding table, by origin (config, ctl, fpm, connected, fixed)",
     );
-    for origin in ["config", "ctl", "connected", "fixed"] {
-        let n = v.routes6.iter().filter(|r| r.origin == origin).count();
-        t.sample(&[("origin", origin)], n);
+    for (origin, n) in &v.route6_counts {
+        t.sample(&[("origin", origin)], *n);
     }
     t.family(
         "fastpath_neighbours6",
@@ -357,9 +356,8 @@ fn routes_and_fpm(t: &mut Text, v: &ControlView) {
         MetricType::GAUGE,
         "Routes in the forwarding table, by origin (config, ctl, fpm, connected, fixed)",
     );
-    for origin in ["config", "ctl", "fpm", "connected", "fixed"] {
-        let n = v.routes.iter().filter(|r| r.origin == origin).count();
-        t.sample(&[("origin", origin)], n);
+    for (origin, n) in &v.route_counts {
+        t.sample(&[("origin", origin)], *n);
     }
     if v.fpm.is_empty() {
         return;
@@ -490,7 +488,7 @@ fn neighbours_and_events(t: &mut Text, v: &ControlView) {
         MetricType::GAUGE,
         "Routes in the forwarding table",
     );
-    t.sample(&[], v.routes.len());
+    t.sample(&[], v.route_counts.iter().map(|c| c.1).sum::<u64>());
 }
 
 #[cfg(test)]
@@ -523,16 +521,15 @@ mod tests {
 
     #[test]
     fn routes_show_by_origin_and_the_fpm_session_only_with_fpm() {
-        use crate::ops::view::RouteView;
-        let route = |origin| RouteView {
-            prefix: std::net::Ipv4Addr::UNSPECIFIED,
-            len: 8,
-            kind: "forward",
-            origin,
-            hops: vec![],
-        };
+        use crate::fib::{Origin, OriginCounts};
+        let mut counts = OriginCounts::default();
+        counts.add(&Origin::Fpm, None);
+        counts.add(&Origin::Ctl, None);
+        // A config route replaced one of ctl's: counted once, by its origin now.
+        counts.add(&Origin::Config, Some(&Origin::Ctl));
+        counts.add(&Origin::Fpm, None);
         let mut v = ControlView {
-            routes: vec![route("fpm"), route("fpm"), route("config")].into(),
+            route_counts: counts.fields(),
             ..Default::default()
         };
         let mut t = Text(Vec::new());
@@ -544,6 +541,10 @@ mod tests {
         );
         assert!(
             text.contains("fastpath_routes_by_origin{origin=\"config\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("fastpath_routes_by_origin{origin=\"ctl\"} 0"),
             "{text}"
         );
         assert!(

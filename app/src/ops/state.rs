@@ -4,8 +4,9 @@
 
 use super::view::ControlView;
 use crate::counters::LcoreCounters;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// How fastpath runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,7 +44,14 @@ pub struct Ops {
     /// The main lcore's (the control plane's packets), in router mode.
     pub main: Option<Arc<LcoreCounters>>,
     view: Mutex<Arc<ControlView>>,
+    /// A reader wants the route lists rebuilt (`routes_view`).
+    routes_wanted: AtomicBool,
 }
+
+/// How long a reader of the route lists waits for them to catch up with
+/// their tables before it takes what there is (a full table's list takes
+/// a few hundred milliseconds, spaced at most to a tenth of the lcore).
+const ROUTES_WAIT: Duration = Duration::from_secs(3);
 
 impl Ops {
     pub fn new(
@@ -61,12 +69,33 @@ impl Ops {
             workers,
             main,
             view: Mutex::new(Arc::new(ControlView::default())),
+            routes_wanted: AtomicBool::new(false),
         }
     }
 
     /// The latest control view (empty until the main lcore publishes one).
     pub fn view(&self) -> Arc<ControlView> {
         crate::sync::lock(&self.view).clone()
+    }
+
+    /// The latest control view with route lists as current as the main
+    /// lcore makes them within [`ROUTES_WAIT`]: lists behind their tables
+    /// are asked for and waited for (the lists are built only when read).
+    pub fn routes_view(&self) -> Arc<ControlView> {
+        let mut v = self.view();
+        let deadline = Instant::now() + ROUTES_WAIT;
+        while v.routes_behind && Instant::now() < deadline {
+            self.routes_wanted.store(true, Ordering::Release);
+            std::thread::sleep(Duration::from_millis(5));
+            v = self.view();
+        }
+        v
+    }
+
+    /// Whether a reader asked for the route lists since the last call
+    /// (main lcore).
+    pub fn take_routes_wanted(&self) -> bool {
+        self.routes_wanted.swap(false, Ordering::AcqRel)
     }
 
     /// Replace the control view (main lcore); its `seq` is set here.
@@ -98,4 +127,44 @@ pub fn retire() {
 pub fn with_current<R>(f: impl FnOnce(&Ops) -> R) -> Option<R> {
     let guard = current().read().unwrap_or_else(|p| p.into_inner());
     guard.as_deref().map(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ops() -> Arc<Ops> {
+        Arc::new(Ops::new(Mode::Router, Instant::now(), vec![], vec![], None))
+    }
+
+    #[test]
+    fn a_reader_of_lists_behind_their_table_asks_and_waits_for_them() {
+        let ops = ops();
+        ops.publish(ControlView {
+            routes_behind: true,
+            ..Default::default()
+        });
+        // The main lcore: publishes current lists once asked.
+        let main = {
+            let ops = ops.clone();
+            std::thread::spawn(move || {
+                while !ops.take_routes_wanted() {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                ops.publish(ControlView::default());
+            })
+        };
+        let v = ops.routes_view();
+        main.join().unwrap();
+        assert!(!v.routes_behind);
+        assert_eq!(v.seq, 2, "the view published after the ask");
+    }
+
+    #[test]
+    fn a_reader_of_current_lists_asks_for_nothing() {
+        let ops = ops();
+        ops.publish(ControlView::default());
+        assert_eq!(ops.routes_view().seq, 1);
+        assert!(!ops.take_routes_wanted());
+    }
 }

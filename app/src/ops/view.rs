@@ -91,12 +91,21 @@ pub struct ControlView {
     pub seq: u64,
     /// When it was built (`None` for the empty view before the first).
     pub built: Option<Instant>,
-    /// The IPv4 table: shared between views while it has not changed (a
-    /// full table is a million routes).
+    /// The IPv4 table's routes by origin (`fib::ORIGINS`' order): always
+    /// current.
+    pub route_counts: Vec<(&'static str, u64)>,
+    /// The IPv4 table, route by route: rebuilt only when a reader asked
+    /// for it ([`super::state::Ops::routes_view`]) or a ctl change was
+    /// made, and shared between views meanwhile (a full table is a
+    /// million routes); see `routes_behind`.
     pub routes: Arc<[RouteView]>,
     pub neighbours: Vec<NeighView>,
-    /// The IPv6 table (empty without IPv6), shared as `routes`.
+    /// The IPv6 table's routes by origin (empty without IPv6).
+    pub route6_counts: Vec<(&'static str, u64)>,
+    /// The IPv6 table (empty without IPv6), built as `routes`.
     pub routes6: Arc<[Route6View]>,
+    /// Whether a table changed since `routes` or `routes6` was built.
+    pub routes_behind: bool,
     pub neighbours6: Vec<Neigh6View>,
     pub hooks: Vec<HookReport>,
     /// What the control plane did (ARP, ICMP, neighbour events).

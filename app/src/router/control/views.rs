@@ -3,7 +3,7 @@
 
 use super::ControlPlane;
 use crate::config::format_mac;
-use crate::fib::HopKind;
+use crate::fib::{HopKind, OriginCounts};
 use crate::neigh::NeighState;
 use crate::ops::view::{HopView, Neigh6View, NeighView, Route6View, RouteView};
 use std::net::{IpAddr, Ipv4Addr};
@@ -15,6 +15,14 @@ impl ControlPlane<'_> {
         (
             self.fib.version(),
             self.fib6.as_ref().map_or(0, |w| w.version()),
+        )
+    }
+
+    /// Both families' rules by origin (IPv6: `None` without IPv6).
+    pub fn route_counts(&self) -> (OriginCounts, Option<OriginCounts>) {
+        (
+            self.fib.origin_counts(),
+            self.fib6.as_ref().map(|w| w.origin_counts()),
         )
     }
 

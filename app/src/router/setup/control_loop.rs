@@ -101,8 +101,14 @@ pub(super) fn run(
     ));
     let fpm_stats = main.fpm.as_ref().map(FpmLink::stats);
     let mut published = Published::new();
-    let mut view = |c: &ControlPlane, h: &HookSet| published.view(c, h, fpm_stats.as_deref());
-    ops.publish(view(&main.control, &publisher.current()));
+    let fpm_fields = fpm_stats.clone();
+    let mut view = move |c: &ControlPlane, h: &HookSet, want: bool| {
+        if want {
+            published.want_routes();
+        }
+        published.view(c, h, fpm_fields.as_deref())
+    };
+    ops.publish(view(&main.control, &publisher.current(), false));
     crate::ops::state::install(ops.clone());
     let mut next_view = Instant::now() + VIEW_PERIOD;
     eprintln!(
@@ -140,14 +146,14 @@ pub(super) fn run(
         Duration::from_micros(500),
         input.as_ref(),
         || {
+            let mut changes = 0;
             if signals.reload.swap(false, Ordering::SeqCst) {
                 requests.sighup(control);
                 if let Some(f) = fpm.as_mut() {
                     f.after(&Changed::All, control, run);
                 }
-                next_view = Instant::now();
+                changes += 1;
             }
-            let mut changes = 0;
             let asked = ctl.as_mut().map_or(0, |c| {
                 c.serve(|r| {
                     changes += usize::from(r.changes_state());
@@ -161,15 +167,18 @@ pub(super) fn run(
             });
             let zebra = fpm.as_mut().map_or(0, |f| f.poll(control, run));
             // A change made here (a route, a neighbour, a reload) shows
-            // at once; otherwise every VIEW_PERIOD (zebra's too: a replay
-            // of many frames must not rebuild the view every round). A
-            // `show` changes nothing: a client polling must not either.
-            if changes > 0 {
+            // at once, route lists included; otherwise every VIEW_PERIOD
+            // (zebra's too: a replay of many frames must not rebuild the
+            // view every round), and the route lists only for a reader
+            // that waits for them (telemetry). A `show` changes nothing:
+            // a client polling must not either.
+            let want = changes > 0 || ops.take_routes_wanted();
+            if want {
                 next_view = Instant::now();
             }
             let handled = control.poll();
             if Instant::now() >= next_view {
-                ops.publish(view(control, &publisher.current()));
+                ops.publish(view(control, &publisher.current(), want));
                 next_view = Instant::now() + VIEW_PERIOD;
             }
             handled + asked + zebra > 0

@@ -1,9 +1,11 @@
 //! What the main lcore publishes for the operations plane (routes,
-//! neighbours, hooks, counters), at a bounded cost: the route lists are
-//! rebuilt only when their table changed, and a big table's rebuild is
-//! spaced so that it takes at most a tenth of the control lcore (a full
-//! table's list is a million entries; rebuilt on every round of an FPM
-//! install it took most of the install's time).
+//! neighbours, hooks, counters), at a bounded cost. The routes' counts by
+//! origin are kept as routes change and always current; the route lists
+//! (a full table's is a million entries: rebuilt on every round of an FPM
+//! install, it took most of the install's time) are rebuilt only when
+//! their table changed **and** someone wants them (a telemetry reader of
+//! the lists, a ctl change), and a big table's rebuild is spaced so that
+//! it takes at most a tenth of the control lcore.
 
 use crate::fpm::FpmStats;
 use crate::ops::view::{ControlView, Route6View, RouteView};
@@ -24,6 +26,8 @@ struct Built<T> {
     version: Option<u64>,
     /// No rebuild before this.
     next: Instant,
+    /// Someone wants the list rebuilt once its table moved.
+    wanted: bool,
 }
 
 impl<T> Built<T> {
@@ -32,20 +36,26 @@ impl<T> Built<T> {
             list: Arc::from(Vec::new()),
             version: None,
             next: Instant::now(),
+            wanted: true,
         }
     }
 
-    /// The list, rebuilt by `build` if the table moved past it and the
-    /// last rebuild's spacing has passed.
+    /// The list, rebuilt by `build` if the table moved past it, someone
+    /// wants it and the last rebuild's spacing has passed.
     fn current(&mut self, version: u64, build: impl FnOnce() -> Vec<T>) -> Arc<[T]> {
         let start = Instant::now();
-        if self.version != Some(version) && start >= self.next {
+        if self.behind(version) && self.wanted && start >= self.next {
             self.list = build().into();
             self.version = Some(version);
+            self.wanted = false;
             let took = start.elapsed();
             self.next = Instant::now() + took.saturating_mul(SHARE - 1);
         }
         self.list.clone()
+    }
+
+    fn behind(&self, version: u64) -> bool {
+        self.version != Some(version)
     }
 }
 
@@ -63,6 +73,13 @@ impl Published {
         }
     }
 
+    /// Rebuild the route lists as soon as their tables moved (and their
+    /// spacing allows): a reader asked, or a ctl change was made.
+    pub fn want_routes(&mut self) {
+        self.routes.wanted = true;
+        self.routes6.wanted = true;
+    }
+
     /// The control plane's state for the operations plane: the one place
     /// the published routes, neighbours and hook counters come from.
     pub fn view(
@@ -72,13 +89,19 @@ impl Published {
         fpm: Option<&FpmStats>,
     ) -> ControlView {
         let (v4, v6) = control.routes_version();
+        let (counts, counts6) = control.route_counts();
+        let routes = self.routes.current(v4, || control.routes());
+        let routes6 = self.routes6.current(v6, || control.routes6());
         ControlView {
             fpm: fpm.map(|f| f.fields()).unwrap_or_default(),
             seq: 0,
             built: Some(Instant::now()),
-            routes: self.routes.current(v4, || control.routes()),
+            route_counts: counts.fields(),
+            routes,
             neighbours: control.neighbours(),
-            routes6: self.routes6.current(v6, || control.routes6()),
+            route6_counts: counts6.map(|c| c.fields()).unwrap_or_default(),
+            routes6,
+            routes_behind: self.routes.behind(v4) || self.routes6.behind(v6),
             neighbours6: control.neighbours6(),
             hooks: HookReport::of(hooks),
             control: control.stats().fields().to_vec(),
@@ -92,22 +115,27 @@ mod tests {
     use std::time::Duration;
 
     #[test]
-    fn a_list_is_rebuilt_only_when_its_table_moved() {
+    fn a_list_is_rebuilt_only_when_its_table_moved_and_someone_wants_it() {
         let mut b: Built<u32> = Built::new();
         let mut builds = 0;
         let mut build = |n: u32| {
             builds += 1;
             vec![n]
         };
-        assert_eq!(&*b.current(1, || build(1)), &[1]);
+        assert_eq!(&*b.current(1, || build(1)), &[1], "the first list is built");
         assert_eq!(
             &*b.current(1, || build(2)),
             &[1],
             "same version: the old list"
         );
-        // A cheap build is spaced by almost nothing: the next version shows.
+        // The table moved, nobody asked: the old list, behind.
+        assert_eq!(&*b.current(2, || build(3)), &[1]);
+        assert!(b.behind(2));
+        // Asked: a cheap build is spaced by almost nothing, the list shows.
+        b.wanted = true;
         std::thread::sleep(Duration::from_millis(1));
-        assert_eq!(&*b.current(2, || build(3)), &[3]);
+        assert_eq!(&*b.current(2, || build(4)), &[4]);
+        assert!(!b.behind(2));
         assert_eq!(builds, 2);
     }
 
@@ -118,7 +146,9 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
             vec![1]
         });
-        // The table moved at once: the list stays behind for about 180 ms.
+        // The table moved at once and a reader asks: the list stays behind
+        // for about 180 ms.
+        b.wanted = true;
         assert_eq!(&*b.current(2, || vec![2]), &[1]);
         let wait = b.next.saturating_duration_since(Instant::now());
         assert!(wait > Duration::from_millis(100), "{wait:?}");

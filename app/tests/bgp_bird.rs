@@ -15,6 +15,11 @@
 //! prefix in fastpath's FIB is printed: FRR's share (until zebra installed
 //! every route in its kernel) and the rest (zebra's FPM sending and
 //! fastpath's install).
+//!
+//! The same over IPv6 (a second test): one BIRD announcing 1,001 IPv6
+//! prefixes over an IPv6 session, zebra's routes by BIRD's link-local
+//! next hop on port 0's kernel interface, host b's `ping -6` through
+//! fastpath, a withdrawal giving ICMPv6 no route, the announcement again.
 
 mod common;
 #[path = "common/flood.rs"]
@@ -98,12 +103,16 @@ struct Routing {
     dir: tempfile::TempDir,
     router_ns: String,
     peer_ns: String,
+    /// The BIRDs, by their host number on port 0's link.
+    hosts: Vec<u8>,
     frr: Vec<Watched>,
     birds: Vec<Watched>,
 }
 
 impl Routing {
-    fn new(topo: &Topology) -> Routing {
+    /// bgpd with `bgpd_conf`, a BIRD for each of `birds` (host number,
+    /// its configuration).
+    fn new(topo: &Topology, bgpd_conf: &str, birds: &[(u8, String)]) -> Routing {
         for t in ["vtysh", "bird", "birdc"] {
             need(t);
         }
@@ -118,14 +127,15 @@ impl Routing {
         // FRR's daemons run as user frr: their pid files and sockets go here.
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
         std::fs::write(dir.path().join("zebra.conf"), ZEBRA_CONF).unwrap();
-        std::fs::write(dir.path().join("bgpd.conf"), BGPD_CONF).unwrap();
-        for host in [2, 3] {
-            std::fs::write(dir.path().join(format!("bird{host}.conf")), bird_conf(host)).unwrap();
+        std::fs::write(dir.path().join("bgpd.conf"), bgpd_conf).unwrap();
+        for (host, conf) in birds {
+            std::fs::write(dir.path().join(format!("bird{host}.conf")), conf).unwrap();
         }
         Routing {
             dir,
             router_ns: topo.router_ns(),
             peer_ns: topo.ns("a"),
+            hosts: birds.iter().map(|b| b.0).collect(),
             frr: Vec::new(),
             birds: Vec::new(),
         }
@@ -162,9 +172,9 @@ impl Routing {
         }
     }
 
-    /// Both BIRDs on port 0's link.
+    /// The BIRDs on port 0's link.
     fn start_birds(&mut self) {
-        for host in [2, 3] {
+        for host in self.hosts.clone() {
             let mut cmd = Command::new("ip");
             cmd.args(["netns", "exec", &self.peer_ns, "bird", "-f"])
                 .args(["-c", &self.path(&format!("bird{host}.conf"))])
@@ -185,11 +195,15 @@ impl Routing {
         String::from_utf8_lossy(&sh(&all).stdout).into_owned()
     }
 
-    /// Wait until both BIRDs' sessions are established; when.
+    /// Wait until every BIRD's session is established; when.
     fn wait_established(&self) -> Instant {
         let end = Instant::now() + LIMIT;
         loop {
-            let up = [2, 3].map(|h| self.birdc(h, &["show", "protocols", "uplink"]));
+            let up: Vec<String> = self
+                .hosts
+                .iter()
+                .map(|&h| self.birdc(h, &["show", "protocols", "uplink"]))
+                .collect();
             if up.iter().all(|s| s.contains("Established")) {
                 return Instant::now();
             }
@@ -380,7 +394,8 @@ fn bgp_from_bird_through_frr_programs_fastpath_and_flows_over_both_next_hops() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let mut routing = Routing::new(&topo);
+    let birds = [2, 3].map(|h| (h, bird_conf(h)));
+    let mut routing = Routing::new(&topo, BGPD_CONF, &birds);
     let cfg = routing.dir.path().join("router.toml");
     let json = routing.dir.path().join("stats.json");
     std::fs::write(&cfg, ROUTER).unwrap();
@@ -535,4 +550,196 @@ fn bgp_from_bird_through_frr_programs_fastpath_and_flows_over_both_next_hops() {
         ping_until(&topo, "198.51.100.7");
     }));
     stop_fastpath(fp, &json, second);
+}
+
+const ROUTER6: &str = r#"
+[[port]]
+device = "net_af_packet0"
+address = "10.0.1.1/24"
+ipv6 = ["2001:db8:1::1/64"]
+
+[[port]]
+device = "net_af_packet1"
+address = "10.0.2.1/24"
+ipv6 = ["2001:db8:2::1/64"]
+
+[kernel]
+interfaces = true
+peers = ["2001:db8:1::2"]
+"#;
+
+const BGPD6_CONF: &str = "\
+hostname fpr
+router bgp 65001
+ bgp router-id 10.0.1.1
+ no bgp default ipv4-unicast
+ no bgp ebgp-requires-policy
+ timers bgp 3 9
+ neighbor 2001:db8:1::2 remote-as 65002
+ neighbor 2001:db8:1::2 timers connect 1
+ address-family ipv6 unicast
+  neighbor 2001:db8:1::2 activate
+ exit-address-family
+";
+
+/// IPv6 prefixes BIRD announces besides 2001:db8:100::/48: /48s from
+/// 2001:db8:1000:: up.
+const SCALE6: u32 = 1_000;
+
+fn scale_prefix6(i: u32) -> String {
+    format!("2001:db8:{:x}::/48", 0x1000 + i)
+}
+
+/// BIRD on 2001:db8:1::2: an IPv6 session to the router, exporting the
+/// prefixes with itself as next hop (its global and link-local addresses:
+/// zebra takes the link-local one, on the port's kernel interface).
+fn bird6_conf() -> String {
+    let mut routes = String::from("  route 2001:db8:100::/48 blackhole;\n");
+    for i in 0..SCALE6 {
+        routes.push_str(&format!("  route {} blackhole;\n", scale_prefix6(i)));
+    }
+    format!(
+        "router id 10.0.1.2;\n\
+         log stderr all;\n\
+         protocol device {{}}\n\
+         protocol static announced {{\n  ipv6;\n{routes}}}\n\
+         protocol bgp uplink {{\n  local 2001:db8:1::2 as 65002;\n  \
+         neighbor 2001:db8:1::1 as 65001;\n  strict bind yes;\n  connect retry time 1;\n  \
+         ipv6 {{ import none; export all; next hop self; }};\n}}\n"
+    )
+}
+
+/// One `ping -6` from host b to `dst`: (answered, output).
+fn ping6_b(topo: &Topology, dst: &str) -> (bool, String) {
+    topo.ping("b", dst, &["-6", "-W", "1"])
+}
+
+#[test]
+fn ipv6_bgp_from_bird_through_frr_programs_fastpath_and_forwards() {
+    let topo = Topology::with_router_ns("b6");
+    // The hosts dual-stack; host a owns the prefixes BIRD announces.
+    for (side, net) in [("a", 1), ("b", 2)] {
+        let host = topo.host_if(side);
+        let addr = format!("2001:db8:{net}::2/64");
+        let gw = format!("2001:db8:{net}::1");
+        for cmd in [
+            vec!["ip", "-6", "addr", "add", &addr, "dev", &host, "nodad"],
+            vec![
+                "ip", "-6", "route", "add", "default", "via", &gw, "dev", &host,
+            ],
+        ] {
+            let out = topo.exec(side, &cmd);
+            assert!(out.status.success(), "{cmd:?}: {out:?}");
+        }
+    }
+    for cmd in [
+        vec![
+            "ip",
+            "-6",
+            "route",
+            "add",
+            "local",
+            "2001:db8:100::/48",
+            "dev",
+            "lo",
+        ],
+        vec![
+            "ip",
+            "-6",
+            "route",
+            "add",
+            "local",
+            "2001:db8:1000::/36",
+            "dev",
+            "lo",
+        ],
+    ] {
+        let out = topo.exec("a", &cmd);
+        assert!(out.status.success(), "{cmd:?}: {out:?}");
+    }
+    let birds = [(2, bird6_conf())];
+    let mut routing = Routing::new(&topo, BGPD6_CONF, &birds);
+    let cfg = routing.dir.path().join("router.toml");
+    let json = routing.dir.path().join("stats.json");
+    std::fs::write(&cfg, ROUTER6).unwrap();
+
+    let fp = start_fastpath(&topo, &cfg, &json);
+    let checks = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // Once fastpath answers on port 0 (and host a's link-local address
+        // left DAD, BIRD's next hop), its kernel interfaces exist.
+        let end = Instant::now() + LIMIT;
+        while !topo.ping("a", "2001:db8:1::1", &["-6", "-W", "1"]).0 {
+            assert!(Instant::now() < end, "fastpath never answered on IPv6");
+        }
+        routing.start_frr();
+        routing.start_birds();
+        let established = routing.wait_established();
+        let total = u64::from(SCALE6) + 1;
+        let end = Instant::now() + LIMIT;
+        while fpm_installed() < total {
+            assert!(
+                Instant::now() < end,
+                "fastpath installed {} of {total}",
+                fpm_installed()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        eprintln!(
+            "{total} IPv6 prefixes: established to the last in fastpath's FIB {:?}",
+            established.elapsed()
+        );
+
+        // In the FIB from FPM, by BIRD's link-local (or global) address.
+        let r = routes(&prefix(TEST));
+        let route = r
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["prefix"] == "2001:db8:100::/48")
+            .unwrap_or_else(|| panic!("2001:db8:100::/48 not in the FIB: {r:#}"))
+            .clone();
+        assert_eq!(route["origin"], "fpm", "{route:#}");
+        let via = gateways(&r, "2001:db8:100::/48").unwrap();
+        eprintln!("2001:db8:100::/48 via {via:?}");
+        assert!(
+            via.len() == 1 && (via[0].starts_with("fe80::") || via[0] == "2001:db8:1::2"),
+            "{route:#}"
+        );
+        let last = scale_prefix6(SCALE6 - 1);
+        assert!(gateways(&r, &last).is_some(), "{last} not in the FIB");
+
+        // Host b reaches them through fastpath (one hop: hop limit 63).
+        for dst in ["2001:db8:100::1", &last.replace("::/48", "::7")] {
+            let end = Instant::now() + LIMIT;
+            loop {
+                let (ok, out) = ping6_b(&topo, dst);
+                if ok {
+                    assert!(out.contains("ttl=63"), "{dst}: {out}");
+                    break;
+                }
+                assert!(Instant::now() < end, "{dst}: {out}");
+            }
+        }
+
+        // Withdrawn: gone from the FIB; host b gets no route (ICMPv6
+        // destination unreachable, code 0) from the router.
+        routing.birdc(2, &["disable", "announced"]);
+        wait_routes("the IPv6 withdrawal", |r| {
+            gateways(r, "2001:db8:100::/48").is_none()
+        });
+        let (ok, out) = ping6_b(&topo, "2001:db8:100::1");
+        assert!(
+            !ok && out.contains("From 2001:db8:2::1") && out.contains("No route"),
+            "{out}"
+        );
+        routing.birdc(2, &["enable", "announced"]);
+        wait_routes("the IPv6 announcement again", |r| {
+            gateways(r, "2001:db8:100::/48").is_some()
+        });
+        let end = Instant::now() + LIMIT;
+        while !ping6_b(&topo, "2001:db8:100::1").0 {
+            assert!(Instant::now() < end, "2001:db8:100::1 never answered again");
+        }
+    }));
+    stop_fastpath(fp, &json, checks);
 }

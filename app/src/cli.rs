@@ -54,6 +54,15 @@ pub struct AppArgs {
           value_parser = clap::value_parser!(u32).range(1024..=16_777_216))]
     pub fib_routes: u32,
 
+    /// Router mode with IPv6: IPv6 routes the FIB holds beyond the
+    /// config's, for those `fastpath ctl` and FPM add. Each takes up to 6 KiB
+    /// of DPDK memory (up to three tbl8 groups of 1 KiB, in each of the
+    /// table's two copies): an IPv6 Internet table, `--fib6-routes 262144`,
+    /// up to 1.5 GiB.
+    #[arg(long, value_name = "N", default_value_t = crate::fib6::FIB6_ROUTES,
+          value_parser = clap::value_parser!(u32).range(1024..=4_194_304))]
+    pub fib6_routes: u32,
+
     /// Forward every packet received on port RX to port TX, e.g. `--forward 0:1`.
     /// Repeat for more pairs. Default: ports paired 0<->1, 2<->3, ... both ways.
     #[arg(long = "forward", value_name = "RX:TX", value_parser = parse_forward)]

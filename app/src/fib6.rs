@@ -66,10 +66,11 @@ impl Fib6 {
     pub fn create(
         name: &str,
         entries: &[Fib6Entry],
+        routes: u32,
         qsbr: Arc<Qsbr>,
         socket: i32,
     ) -> Result<(Arc<Fib6>, Fib6Writer), DpdkError> {
-        let (rules, tbl8s) = table_sizes(entries);
+        let (rules, tbl8s) = table_sizes(entries, routes);
         let a = Lpm6::new(&format!("{name}_a"), rules, tbl8s, socket)?;
         let b = Lpm6::new(&format!("{name}_b"), rules, tbl8s, socket)?;
         let (_, writer) = Lpm6Pair::new(a, b, qsbr.clone())?;
@@ -109,13 +110,25 @@ impl Fib6 {
     }
 }
 
-/// The `rte_lpm6` sizes for `entries` with room to grow: rules, and tbl8
-/// groups (a prefix longer than /24 takes up to one group per byte past the
-/// third that no other prefix shares).
-pub fn table_sizes(entries: &[Fib6Entry]) -> (u32, u32) {
+/// Routes the IPv6 FIB holds beyond the config's by default
+/// (`--fib6-routes`).
+pub const FIB6_ROUTES: u32 = 1024;
+
+/// tbl8 groups a route added at run time may take: one per byte from the
+/// fourth to the sixth, for a /48 that shares none (the Internet's longest).
+const GROUPS_PER_ROUTE: u32 = 3;
+
+/// The `rte_lpm6` sizes for `entries` with room to grow by `routes` (ctl
+/// and FPM routes): rules, and tbl8 groups (a prefix longer than /24 takes
+/// up to one group per byte past the third that no other prefix shares).
+pub fn table_sizes(entries: &[Fib6Entry], routes: u32) -> (u32, u32) {
     let groups: u32 = entries
         .iter()
         .map(|e| u32::from(e.len.saturating_sub(24)).div_ceil(8))
         .sum();
-    ((entries.len() as u32 * 2).max(1024), (groups * 2).max(2048))
+    let rules = entries.len() as u32;
+    (
+        (rules * 2).max(rules + routes),
+        (groups * 2).max(groups + routes.saturating_mul(GROUPS_PER_ROUTE)),
+    )
 }

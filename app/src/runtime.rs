@@ -195,6 +195,7 @@ pub fn router_options(args: &AppArgs, main_loop: MainLoopOptions) -> RouterOptio
         mbufs: args.mbufs,
         neigh_capacity: args.neigh_capacity,
         fib_routes: args.fib_routes,
+        fib6_routes: args.fib6_routes,
         neigh_reachable: Duration::from_secs_f64(args.neigh_reachable),
         stage_cycles: args.stage_cycles,
         capture: CaptureOptions {

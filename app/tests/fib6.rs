@@ -9,8 +9,8 @@ mod common;
 use common::*;
 use fastpath::config::RouterConfig;
 use fastpath::dpdk::{Eal, Qsbr, LPM6_MISS};
-use fastpath::fib::{HopKind, NEIGH_BY_DST};
-use fastpath::fib6::{fib6_entries, Fib6, NextHop6};
+use fastpath::fib::{HopKind, Origin, NEIGH_BY_DST};
+use fastpath::fib6::{fib6_entries, Fib6, NextHop6, FIB6_ROUTES};
 use std::net::Ipv6Addr;
 
 const CONFIG: &str = r#"
@@ -78,7 +78,8 @@ fn config_routes_resolve() {
         ]
     );
     let qsbr = Qsbr::new(1).expect("qsbr");
-    let (fib, _writer) = Fib6::create("fib6_test", &entries, qsbr, eal.socket_id()).expect("fib6");
+    let (fib, _writer) =
+        Fib6::create("fib6_test", &entries, FIB6_ROUTES, qsbr, eal.socket_id()).expect("fib6");
 
     let forward = |port, gateway: Option<&str>, neigh, mtu| NextHop6 {
         kind: HopKind::Forward,
@@ -147,6 +148,7 @@ fn config_routes_resolve() {
     let (fib, _w) = Fib6::create(
         "fib6_nodef",
         &entries,
+        FIB6_ROUTES,
         Qsbr::new(1).expect("qsbr"),
         eal.socket_id(),
     )
@@ -156,4 +158,24 @@ fn config_routes_resolve() {
     fib.lookup_bulk(&[a("2a00::1").octets()], &mut one);
     assert_eq!(one, [LPM6_MISS]);
     assert_eq!(fib.lookup(&a("2001:db8:f000::1")).map(|h| h.neigh), Some(7));
+
+    // Room for `--fib6-routes`: as many /48s as it says, each in a /24 of
+    // its own (three tbl8 groups each, shared with none), all fit (sized
+    // for twice the config's routes, the table took about 680).
+    let (fib, mut room) = Fib6::create(
+        "fib6_room",
+        &entries,
+        FIB6_ROUTES,
+        Qsbr::new(1).expect("qsbr"),
+        eal.socket_id(),
+    )
+    .expect("fib6 with room");
+    let hop = forward(3, Some("2001:db8:1::fe"), 100, 1500);
+    let slash48 = |i: u32| Ipv6Addr::from(0x2a_u128 << 120 | u128::from(i) << 104 | 0x4800 << 80);
+    for i in 0..FIB6_ROUTES {
+        room.set(slash48(i), 48, hop, Origin::Fpm)
+            .unwrap_or_else(|e| panic!("route {i} of {FIB6_ROUTES}: {e}"));
+    }
+    let last = slash48(FIB6_ROUTES - 1);
+    assert_eq!(fib.lookup(&last), Some(hop), "{last}");
 }

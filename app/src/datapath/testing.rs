@@ -306,7 +306,14 @@ fn ipv6_tables(
     let entries = fib6_entries(cfg, &[0, 1], &PORT_MACS, |gw, _| {
         neigh.insert_gateway6(gw).expect("gateway") as u32
     });
-    let (fib, writer) = Fib6::create(&format!("{name}v6"), &entries, qsbr, socket).expect("fib6");
+    let (fib, writer) = Fib6::create(
+        &format!("{name}v6"),
+        &entries,
+        crate::fib6::FIB6_ROUTES,
+        qsbr,
+        socket,
+    )
+    .expect("fib6");
     let groups = cfg
         .ports
         .iter()

@@ -19,6 +19,8 @@ pub struct RouterOptions {
     pub neigh_capacity: u32,
     /// IPv4 routes the FIB holds (LPM rules) beyond twice the config's.
     pub fib_routes: u32,
+    /// IPv6 routes the FIB holds beyond the config's.
+    pub fib6_routes: u32,
     /// How long a neighbour confirmed by ARP stays reachable.
     pub neigh_reachable: Duration,
     /// Time each pipeline stage (cycles per packet in the report).

@@ -7,7 +7,7 @@ use crate::doctor::finding::Finding;
 use crate::doctor::host::Host;
 use crate::doctor::inputs::Inputs;
 use crate::dpdk::lpm6::table_bytes;
-use crate::fib6::{fib6_entries, table_sizes};
+use crate::fib6::{fib6_entries, table_sizes, FIB6_ROUTES};
 
 const T: &str = "ipv6";
 
@@ -26,7 +26,7 @@ pub fn check(host: &Host, inputs: &Inputs) -> Vec<Finding> {
     let ids: Vec<u16> = (0..cfg.ports.len() as u16).collect();
     let macs = vec![[2, 0, 0, 0, 0, 1]; cfg.ports.len()];
     let entries = fib6_entries(cfg, &ids, &macs, |_, _| 0);
-    let (rules, tbl8s) = table_sizes(&entries);
+    let (rules, tbl8s) = table_sizes(&entries, FIB6_ROUTES);
     let each = table_bytes(rules, tbl8s).div_ceil(1 << 20);
     let need = 2 * each;
     let (have, from) = match (inputs.eal.memory_mb, inputs.eal.no_huge) {

@@ -56,13 +56,15 @@ pub(super) fn build(
     if let Some(e) = neigh_err {
         return Err(RunError::Usage(format!("{}: {e}", cfg.path.display())));
     }
-    let (rules, tbl8s) = table_sizes(&entries);
-    let (fib, writer) =
-        Fib6::create("fib6", &entries, qsbr.clone(), s.eal.socket_id()).map_err(|e| {
+    let routes = s.opts.fib6_routes;
+    let (rules, tbl8s) = table_sizes(&entries, routes);
+    let (fib, writer) = Fib6::create("fib6", &entries, routes, qsbr.clone(), s.eal.socket_id())
+        .map_err(|e| {
             RunError::Usage(format!(
                 "{}: the IPv6 routes cannot be loaded ({e}); the IPv6 FIB takes two tables of \
-                 {} MiB of DPDK memory: give the EAL more (-m, or more hugepages), or remove \
-                 the IPv6 items from the config",
+                 {} MiB of DPDK memory (with room for --fib6-routes {routes}): give the EAL \
+                 more (-m, or more hugepages), a smaller --fib6-routes, or remove the IPv6 \
+                 items from the config",
                 cfg.path.display(),
                 table_bytes(rules, tbl8s) >> 20
             ))

@@ -18,6 +18,8 @@
 #
 #   bench/fpm-install.sh                      # 1,000,000 routes
 #   ROUTES=200000 bench/fpm-install.sh
+#   IPV6=1 ROUTES=20000 bench/fpm-install.sh  # IPv6 routes (--fib6-routes sized
+#                                             # for them: up to 6 KiB of DPDK memory each)
 #
 # One worker lcore and the control lcore (-l 0-1), hugepages when at least 1,100 MiB
 # are free (else MEM="--no-huge -m 1024"), --fib-routes sized for the table. The
@@ -30,6 +32,7 @@ cd "$(dirname "$0")/.."
 FP=$(realpath "${FP:-target/release/fastpath}")
 BENCH=$(realpath "${BENCH:-target/release/fastpath-bench}")
 ROUTES=${ROUTES:-1000000}
+IPV6=${IPV6:-0}
 BEFORE=${BEFORE:-3}
 for b in "$FP" "$BENCH"; do
     [ -x "$b" ] || { echo "error: $b is not an executable (cargo build --release first)" >&2; exit 1; }
@@ -48,6 +51,14 @@ cleanup() {
 }
 trap cleanup EXIT
 "$BENCH" pcap --out "$dir/t.pcap" --size 64 --count 1024 --flows 64 --router-config "$dir/router.toml" >/dev/null
+replay_family=()
+if [ "$IPV6" = 1 ]; then
+    # The output port takes an IPv6 subnet for the replayer's IPv6 gateways.
+    sed -i 's|^address = "10.255.1.1/24"$|&\nipv6 = ["2001:db8:ff01::1/64"]|' "$dir/router.toml"
+    grep -q 2001:db8:ff01::1 "$dir/router.toml" || { echo "error: no IPv6 on the output port" >&2; exit 1; }
+    replay_family=(--ipv6)
+fi
+fib6_routes=$((ROUTES > 1024 ? ROUTES : 1024))
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # The table's routes and the default room beside them.
 fib_routes=$((ROUTES + 65536))
@@ -55,7 +66,7 @@ fib_routes=$((ROUTES + 65536))
 "$FP" -l 0-1 --no-pci "${mem[@]}" --log-level lib.eal:error --file-prefix "$prefix" \
     --vdev "net_pcap0,rx_pcap=$dir/t.pcap,infinite_rx=1" --vdev "net_null0,no-rx=1" -- \
     --config "$dir/router.toml" --mbufs 16383 --stats-period 0 \
-    --fpm "127.0.0.1:$port" --fib-routes "$fib_routes" --stats-json "$dir/stats.json" \
+    --fpm "127.0.0.1:$port" --fib-routes "$fib_routes" --fib6-routes "$fib6_routes" --stats-json "$dir/stats.json" \
     >"$dir/fp.log" 2>&1 &
 fp_pid=$!
 # Everything this script starts from here on: on CPU 0 (the control lcore's).
@@ -79,7 +90,7 @@ done
 sleep "$BEFORE"
 rss_before=$(rss_kb)
 t0=$(python3 -c 'import time; print(f"{time.monotonic():.4f}")')
-"$BENCH" fpm-replay --to "127.0.0.1:$port" --routes "$ROUTES" >"$dir/replay.log" 2>&1 &
+"$BENCH" fpm-replay --to "127.0.0.1:$port" --routes "$ROUTES" "${replay_family[@]}" >"$dir/replay.log" 2>&1 &
 replay_pid=$!
 # The end: `show fpm` counts every route added (asked on the control socket every
 # 20 ms by one process, not a `fastpath ctl` each time: those took a tenth of CPU 0).

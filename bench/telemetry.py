@@ -8,7 +8,8 @@
     bench/telemetry.py fpm-added PREFIX N PID...  # waits until `show fpm` counts N routes
                                               # added (asked every 20 ms on fastpath's control
                                               # socket), then prints the monotonic time; fails
-                                              # if a process PID ends first
+                                              # if a process PID ends first or the FIB
+                                              # refuses a route
 
 PREFIX is the process's EAL --file-prefix, PID its process id (a process that exits
 before it opens its socket ends the wait at once).
@@ -83,6 +84,7 @@ def fpm_added(prefix, n, pids):
     path = f"/var/run/dpdk/{prefix}/fastpath.ctl"
     request = json.dumps({"command": "show", "what": "fpm"}).encode() + b"\n"
     added = re.compile(rb'"routes_added":\s*(\d+)')
+    refused = re.compile(rb'"fib_refused":\s*(\d+)')
     while True:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.connect(path)
@@ -93,6 +95,9 @@ def fpm_added(prefix, n, pids):
                 if not chunk:
                     break
                 answer += chunk
+        r = refused.search(answer)
+        if r and int(r.group(1)) > 0:
+            sys.exit(f"the FIB refused {r.group(1).decode()} routes (fastpath's log says why)")
         m = added.search(answer)
         if m and int(m.group(1)) >= n:
             print(f"{time.monotonic():.4f}")

@@ -1,13 +1,13 @@
 //! A small FPM client that plays zebra for the full-table benchmark
-//! (`bench/fpm-install.sh`): a generated IPv4 table with the prefix lengths
-//! of today's Internet table, sent as zebra's `dplane_fpm_nl` sends routes
-//! (one `RTM_NEWROUTE` a frame, an inline gateway), as fast as the
-//! connection takes them.
+//! (`bench/fpm-install.sh`): a generated IPv4 (or IPv6) table with the
+//! prefix lengths of today's Internet table, sent as zebra's
+//! `dplane_fpm_nl` sends routes (one `RTM_NEWROUTE` a frame, an inline
+//! gateway), as fast as the connection takes them.
 
 use fastpath::fpm::build::{frame_of, new_route, via};
 use std::collections::HashSet;
 use std::io::Write;
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 /// Prefix lengths of a full IPv4 table, per 10,000 prefixes: /24 about
@@ -83,6 +83,51 @@ pub fn table(n: usize, seed: u64) -> Vec<(Ipv4Addr, u8)> {
     out
 }
 
+/// Prefix lengths of a full IPv6 table, per 1,000 prefixes: /48 about
+/// half, /32 to /47 the rest (the public table's shape in 2024-2026;
+/// nothing longer than /48, which the Internet's routers filter).
+pub const LENGTHS6: [(u8, u32); 9] = [
+    (29, 10),
+    (32, 110),
+    (36, 30),
+    (40, 50),
+    (42, 20),
+    (44, 120),
+    (46, 40),
+    (47, 20),
+    (48, 600),
+];
+
+/// `n` distinct IPv6 prefixes in 2000::/3 with lengths drawn from
+/// [`LENGTHS6`], none covering or inside 2001:db8::/32 (the benchmark's
+/// own addresses); the same for the same `seed`.
+pub fn table6(n: usize, seed: u64) -> Vec<(Ipv6Addr, u8)> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let total: u32 = LENGTHS6.iter().map(|l| l.1).sum();
+    let mut seen = HashSet::with_capacity(n);
+    let mut out = Vec::with_capacity(n);
+    let doc: u128 = 0x2001_0db8 << 96;
+    while out.len() < n {
+        let mut pick = rng.u32(..total);
+        let len = LENGTHS6
+            .iter()
+            .find(|&&(_, w)| {
+                let hit = pick < w;
+                pick = pick.saturating_sub(w);
+                hit
+            })
+            .map_or(48, |l| l.0);
+        let mask = u128::MAX << (128 - u32::from(len));
+        let a = ((0b001 << 125) | (rng.u128(..) >> 3)) & mask;
+        // Overlap with 2001:db8::/32: equal on the shorter of the two.
+        let m = u128::MAX << (128 - u32::from(len.min(32)));
+        if a & m != doc & m && seen.insert((a, len)) {
+            out.push((Ipv6Addr::from(a), len));
+        }
+    }
+    out
+}
+
 /// What a replay sent.
 #[derive(Clone, Copy, Debug)]
 pub struct Replayed {
@@ -94,10 +139,10 @@ pub struct Replayed {
 
 /// Send `routes`, each by the gateway `gateways[i % len]`, to the FPM server
 /// at `to`, one route a frame, written in 64 KiB chunks.
-pub fn replay(
+pub fn replay<A: Into<IpAddr> + Copy>(
     to: SocketAddr,
-    routes: &[(Ipv4Addr, u8)],
-    gateways: &[Ipv4Addr],
+    routes: &[(A, u8)],
+    gateways: &[IpAddr],
 ) -> std::io::Result<Replayed> {
     assert!(!gateways.is_empty(), "at least one gateway");
     let started = Instant::now();
@@ -131,6 +176,23 @@ pub fn replay(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ipv6_table_is_distinct_global_and_outside_the_documentation_prefix() {
+        let t = table6(20_000, 7);
+        let distinct: HashSet<_> = t.iter().collect();
+        assert_eq!(distinct.len(), 20_000);
+        let doc: u128 = 0x2001_0db8 << 96;
+        for (a, len) in &t {
+            let a = u128::from(*a);
+            assert_eq!(a >> 125, 0b001, "{a:x}/{len}: not in 2000::/3");
+            assert_eq!(a & !(u128::MAX << (128 - u32::from(*len))), 0, "host bits");
+            let m = u128::MAX << (128 - u32::from((*len).min(32)));
+            assert_ne!(a & m, doc & m, "{a:x}/{len} overlaps 2001:db8::/32");
+        }
+        let half = t.iter().filter(|(_, l)| *l == 48).count();
+        assert!((11_000..13_000).contains(&half), "{half} /48s of 20,000");
+    }
 
     #[test]
     fn the_table_is_distinct_realistic_and_outside_reserved_space() {

@@ -109,9 +109,14 @@ enum Cmd {
         /// The table's seed (the same seed, the same table).
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// Gateways, comma separated, taken in turn route by route.
-        #[arg(long, value_delimiter = ',', default_value = "10.255.1.2,10.255.1.3")]
-        gateways: Vec<std::net::Ipv4Addr>,
+        /// Gateways, comma separated, taken in turn route by route
+        /// (default: 10.255.1.2,10.255.1.3; with --ipv6,
+        /// 2001:db8:ff01::2,2001:db8:ff01::3).
+        #[arg(long, value_delimiter = ',')]
+        gateways: Vec<std::net::IpAddr>,
+        /// An IPv6 table (the IPv6 Internet table's prefix lengths).
+        #[arg(long)]
+        ipv6: bool,
     },
     /// Write valid Ethernet/IPv4/UDP frames to a pcap file.
     Pcap {
@@ -376,10 +381,30 @@ fn run(cmd: Cmd) -> Result<(), String> {
             routes,
             seed,
             gateways,
+            ipv6,
         } => {
-            let table = fastpath_bench::fpm_replay::table(routes, seed);
-            let r = fastpath_bench::fpm_replay::replay(to, &table, &gateways)
-                .map_err(|e| format!("FPM replay to {to}: {e}"))?;
+            use fastpath_bench::fpm_replay::{replay, table, table6};
+            let defaults = if ipv6 {
+                ["2001:db8:ff01::2", "2001:db8:ff01::3"]
+            } else {
+                ["10.255.1.2", "10.255.1.3"]
+            };
+            let gateways: Vec<std::net::IpAddr> = if gateways.is_empty() {
+                defaults.iter().map(|g| g.parse().unwrap()).collect()
+            } else {
+                gateways
+            };
+            if let Some(g) = gateways.iter().find(|g| g.is_ipv6() != ipv6) {
+                return Err(format!(
+                    "--gateways {g}: not of the table's family (--ipv6 takes IPv6 gateways)"
+                ));
+            }
+            let r = if ipv6 {
+                replay(to, &table6(routes, seed), &gateways)
+            } else {
+                replay(to, &table(routes, seed), &gateways)
+            }
+            .map_err(|e| format!("FPM replay to {to}: {e}"))?;
             println!(
                 "sent {} routes ({} bytes) to {to} in {:.3} s",
                 r.routes,

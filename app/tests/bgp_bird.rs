@@ -105,18 +105,24 @@ struct Routing {
     peer_ns: String,
     /// The BIRDs, by their host number on port 0's link.
     hosts: Vec<u8>,
+    /// FRR's routing daemon beside zebra (`bgpd`, `ospfd`).
+    daemon: &'static str,
     frr: Vec<Watched>,
     birds: Vec<Watched>,
 }
 
 impl Routing {
-    /// bgpd with `bgpd_conf`, a BIRD for each of `birds` (host number,
-    /// its configuration).
-    fn new(topo: &Topology, bgpd_conf: &str, birds: &[(u8, String)]) -> Routing {
+    /// FRR's `daemon` with `conf`, a BIRD for each of `birds` (host
+    /// number, its configuration).
+    fn new(
+        topo: &Topology,
+        (daemon, conf): (&'static str, &str),
+        birds: &[(u8, String)],
+    ) -> Routing {
         for t in ["vtysh", "bird", "birdc"] {
             need(t);
         }
-        for d in ["zebra", "bgpd"] {
+        for d in ["zebra", daemon] {
             let bin = format!("/usr/lib/frr/{d}");
             assert!(
                 Path::new(&bin).is_file(),
@@ -127,7 +133,7 @@ impl Routing {
         // FRR's daemons run as user frr: their pid files and sockets go here.
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
         std::fs::write(dir.path().join("zebra.conf"), ZEBRA_CONF).unwrap();
-        std::fs::write(dir.path().join("bgpd.conf"), bgpd_conf).unwrap();
+        std::fs::write(dir.path().join(format!("{daemon}.conf")), conf).unwrap();
         for (host, conf) in birds {
             std::fs::write(dir.path().join(format!("bird{host}.conf")), conf).unwrap();
         }
@@ -136,6 +142,7 @@ impl Routing {
             router_ns: topo.router_ns(),
             peer_ns: topo.ns("a"),
             hosts: birds.iter().map(|b| b.0).collect(),
+            daemon,
             frr: Vec::new(),
             birds: Vec::new(),
         }
@@ -145,11 +152,12 @@ impl Routing {
         self.dir.path().join(name).to_str().unwrap().to_string()
     }
 
-    /// zebra (loading the FPM module) and bgpd in the router's namespace.
+    /// zebra (loading the FPM module) and the routing daemon in the
+    /// router's namespace.
     fn start_frr(&mut self) {
         for (d, extra) in [
             ("zebra", &["-M", "dplane_fpm_nl", "-e", "16"][..]),
-            ("bgpd", &[][..]),
+            (self.daemon, &[][..]),
         ] {
             let mut cmd = Command::new("ip");
             cmd.args([
@@ -395,7 +403,7 @@ fn bgp_from_bird_through_frr_programs_fastpath_and_flows_over_both_next_hops() {
         );
     }
     let birds = [2, 3].map(|h| (h, bird_conf(h)));
-    let mut routing = Routing::new(&topo, BGPD_CONF, &birds);
+    let mut routing = Routing::new(&topo, ("bgpd", BGPD_CONF), &birds);
     let cfg = routing.dir.path().join("router.toml");
     let json = routing.dir.path().join("stats.json");
     std::fs::write(&cfg, ROUTER).unwrap();
@@ -658,7 +666,7 @@ fn ipv6_bgp_from_bird_through_frr_programs_fastpath_and_forwards() {
         assert!(out.status.success(), "{cmd:?}: {out:?}");
     }
     let birds = [(2, bird6_conf())];
-    let mut routing = Routing::new(&topo, BGPD6_CONF, &birds);
+    let mut routing = Routing::new(&topo, ("bgpd", BGPD6_CONF), &birds);
     let cfg = routing.dir.path().join("router.toml");
     let json = routing.dir.path().join("stats.json");
     std::fs::write(&cfg, ROUTER6).unwrap();
@@ -742,4 +750,94 @@ fn ipv6_bgp_from_bird_through_frr_programs_fastpath_and_forwards() {
         }
     }));
     stop_fastpath(fp, &json, checks);
+}
+
+const OSPFD_CONF: &str = "\
+hostname fpr
+interface fp0
+ ip ospf hello-interval 1
+ ip ospf dead-interval 4
+router ospf
+ ospf router-id 10.0.1.1
+ network 10.0.1.0/24 area 0
+";
+
+/// BIRD on 10.0.1.2 speaking OSPFv2 on host a's interface `dev`, exporting
+/// 198.51.100.0/24 (an external route with itself as next hop).
+fn bird_ospf_conf(dev: &str) -> String {
+    format!(
+        "router id 10.0.1.2;\n\
+         log stderr all;\n\
+         protocol device {{}}\n\
+         protocol static announced {{\n  ipv4;\n  route 198.51.100.0/24 blackhole;\n}}\n\
+         protocol ospf v2 uplink {{\n  ipv4 {{ import none; export all; }};\n  \
+         area 0 {{ interface \"{dev}\" {{ type broadcast; hello 1; dead 4; }}; }};\n}}\n"
+    )
+}
+
+#[test]
+fn ospf_hellos_to_the_link_s_groups_reach_the_kernel_and_frr_programs_fastpath() {
+    let topo = Topology::with_router_ns("os");
+    let a = topo.host_if("a");
+    let out = topo.exec(
+        "a",
+        &[
+            "ip",
+            "route",
+            "add",
+            "local",
+            "198.51.100.0/24",
+            "dev",
+            "lo",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let birds = [(2, bird_ospf_conf(&a))];
+    let mut routing = Routing::new(&topo, ("ospfd", OSPFD_CONF), &birds);
+    let cfg = routing.dir.path().join("router.toml");
+    let json = routing.dir.path().join("stats.json");
+    std::fs::write(&cfg, ROUTER).unwrap();
+
+    let fp = start_fastpath(&topo, &cfg, &json);
+    let checks = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let end = Instant::now() + LIMIT;
+        while !topo
+            .exec("a", &["ping", "-n", "-c", "1", "-W", "1", "10.0.1.1"])
+            .status
+            .success()
+        {
+            assert!(Instant::now() < end, "fastpath never answered");
+        }
+        routing.start_frr();
+        routing.start_birds();
+        // The adjacency: hellos to 224.0.0.5 both ways through fastpath
+        // (BIRD's to the kernel's fp0, ospfd's out of port 0), then the
+        // database exchange to the DR's 224.0.0.6 and unicast.
+        let end = Instant::now() + LIMIT;
+        let neighbours = loop {
+            let n = routing.birdc(2, &["show", "ospf", "neighbors", "uplink"]);
+            if n.contains("10.0.1.1") && n.contains("Full") {
+                break n;
+            }
+            assert!(Instant::now() < end, "no full OSPF adjacency: {n}");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        eprintln!("BIRD's OSPF neighbours:\n{neighbours}");
+        // ospfd's route from BIRD's database reaches fastpath over FPM.
+        let r = wait_routes("198.51.100.0/24 from OSPF", |r| {
+            gateways(r, "198.51.100.0/24").is_some()
+        });
+        assert_eq!(gateways(&r, "198.51.100.0/24").unwrap(), ["10.0.1.2"]);
+        let (ok, out) = ping_b(&topo, "198.51.100.1");
+        assert!(ok && out.contains("ttl=63"), "{out}");
+    }));
+    let s = stop_fastpath(fp, &json, checks);
+    // The hellos came through the kernel punt: counted, none dropped as
+    // not unicast for want of a path.
+    assert!(s["control"]["to_kernel"].as_u64().unwrap() > 0, "{s}");
+    assert_eq!(
+        s["totals"]["drops"]["not_unicast"].as_u64().unwrap_or(0),
+        0,
+        "{s}"
+    );
 }

@@ -193,6 +193,12 @@ impl Bench {
         }
     }
 
+    /// With the ports' kernel interfaces (no routing peers).
+    pub fn with_kernel(mut self) -> Bench {
+        self.pipeline.kernel = Some(Arc::new(super::to_kernel::KernelPeers::default()));
+        self
+    }
+
     /// The burst: one mbuf per frame, in order.
     pub fn frames(&mut self, frames: &[Vec<u8>]) -> &mut Self {
         let d = crate::sync::lock(dpdk());

@@ -207,6 +207,45 @@ mod tests {
     }
 
     #[test]
+    fn the_link_s_groups_go_to_the_kernel_with_kernel_interfaces_other_groups_never() {
+        let frames = vec![
+            udp([10, 0, 1, 7], [224, 0, 0, 5]).ttl(1).build(),
+            udp([10, 0, 1, 7], [224, 0, 0, 6]).ttl(1).build(),
+            udp([10, 0, 1, 7], [224, 0, 1, 5]).ttl(1).build(),
+            udp([10, 0, 1, 7], [239, 1, 1, 1]).build(),
+        ];
+        let n = frames.len();
+        for kernel in [false, true] {
+            let mut b = if kernel {
+                Bench::new().with_kernel()
+            } else {
+                Bench::new()
+            };
+            b.frames(&frames);
+            let metas = vec![plain_meta(0); n];
+            b.state(
+                Steps {
+                    ip_input: (1 << n) - 1,
+                    ..Steps::default()
+                },
+                &metas,
+            );
+            let steps = b.run(&SPEC, run);
+            let (local, drop) = if kernel {
+                (0b0011, 0b1100)
+            } else {
+                (0, 0b1111)
+            };
+            assert_eq!((steps.local, steps.drop), (local, drop), "kernel {kernel}");
+            if kernel {
+                assert_eq!([b.scratch.punt[0], b.scratch.punt[1]], [Punt::Kernel; 2]);
+            }
+            let dropped = b.dropped(&SPEC, DropReason::NotUnicast);
+            assert_eq!(dropped, u64::from(drop.count_ones()), "kernel {kernel}");
+        }
+    }
+
+    #[test]
     fn one_burst_checked_looked_up_and_routed() {
         let frames = vec![
             udp([10, 0, 1, 7], [198, 51, 100, 9]).build(),

@@ -323,7 +323,7 @@ fn route(
                 Err(r) => Routed::Drop(r),
             };
         }
-        HopKind::NotUnicast => return Routed::Drop(DropReason::NotUnicast),
+        HopKind::NotUnicast => return not_unicast(p, f),
     }
     if f.ttl <= 1 {
         return Routed::Punt(Punt::TtlExceeded);
@@ -332,6 +332,18 @@ fn route(
         Routed::Neigh
     } else {
         judge_refused(m, meta, f, &hop)
+    }
+}
+
+/// A packet to a broadcast or multicast address: dropped, but for a group
+/// of the link's own (224.0.0.0/24: OSPF, RIP, VRRP, ...), which goes to
+/// the kernel with kernel interfaces (never forwarded: RFC 5771).
+#[cold]
+fn not_unicast(p: &crate::datapath::Pipeline, f: &Ipv4Fields) -> Routed {
+    let link_local_group = u32::from(f.dst) & 0xffff_ff00 == 0xe000_0000;
+    match p.kernel.as_deref() {
+        Some(_) if link_local_group => Routed::Punt(Punt::Kernel),
+        _ => Routed::Drop(DropReason::NotUnicast),
     }
 }
 

@@ -117,6 +117,9 @@ fn translate_all(cx: &mut Cx<'_>, others: Mask) {
     let port_mac = cx.pipeline.macs[usize::from(cx.port)];
     // IPv6 is taken when there is an IPv6 FIB, to our MAC or a group's.
     let v6 = cx.pipeline.fib6.is_some().then_some(&*cx.pipeline.groups6);
+    // IPv4 link-local multicast (OSPF's 224.0.0.5, ...) is the kernel's
+    // with kernel interfaces.
+    let kernel = cx.pipeline.kernel.is_some();
     // Plain IPv6 to our MAC: IPv4's two compares with IPv6's ethertype.
     let (word6, plain6) = match v6 {
         Some(_) => (mac_word(&port_mac), plain_meta6(cx.port)),
@@ -143,7 +146,7 @@ fn translate_all(cx: &mut Cx<'_>, others: Mask) {
             continue;
         }
         *meta = PacketMeta::received_on(cx.port);
-        match translate(m, &port_mac, meta, v6) {
+        match translate(m, &port_mac, meta, v6, kernel) {
             Ok(Step::Ip6Input) => cx.s.steps.ip6_input |= 1 << i,
             Ok(Step::IpInput) => {
                 cx.s.steps.ip_input |= 1 << i;
@@ -178,13 +181,15 @@ fn plain6_all(
 }
 
 /// The next step of a frame that is not plain, its metadata written.
-/// `v6`: the ports' IPv6 groups, when IPv6 is forwarded.
+/// `v6`: the ports' IPv6 groups, when IPv6 is forwarded; `kernel`: with
+/// kernel interfaces, IPv4 to a link-local group's MAC is taken (for them).
 #[inline(always)]
 fn translate(
     m: &Mbuf,
     port_mac: &[u8; 6],
     meta: &mut PacketMeta,
     v6: Option<&Groups6>,
+    kernel: bool,
 ) -> Result<Step, DropReason> {
     eth_type_trans(m.data(), port_mac, meta)?;
     // A priority tag (VLAN id 0) is as good as untagged; other tags are for
@@ -194,6 +199,7 @@ fn translate(
     }
     match meta.protocol {
         ethertype::IPV4 if meta.packet_type == PacketType::Host => Ok(Step::IpInput),
+        ethertype::IPV4 if kernel && is_link_local_group_mac(m.data()) => Ok(Step::IpInput),
         ethertype::IPV4 => Err(DropReason::NotUnicast),
         ethertype::ARP => Ok(Step::Local),
         ethertype::IPV6 => match v6 {
@@ -202,6 +208,16 @@ fn translate(
         },
         _ => Err(DropReason::UnsupportedProtocol),
     }
+}
+
+/// Whether a frame goes to the MAC of an IPv4 group of 224.0.0.0/24, the
+/// link's own (RFC 5771: OSPF's 224.0.0.5 and .6, RIP's .9, VRRP's .18,
+/// ...): 01:00:5e:00:00:xx (RFC 1112 section 6.4).
+#[inline]
+fn is_link_local_group_mac(frame: &[u8]) -> bool {
+    frame
+        .first_chunk::<5>()
+        .is_some_and(|d| *d == [0x01, 0x00, 0x5e, 0x00, 0x00])
 }
 
 /// An IPv6 frame is ours to our MAC, or to the MAC of one of the input
@@ -240,6 +256,29 @@ mod tests {
     use crate::datapath::testing::{Bench, PEER_MAC, PORT_MACS};
     use hooks::testkit;
     use hooks::wire::arp::ArpRepr;
+
+    #[test]
+    fn ipv4_to_a_link_local_group_s_mac_is_taken_only_with_kernel_interfaces() {
+        let to = |group: [u8; 4], mac: [u8; 6]| {
+            testkit::udp([10, 0, 1, 7], group, 1, 2)
+                .macs(mac, PEER_MAC)
+                .ttl(1)
+                .build()
+        };
+        let frames = [
+            to([224, 0, 0, 5], [0x01, 0x00, 0x5e, 0x00, 0x00, 0x05]),
+            to([224, 0, 1, 5], [0x01, 0x00, 0x5e, 0x00, 0x01, 0x05]),
+        ];
+        let mut b = Bench::new();
+        b.frames(&frames);
+        let steps = b.run(&SPEC, run);
+        assert_eq!((steps.ip_input, steps.drop), (0, 0b11), "{steps:#x?}");
+        assert_eq!(b.dropped(&SPEC, DropReason::NotUnicast), 2);
+        let mut b = Bench::new().with_kernel();
+        b.frames(&frames);
+        let steps = b.run(&SPEC, run);
+        assert_eq!((steps.ip_input, steps.drop), (0b01, 0b10), "{steps:#x?}");
+    }
 
     #[test]
     fn one_burst_sorted_by_next_step_with_drops_counted_here() {

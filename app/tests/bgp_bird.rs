@@ -841,3 +841,102 @@ fn ospf_hellos_to_the_link_s_groups_reach_the_kernel_and_frr_programs_fastpath()
         "{s}"
     );
 }
+
+const OSPF6D_CONF: &str = "\
+hostname fpr
+interface fp0
+ ipv6 ospf6 area 0
+ ipv6 ospf6 hello-interval 1
+ ipv6 ospf6 dead-interval 4
+router ospf6
+ ospf6 router-id 10.0.1.1
+";
+
+/// BIRD speaking OSPFv3 on host a's interface `dev`, exporting
+/// 2001:db8:100::/48 (an external route by its link-local address).
+fn bird_ospf6_conf(dev: &str) -> String {
+    format!(
+        "router id 10.0.1.2;\n\
+         log stderr all;\n\
+         protocol device {{}}\n\
+         protocol static announced {{\n  ipv6;\n  route 2001:db8:100::/48 blackhole;\n}}\n\
+         protocol ospf v3 uplink {{\n  ipv6 {{ import none; export all; }};\n  \
+         area 0 {{ interface \"{dev}\" {{ type broadcast; hello 1; dead 4; }}; }};\n}}\n"
+    )
+}
+
+#[test]
+fn ospfv3_to_the_link_s_groups_reaches_the_kernel_and_frr_programs_fastpath() {
+    let topo = Topology::with_router_ns("o6");
+    for (side, net) in [("a", 1), ("b", 2)] {
+        let host = topo.host_if(side);
+        let addr = format!("2001:db8:{net}::2/64");
+        let gw = format!("2001:db8:{net}::1");
+        for cmd in [
+            vec!["ip", "-6", "addr", "add", &addr, "dev", &host, "nodad"],
+            vec![
+                "ip", "-6", "route", "add", "default", "via", &gw, "dev", &host,
+            ],
+        ] {
+            let out = topo.exec(side, &cmd);
+            assert!(out.status.success(), "{cmd:?}: {out:?}");
+        }
+    }
+    let out = topo.exec(
+        "a",
+        &[
+            "ip",
+            "-6",
+            "route",
+            "add",
+            "local",
+            "2001:db8:100::/48",
+            "dev",
+            "lo",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let birds = [(2, bird_ospf6_conf(&topo.host_if("a")))];
+    let mut routing = Routing::new(&topo, ("ospf6d", OSPF6D_CONF), &birds);
+    let cfg = routing.dir.path().join("router.toml");
+    let json = routing.dir.path().join("stats.json");
+    std::fs::write(&cfg, ROUTER6.replace("2001:db8:1::2", "10.0.1.2")).unwrap();
+
+    let fp = start_fastpath(&topo, &cfg, &json);
+    let checks = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let end = Instant::now() + LIMIT;
+        while !topo.ping("a", "2001:db8:1::1", &["-6", "-W", "1"]).0 {
+            assert!(Instant::now() < end, "fastpath never answered on IPv6");
+        }
+        routing.start_frr();
+        routing.start_birds();
+        // Hellos to ff02::5 both ways through fastpath, by link-local
+        // addresses, then the exchange with the DR.
+        let end = Instant::now() + LIMIT;
+        let neighbours = loop {
+            let n = routing.birdc(2, &["show", "ospf", "neighbors", "uplink"]);
+            if n.contains("10.0.1.1") && n.contains("Full") {
+                break n;
+            }
+            assert!(Instant::now() < end, "no full OSPFv3 adjacency: {n}");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        eprintln!("BIRD's OSPFv3 neighbours:\n{neighbours}");
+        let r = wait_routes("2001:db8:100::/48 from OSPFv3", |r| {
+            gateways(r, "2001:db8:100::/48").is_some()
+        });
+        let via = gateways(&r, "2001:db8:100::/48").unwrap();
+        assert!(via.len() == 1 && via[0].starts_with("fe80::"), "{via:?}");
+        let end = Instant::now() + LIMIT;
+        loop {
+            let (ok, out) = ping6_b(&topo, "2001:db8:100::1");
+            if ok {
+                assert!(out.contains("ttl=63"), "{out}");
+                break;
+            }
+            assert!(Instant::now() < end, "{out}");
+        }
+    }));
+    let s = stop_fastpath(fp, &json, checks);
+    assert!(s["control"]["to_kernel"].as_u64().unwrap() > 0, "{s}");
+}

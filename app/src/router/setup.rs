@@ -280,6 +280,7 @@ fn route(s: &Setup, ports: &mut Vec<Port>, signals: &Signals) -> Result<Outcome,
         eprintln!("{}", ipv6::notice(s.cfg, t));
         ipv6::program_multicast(ports, &t.groups);
     }
+    kernel::all_multicast(s, ports);
     // Hooks: built (and their rules checked) before any worker starts.
     let chains = HookChains::new(s.cfg, s.registry, s.port_ids, s.max_port(), s.workers());
     // A new hook set starts a grace period of the workers' domain: their

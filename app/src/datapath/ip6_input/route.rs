@@ -8,7 +8,7 @@
 
 use super::groups::Groups6;
 use super::header::{addr, Ip6Fields};
-use super::local::to_us;
+use super::local::{to_link, to_us};
 use crate::datapath::punt::Punt;
 use crate::dpdk::Mbuf;
 use crate::fib::HopKind;
@@ -38,6 +38,7 @@ pub fn route(
     hop: Option<NextHop6>,
     groups: &Groups6,
     in_port: u16,
+    kernel: bool,
 ) -> Routed6 {
     // A plain packet's source is neither `::` nor link-local: its forward
     // reads nothing of the header again.
@@ -60,7 +61,7 @@ pub fn route(
     let dst = *addr(h, field::DST);
     let deliver = |m: &Mbuf, unicast| {
         let ip = m.data().get(l3..usize::from(f.trimmed_len));
-        let judged = to_us(ip.unwrap_or_default(), unicast, unspecified);
+        let judged = to_us(ip.unwrap_or_default(), unicast, unspecified, kernel);
         judged.map_or_else(Routed6::Drop, Routed6::Punt)
     };
     match hop.kind {
@@ -72,7 +73,9 @@ pub fn route(
         HopKind::Local => deliver(m, true),
         HopKind::NotUnicast if groups.has_group(in_port, &dst) => deliver(m, false),
         HopKind::NotUnicast if ipv6::multicast_scope(&dst) <= 2 => {
-            Routed6::Drop(DropReason::Ipv6MulticastLinkScope)
+            let ip = m.data().get(l3..usize::from(f.trimmed_len));
+            let judged = to_link(ip.unwrap_or_default(), unspecified, kernel);
+            judged.map_or_else(Routed6::Drop, Routed6::Punt)
         }
         HopKind::NotUnicast => Routed6::Drop(DropReason::Ipv6MulticastNotRouted),
         HopKind::Martian => Routed6::Drop(martian(&dst)),

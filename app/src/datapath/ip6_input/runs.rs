@@ -16,7 +16,7 @@ use crate::fib::{HopKind, NEIGH_BY_DST};
 use crate::fib6::{Fib6, NextHop6};
 use hooks::wire::ethernet::HEADER_LEN;
 use hooks::wire::ipv6::{self, field};
-use hooks::{DropReason, PacketMeta, PacketType};
+use hooks::{PacketMeta, PacketType};
 
 /// Route the `k` packets looked up. `identity`: the burst is plain IPv6 at
 /// byte 14 throughout and lookup `j` is packet `j`; else `ip6.at` and
@@ -175,7 +175,8 @@ fn route_one(
         cx.s.ip6.fields[j % BURST_SIZE]
     };
     let p = cx.pipeline;
-    match route(m, &mut cx.s.metas[i], &f, hop, &p.groups6, cx.port) {
+    let kernel = p.kernel.is_some();
+    match route(m, &mut cx.s.metas[i], &f, hop, &p.groups6, cx.port, kernel) {
         Routed6::Neigh => match hop.and_then(|h| neighbours.index(m, &h)) {
             Some(index) => {
                 cx.s.neigh[i] = index;
@@ -185,9 +186,6 @@ fn route_one(
             None => punt(cx, i, Punt::Resolve6),
         },
         Routed6::Punt(reason) => punt(cx, i, reason),
-        Routed6::Drop(DropReason::Ipv6LocalUnsupported) if cx.pipeline.kernel.is_some() => {
-            punt(cx, i, Punt::Kernel)
-        }
         Routed6::Drop(r) => cx.drop(i, r),
     }
     false

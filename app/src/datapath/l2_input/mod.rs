@@ -203,7 +203,7 @@ fn translate(
         ethertype::IPV4 => Err(DropReason::NotUnicast),
         ethertype::ARP => Ok(Step::Local),
         ethertype::IPV6 => match v6 {
-            Some(groups) => ipv6_frame(m.data(), meta, groups),
+            Some(groups) => ipv6_frame(m.data(), meta, groups, kernel),
             None => Err(DropReason::UnsupportedProtocol),
         },
         _ => Err(DropReason::UnsupportedProtocol),
@@ -221,15 +221,22 @@ fn is_link_local_group_mac(frame: &[u8]) -> bool {
 }
 
 /// An IPv6 frame is ours to our MAC, or to the MAC of one of the input
-/// port's groups (RFC 2464 section 7); other multicast and broadcast are
-/// not.
+/// port's groups (RFC 2464 section 7); with kernel interfaces (`kernel`),
+/// also to a well-known group's, 33:33:00:00:00:xx (OSPFv3's ff02::5,
+/// ...: ip6_input gives the link's to the kernel); other multicast and
+/// broadcast are not.
 #[inline]
-fn ipv6_frame(frame: &[u8], meta: &PacketMeta, groups: &Groups6) -> Result<Step, DropReason> {
+fn ipv6_frame(
+    frame: &[u8],
+    meta: &PacketMeta,
+    groups: &Groups6,
+    kernel: bool,
+) -> Result<Step, DropReason> {
     let ours = match meta.packet_type {
         PacketType::Host => true,
-        PacketType::Multicast => frame
-            .first_chunk::<6>()
-            .is_some_and(|dst| groups.has_mac(meta.in_port, dst)),
+        PacketType::Multicast => frame.first_chunk::<6>().is_some_and(|dst| {
+            groups.has_mac(meta.in_port, dst) || (kernel && dst[..5] == [0x33, 0x33, 0, 0, 0])
+        }),
         _ => false,
     };
     if ours {

@@ -4,6 +4,7 @@
 //! port says which.
 
 use super::Setup;
+use crate::dpdk::Port;
 use crate::kernel::{Representor, RepresentorSpec};
 use crate::lifecycle::RunError;
 use crate::router::control::parts::PortAddr;
@@ -47,4 +48,25 @@ pub(super) fn create(s: &Setup, addrs: &[PortAddr]) -> Result<Vec<Option<Represe
         by_id[usize::from(a.id)] = Some(rep);
     }
     Ok(by_id)
+}
+
+/// With kernel interfaces, every port receives all multicast: the groups
+/// the kernel's daemons join on the interfaces (OSPF's, VRRP's, ...) are
+/// not known to fastpath, which gives the link's own to the kernel. One
+/// line per port; a device that cannot is said, not fatal.
+pub(super) fn all_multicast(s: &Setup, ports: &mut [Port]) {
+    if !s.cfg.kernel.interfaces {
+        return;
+    }
+    for port in ports {
+        let how = match port.enable_all_multicast() {
+            Ok(()) => "all-multicast on, for the kernel interface's groups".to_string(),
+            Err(e) => format!(
+                "no all-multicast ({}): only the groups' frames its device delivers reach the \
+                 kernel interface",
+                e.reason
+            ),
+        };
+        eprintln!("fastpath: port {} ({}): {how}", port.id(), port.name());
+    }
 }

@@ -13,7 +13,7 @@
 
 use arbitrary::Arbitrary;
 use fastpath::datapath::ip6_input::header::{ipv6_input, plain_ipv6, Ip6Fields};
-use fastpath::datapath::ip6_input::local::to_us;
+use fastpath::datapath::ip6_input::local::{to_link, to_us};
 use fastpath::datapath::ip6_input::route::{forward_verdict, hop_limit_down};
 use fastpath::fib::HopKind;
 use fastpath::fib6::NextHop6;
@@ -98,7 +98,11 @@ fuzz_target!(|input: Input| {
     // The delivery to us: the packet without padding.
     let ip = &frame[l3..usize::from(fields.trimmed_len)];
     let src: [u8; 16] = ip[field::SRC..field::SRC + 16].try_into().unwrap();
-    let _ = to_us(ip, unicast, ipv6::is_unspecified(&src));
+    let unspecified = ipv6::is_unspecified(&src);
+    for kernel in [false, true] {
+        let _ = to_us(ip, unicast, unspecified, kernel);
+        let _ = to_link(ip, unspecified, kernel);
+    }
     let mut meta = PacketMeta::received_on(in_port);
     meta.l3_offset = l3 as u16;
     meta.packet_type = match packet_type % 4 {

@@ -79,7 +79,7 @@ impl Ops {
     }
 
     /// The latest control view with route lists as current as the main
-    /// lcore makes them within [`ROUTES_WAIT`]: lists behind their tables
+    /// lcore makes them within `ROUTES_WAIT` (3 s): lists behind their tables
     /// are asked for and waited for (the lists are built only when read).
     pub fn routes_view(&self) -> Arc<ControlView> {
         let mut v = self.view();

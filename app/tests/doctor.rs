@@ -451,12 +451,12 @@ fn doctor_says_what_the_ipv6_fib_needs() {
     )
     .unwrap();
     let config = ["--config", cfg.to_str().unwrap()];
-    // Enough: -m 1024 against two tables of 67 MiB.
+    // Enough: -m 1024 against two tables of 68 MiB.
     let r = doctor(&f, ARGS, &config);
     assert_exit(&r, 0);
     let (line, _) = finding(&r, "ok", "the IPv6 FIB of");
     assert!(
-        line.contains("two LPM6 tables of 67 MiB (134 MiB of DPDK memory")
+        line.contains("two LPM6 tables of 68 MiB (136 MiB of DPDK memory")
             && line.contains("-m 1024 gives 1024 MiB"),
         "{line}"
     );
@@ -466,7 +466,7 @@ fn doctor_says_what_the_ipv6_fib_needs() {
     assert_exit(&r, 1);
     let (line, fix) = finding(&r, "fail", "the IPv6 FIB of");
     assert!(line.contains("-m 128 gives 128 MiB"), "{line}");
-    assert!(fix.contains("more than 226 MiB"), "{fix}");
+    assert!(fix.contains("more than 228 MiB"), "{fix}");
     // An IPv4-only config: nothing said about IPv6.
     std::fs::write(
         &cfg,

@@ -202,6 +202,21 @@ mod tests {
     use crate::datapath::testing::{Bench, PEER_MAC, PORT_MACS};
     use hooks::testkit;
 
+    /// Every frame into ip_input as l2_input leaves a plain one; the steps.
+    fn route_all(b: &mut Bench, frames: &[Vec<u8>]) -> Steps {
+        let n = frames.len();
+        b.frames(frames);
+        let metas = vec![plain_meta(0); n];
+        b.state(
+            Steps {
+                ip_input: (1 << n) - 1,
+                ..Steps::default()
+            },
+            &metas,
+        );
+        b.run(&SPEC, run)
+    }
+
     fn udp(src: [u8; 4], dst: [u8; 4]) -> testkit::Frame {
         testkit::udp(src, dst, 1, 2).macs(PORT_MACS[0], PEER_MAC)
     }
@@ -214,23 +229,13 @@ mod tests {
             udp([10, 0, 1, 7], [224, 0, 1, 5]).ttl(1).build(),
             udp([10, 0, 1, 7], [239, 1, 1, 1]).build(),
         ];
-        let n = frames.len();
         for kernel in [false, true] {
             let mut b = if kernel {
                 Bench::new().with_kernel()
             } else {
                 Bench::new()
             };
-            b.frames(&frames);
-            let metas = vec![plain_meta(0); n];
-            b.state(
-                Steps {
-                    ip_input: (1 << n) - 1,
-                    ..Steps::default()
-                },
-                &metas,
-            );
-            let steps = b.run(&SPEC, run);
+            let steps = route_all(&mut b, &frames);
             let (local, drop) = if kernel {
                 (0b0011, 0b1100)
             } else {
@@ -268,18 +273,8 @@ mod tests {
                 .dont_frag()
                 .build(),
         ];
-        let n = frames.len();
         let mut b = Bench::new();
-        b.frames(&frames);
-        let metas = vec![plain_meta(0); n];
-        b.state(
-            Steps {
-                ip_input: (1 << n) - 1,
-                ..Steps::default()
-            },
-            &metas,
-        );
-        let steps = b.run(&SPEC, run);
+        let steps = route_all(&mut b, &frames);
         assert_eq!(
             steps,
             Steps {

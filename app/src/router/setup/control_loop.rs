@@ -20,15 +20,9 @@ use crate::router::control::parts::{ControlParts, NeighParams, PortAddr};
 use crate::router::control::ControlPlane;
 use crate::router::ctl_requests::CtlRequests;
 use crate::router::fpm_link::{Changed, FpmLink};
-use hooks::HookSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// How often the main lcore publishes the control view (routes,
-/// neighbours, hooks) for telemetry and metrics; a change made on the main
-/// lcore (`fastpath ctl`, a reload) publishes at once.
-const VIEW_PERIOD: Duration = Duration::from_millis(500);
+use std::time::Duration;
 
 /// The main lcore: the control plane, its counters and its drop capture tap.
 pub(super) struct MainLcore<'a> {
@@ -100,17 +94,9 @@ pub(super) fn run(
         Some(main.counters.clone()),
     ));
     let fpm_stats = main.fpm.as_ref().map(FpmLink::stats);
-    let mut published = Published::new();
-    let fpm_fields = fpm_stats.clone();
-    let mut view = move |c: &ControlPlane, h: &HookSet, want: bool| {
-        if want {
-            published.want_routes();
-        }
-        published.view(c, h, fpm_fields.as_deref())
-    };
-    ops.publish(view(&main.control, &publisher.current(), false));
+    let mut published = Published::new(fpm_stats.clone());
+    ops.publish(published.view(&main.control, &publisher.current()));
     crate::ops::state::install(ops.clone());
-    let mut next_view = Instant::now() + VIEW_PERIOD;
     eprintln!(
         "fastpath: routing{}; Ctrl-C to stop",
         run_length(&s.opts.main_loop, input.as_ref())
@@ -166,21 +152,8 @@ pub(super) fn run(
                 })
             });
             let zebra = fpm.as_mut().map_or(0, |f| f.poll(control, run));
-            // A change made here (a route, a neighbour, a reload) shows
-            // at once, route lists included; otherwise every VIEW_PERIOD
-            // (zebra's too: a replay of many frames must not rebuild the
-            // view every round), and the route lists only for a reader
-            // that waits for them (telemetry). A `show` changes nothing:
-            // a client polling must not either.
-            let want = changes > 0 || ops.take_routes_wanted();
-            if want {
-                next_view = Instant::now();
-            }
             let handled = control.poll();
-            if Instant::now() >= next_view {
-                ops.publish(view(control, &publisher.current(), want));
-                next_view = Instant::now() + VIEW_PERIOD;
-            }
+            published.publish_when_due(&ops, control, &publisher.current(), changes > 0);
             handled + asked + zebra > 0
         },
     );

@@ -8,12 +8,18 @@
 //! it takes at most a tenth of the control lcore.
 
 use crate::fpm::FpmStats;
+use crate::ops::state::Ops;
 use crate::ops::view::{ControlView, Route6View, RouteView};
 use crate::report::HookReport;
 use crate::router::control::ControlPlane;
 use hooks::HookSet;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How often the main lcore publishes the control view (routes,
+/// neighbours, hooks) for telemetry and metrics; a change made on the main
+/// lcore (`fastpath ctl`, a reload) publishes at once.
+const VIEW_PERIOD: Duration = Duration::from_millis(500);
 
 /// A rebuild of a route list may take one part in `SHARE` of the control
 /// lcore's time: after a rebuild that took `t`, the next waits `t × (SHARE - 1)`.
@@ -59,41 +65,65 @@ impl<T> Built<T> {
     }
 }
 
-/// The route lists the views share while the tables do not change.
+/// What the views share while the tables do not change, and when the
+/// next is due.
 pub(super) struct Published {
     routes: Built<RouteView>,
     routes6: Built<Route6View>,
+    /// The FPM session's counters (`--fpm`).
+    fpm: Option<Arc<FpmStats>>,
+    next: Instant,
 }
 
 impl Published {
-    pub fn new() -> Self {
+    pub fn new(fpm: Option<Arc<FpmStats>>) -> Self {
         Published {
             routes: Built::new(),
             routes6: Built::new(),
+            fpm,
+            next: Instant::now() + VIEW_PERIOD,
+        }
+    }
+
+    /// Publish a view to `ops` when one is due: at once after a change
+    /// made on the main lcore (`changed`: a route, a neighbour, a reload),
+    /// route lists included, or for a reader waiting for the route lists
+    /// (telemetry); otherwise every `VIEW_PERIOD`, zebra's changes too (a
+    /// replay of many frames must not rebuild the view every round). A
+    /// `show` changes nothing: a client polling must not either.
+    pub fn publish_when_due(
+        &mut self,
+        ops: &Ops,
+        control: &ControlPlane,
+        hooks: &HookSet,
+        changed: bool,
+    ) {
+        if changed || ops.take_routes_wanted() {
+            self.want_routes();
+            self.next = Instant::now();
+        }
+        if Instant::now() >= self.next {
+            ops.publish(self.view(control, hooks));
+            self.next = Instant::now() + VIEW_PERIOD;
         }
     }
 
     /// Rebuild the route lists as soon as their tables moved (and their
     /// spacing allows): a reader asked, or a ctl change was made.
-    pub fn want_routes(&mut self) {
+    fn want_routes(&mut self) {
         self.routes.wanted = true;
         self.routes6.wanted = true;
     }
 
     /// The control plane's state for the operations plane: the one place
     /// the published routes, neighbours and hook counters come from.
-    pub fn view(
-        &mut self,
-        control: &ControlPlane,
-        hooks: &HookSet,
-        fpm: Option<&FpmStats>,
-    ) -> ControlView {
+    pub fn view(&mut self, control: &ControlPlane, hooks: &HookSet) -> ControlView {
         let (v4, v6) = control.routes_version();
         let (counts, counts6) = control.route_counts();
         let routes = self.routes.current(v4, || control.routes());
         let routes6 = self.routes6.current(v6, || control.routes6());
         ControlView {
-            fpm: fpm.map(|f| f.fields()).unwrap_or_default(),
+            fpm: self.fpm.as_ref().map(|f| f.fields()).unwrap_or_default(),
             seq: 0,
             built: Some(Instant::now()),
             route_counts: counts.fields(),

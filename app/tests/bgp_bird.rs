@@ -337,6 +337,20 @@ fn fpm_installed() -> u64 {
     v["data"]["routes_added"].as_u64().unwrap_or(0)
 }
 
+/// Wait until fastpath installed `total` routes from FPM, at most LIMIT;
+/// when it had.
+fn wait_fpm_installed(total: u64) -> Instant {
+    let end = Instant::now() + LIMIT;
+    loop {
+        let n = fpm_installed();
+        if n >= total {
+            return Instant::now();
+        }
+        assert!(Instant::now() < end, "fastpath installed {n} of {total}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn both_hops(r: &serde_json::Value, route: &str) -> bool {
     let mut g = gateways(r, route).unwrap_or_default();
     g.sort();
@@ -435,16 +449,7 @@ fn bgp_from_bird_through_frr_programs_fastpath_and_flows_over_both_next_hops() {
             std::thread::sleep(Duration::from_millis(20));
         }
         let in_zebra = Instant::now();
-        let end = Instant::now() + LIMIT;
-        while fpm_installed() < total {
-            assert!(
-                Instant::now() < end,
-                "fastpath installed {}",
-                fpm_installed()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let in_fib = Instant::now();
+        let in_fib = wait_fpm_installed(total);
         eprintln!(
             "{total} prefixes: established to the last in fastpath's FIB {:?} \
              (FRR to its kernel {:?}, then FPM and fastpath's FIB {:?})",
@@ -698,15 +703,7 @@ fn ipv6_bgp_from_bird_through_frr_programs_fastpath_and_forwards() {
         routing.start_birds();
         let established = routing.wait_established();
         let total = u64::from(SCALE6) + 1;
-        let end = Instant::now() + LIMIT;
-        while fpm_installed() < total {
-            assert!(
-                Instant::now() < end,
-                "fastpath installed {} of {total}",
-                fpm_installed()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_fpm_installed(total);
         eprintln!(
             "{total} IPv6 prefixes: established to the last in fastpath's FIB {:?}",
             established.elapsed()

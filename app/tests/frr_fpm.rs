@@ -9,6 +9,8 @@
 //! with both gateways; a ctl route wins over it and zebra's comes back when
 //! the ctl route goes; removing the static route removes it; killing zebra
 //! leaves the routes forwarding (stale) until the hold time sweeps them.
+//! A port's link going down and up, with a kernel interface instead of the
+//! veth, takes zebra's route through it out of the FIB and back.
 
 mod common;
 #[path = "common/netns.rs"]
@@ -47,7 +49,21 @@ struct Frr {
 }
 
 impl Frr {
+    /// The namespace with a veth `fp1` that has port 1's addresses, so that
+    /// zebra resolves the gateways as connected.
     fn new() -> Frr {
+        let frr = Frr::bare();
+        frr.ip(&["link", "add", "fp1", "type", "veth", "peer", "name", "fp1p"]);
+        frr.ip(&["addr", "add", "10.0.2.1/24", "dev", "fp1"]);
+        frr.ip(&["addr", "add", "2001:db8:2::1/64", "dev", "fp1", "nodad"]);
+        frr.ip(&["link", "set", "fp1", "up"]);
+        frr.ip(&["link", "set", "fp1p", "up"]);
+        frr
+    }
+
+    /// The namespace with its loopback up and nothing else: fastpath's
+    /// kernel interfaces give zebra its connected routes.
+    fn bare() -> Frr {
         // SAFETY: geteuid has no preconditions.
         assert!(
             unsafe { libc::geteuid() } == 0,
@@ -64,17 +80,7 @@ impl Frr {
         let ns = format!("fpz{}", std::process::id() % 100_000);
         let _ = Command::new("ip").args(["netns", "del", &ns]).output();
         sh(&["ip", "netns", "add", &ns]);
-        let ip = |args: &[&str]| {
-            let mut v = vec!["ip", "-n", ns.as_str()];
-            v.extend_from_slice(args);
-            sh(&v);
-        };
-        ip(&["link", "set", "lo", "up"]);
-        ip(&["link", "add", "fp1", "type", "veth", "peer", "name", "fp1p"]);
-        ip(&["addr", "add", "10.0.2.1/24", "dev", "fp1"]);
-        ip(&["addr", "add", "2001:db8:2::1/64", "dev", "fp1", "nodad"]);
-        ip(&["link", "set", "fp1", "up"]);
-        ip(&["link", "set", "fp1p", "up"]);
+        sh(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
         let dir = tempfile::tempdir().unwrap();
         // The daemons run as user frr: their pid files and sockets go here.
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
@@ -94,6 +100,13 @@ impl Frr {
             zebra: None,
             staticd: None,
         }
+    }
+
+    /// `ip -n NS ARGS...`, which must succeed; its output.
+    fn ip(&self, args: &[&str]) -> String {
+        let mut v = vec!["ip", "-n", self.ns.as_str()];
+        v.extend_from_slice(args);
+        String::from_utf8_lossy(&sh(&v).stdout).into_owned()
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -383,6 +396,76 @@ fn twenty_thousand_routes_from_a_replaying_client_all_reach_the_fib() {
     assert_eq!(fpm_routes, N as usize);
     assert_eq!(gateways(&r, "100.0.1.0/24"), Some(vec!["10.0.2.2".into()]));
     drop((first, second));
+    fp.signal("-INT");
+    assert_success(&fp.finish(LIMIT));
+}
+
+/// A port's link, end to end: fastpath's port 0 is a TAP (`net_tap`) whose
+/// kernel side the test sets down and up; its kernel interface `fp0` (the
+/// port's addresses) loses and regains carrier with it; zebra, which
+/// resolves a static route's gateway through `fp0`'s connected route,
+/// withdraws the route over FPM while the link is down and sends it again
+/// when it is back.
+#[test]
+fn a_port_link_going_down_takes_zebras_routes_through_it_away_and_back() {
+    let test = "frr_link";
+    let mut frr = Frr::bare();
+    let cfg = frr.path("router.toml");
+    std::fs::write(
+        &cfg,
+        r#"
+[[port]]
+device = "net_tap0"
+address = "10.0.2.1/24"
+
+[kernel]
+interfaces = true
+"#,
+    )
+    .unwrap();
+    let tap = format!("fptap{}", std::process::id() % 100_000);
+    let _guard = fastpath(); // the runtime-folder guard
+    let vdevs = [format!("net_tap0,iface={tap}")];
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &frr.ns, env!("CARGO_BIN_EXE_fastpath")])
+        .args(eal_args(test, &vdevs))
+        .args(["--", "--quiet", "--fpm", "127.0.0.1:2620", "--config"])
+        .arg(&cfg);
+    let mut fp = Watched::spawn(cmd);
+    fp.wait_stderr("fastpath: control socket", LIMIT);
+    let p = prefix(test);
+    let carrier = |frr: &Frr| frr.ip(&["-br", "link", "show", "fp0"]);
+    assert!(carrier(&frr).contains("LOWER_UP"), "{}", carrier(&frr));
+
+    frr.start();
+    let route = "198.51.100.0/24";
+    let r = wait_routes(&p, "zebra's static route by fp0", |r| {
+        origin(r, route).as_deref() == Some("fpm")
+    });
+    assert_eq!(gateways(&r, route), Some(vec!["10.0.2.2".into()]));
+
+    // The link goes down: fp0 loses carrier, zebra withdraws the route.
+    frr.ip(&["link", "set", &tap, "down"]);
+    fp.wait_stderr("port 0: link down; kernel interface fp0 carrier off", LIMIT);
+    let link = carrier(&frr);
+    assert!(
+        link.contains("NO-CARRIER") && !link.contains("LOWER_UP"),
+        "{link}"
+    );
+    wait_routes(&p, "the withdrawal while port 0 is down", |r| {
+        origin(r, route).is_none()
+    });
+    assert!(fpm(&p)["routes_removed"].as_u64() >= Some(1));
+
+    // Back up: carrier, and the route again.
+    frr.ip(&["link", "set", &tap, "up"]);
+    fp.wait_stderr("port 0: link up; kernel interface fp0 carrier on", LIMIT);
+    assert!(carrier(&frr).contains("LOWER_UP"), "{}", carrier(&frr));
+    let r = wait_routes(&p, "the route once port 0 is up", |r| {
+        origin(r, route).as_deref() == Some("fpm")
+    });
+    assert_eq!(gateways(&r, route), Some(vec!["10.0.2.2".into()]));
+
     fp.signal("-INT");
     assert_success(&fp.finish(LIMIT));
 }

@@ -9,6 +9,8 @@
 //! with both gateways; a ctl route wins over it and zebra's comes back when
 //! the ctl route goes; removing the static route removes it; killing zebra
 //! leaves the routes forwarding (stale) until the hold time sweeps them.
+//! A restarted zebra replays what its config gives, and the route that
+//! was only in the old one is swept after the hold time.
 //! A port's link going down and up, with a kernel interface instead of the
 //! veth, takes zebra's route through it out of the FIB and back.
 
@@ -158,6 +160,15 @@ impl Frr {
         let z = self.zebra.take().expect("zebra runs");
         z.signal("-KILL");
         z.finish(LIMIT);
+    }
+
+    /// Both daemons killed: what was configured through vtysh and not in
+    /// their config files is gone with them.
+    fn kill_all(&mut self) {
+        self.kill_zebra();
+        let s = self.staticd.take().expect("staticd runs");
+        s.signal("-KILL");
+        s.finish(LIMIT);
     }
 }
 
@@ -465,6 +476,80 @@ interfaces = true
         origin(r, route).as_deref() == Some("fpm")
     });
     assert_eq!(gateways(&r, route), Some(vec!["10.0.2.2".into()]));
+
+    fp.signal("-INT");
+    assert_success(&fp.finish(LIMIT));
+}
+
+/// zebra restarted (with staticd): it replays the routes its config gives,
+/// which stay; a route configured only in the old daemons' running config
+/// is not sent again, stays (stale, still forwarding) through the hold time
+/// that counts from the reconnect, and is swept after it.
+#[test]
+fn a_restarted_zebra_replays_its_routes_and_what_it_no_longer_sends_is_swept() {
+    let test = "frr_restart";
+    let mut frr = Frr::new();
+    let cfg = frr.path("router.toml");
+    std::fs::write(&cfg, ROUTER).unwrap();
+    let _guard = fastpath(); // the runtime-folder guard
+    let vdevs = [
+        "net_null0,no-rx=1".to_string(),
+        "net_null1,no-rx=1".to_string(),
+    ];
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &frr.ns, env!("CARGO_BIN_EXE_fastpath")])
+        .args(eal_args(test, &vdevs))
+        .args([
+            "--",
+            "--quiet",
+            "--fpm",
+            "127.0.0.1:2620",
+            "--fpm-hold",
+            "4",
+            "--config",
+        ])
+        .arg(&cfg);
+    let mut fp = Watched::spawn(cmd);
+    fp.wait_stderr("fastpath: control socket", LIMIT);
+    let p = prefix(test);
+    let (kept, gone) = ("198.51.100.0/24", "203.0.113.0/24");
+
+    frr.start();
+    frr.configure(&["ip route 203.0.113.0/24 10.0.2.3"]);
+    wait_routes(&p, "both routes from the first zebra", |r| {
+        origin(r, kept).as_deref() == Some("fpm") && origin(r, gone).as_deref() == Some("fpm")
+    });
+    assert_eq!(fpm(&p)["connections"], 1);
+
+    frr.kill_all();
+    frr.start();
+    let end = Instant::now() + LIMIT;
+    while fpm(&p)["connections"] != 2 {
+        assert!(
+            Instant::now() < end,
+            "zebra did not reconnect: {:#}",
+            fpm(&p)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Routes first, then counters: before the sweep the old route stays.
+    let r = routes(&p);
+    if fpm(&p)["routes_swept"] == 0 {
+        assert_eq!(
+            origin(&r, gone).as_deref(),
+            Some("fpm"),
+            "stale, kept: {r:#}"
+        );
+    }
+    let r = wait_routes(&p, "the sweep of the route zebra no longer sends", |r| {
+        origin(r, gone).is_none()
+    });
+    assert_eq!(origin(&r, kept).as_deref(), Some("fpm"), "replayed: {r:#}");
+    assert_eq!(gateways(&r, kept), Some(vec!["10.0.2.2".into()]));
+    let s = fpm(&p);
+    assert_eq!(s["routes_swept"], 1, "{s:#}");
+    assert_eq!(s["stale_routes"], 0, "{s:#}");
+    assert_eq!(s["connected"], 1, "{s:#}");
 
     fp.signal("-INT");
     assert_success(&fp.finish(LIMIT));

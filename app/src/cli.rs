@@ -50,7 +50,7 @@ pub struct AppArgs {
     /// the config's are held in any case. Each takes about 420 bytes of
     /// DPDK memory (its tree nodes) beside the table's fixed 64 MiB: a full
     /// Internet table, `--fib-routes 1048576`, about 500 MiB.
-    #[arg(long, value_name = "N", default_value_t = 65536,
+    #[arg(long, value_name = "N", default_value_t = crate::fib::FIB_ROUTES,
           value_parser = clap::value_parser!(u32).range(1024..=16_777_216))]
     pub fib_routes: u32,
 

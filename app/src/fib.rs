@@ -67,6 +67,20 @@ pub struct FibEntry {
     pub origin: Origin,
 }
 
+/// Routes the IPv4 FIB holds by default (`--fib-routes`).
+pub const FIB_ROUTES: u32 = 65_536;
+
+/// The LPM sizes for `entries` with room for `routes` in all (ctl, reloads
+/// and FPM beside the config's; at least twice the config's): rules, and
+/// tbl8 groups, one for each /24 that holds longer prefixes (twice those of
+/// the config, at least 1,024, and one for every 256 rules: a full table
+/// has few routes longer than /24).
+pub fn table_sizes(entries: &[FibEntry], routes: u32) -> (u32, u32) {
+    let long = entries.iter().filter(|e| e.len > 24).count() as u32;
+    let rules = (entries.len() as u32 * 2).max(routes);
+    (rules, (long * 2).max(1024).max(rules / 256))
+}
+
 /// The prefixes a config installs, in order: the configured routes, every
 /// port's connected subnet (on-link), then what no route may override: each
 /// port's address (local) and subnet broadcast (not unicast), the limited

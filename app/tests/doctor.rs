@@ -440,8 +440,8 @@ fn doctor_on_this_host_with_vdevs_only() {
 }
 
 #[test]
-fn doctor_says_what_the_ipv6_fib_needs() {
-    let f = passing("ipv6");
+fn doctor_says_what_the_fibs_need_for_the_routes_asked() {
+    let f = passing("fib");
     let cfg = f.root().join("router.toml");
     std::fs::write(
         &cfg,
@@ -451,12 +451,13 @@ fn doctor_says_what_the_ipv6_fib_needs() {
     )
     .unwrap();
     let config = ["--config", cfg.to_str().unwrap()];
-    // Enough: -m 1024 against two tables of 68 MiB.
+    // Enough: -m 1024 against the IPv4 table's 92 MiB and two of 68 MiB.
     let r = doctor(&f, ARGS, &config);
     assert_exit(&r, 0);
-    let (line, _) = finding(&r, "ok", "the IPv6 FIB of");
+    let (line, _) = finding(&r, "ok", "the IPv4 FIB for");
     assert!(
-        line.contains("two LPM6 tables of 68 MiB (136 MiB of DPDK memory")
+        line.contains("65536 routes (--fib-routes 65536) takes 92 MiB")
+            && line.contains("two LPM6 tables of 68 MiB (136 MiB)")
             && line.contains("-m 1024 gives 1024 MiB"),
         "{line}"
     );
@@ -464,15 +465,40 @@ fn doctor_says_what_the_ipv6_fib_needs() {
     let args = ["-l", "0-1", "-a", "0000:01:00.0", "-m", "128", "-n", "4"];
     let r = doctor(&f, &args, &config);
     assert_exit(&r, 1);
-    let (line, fix) = finding(&r, "fail", "the IPv6 FIB of");
+    let (line, fix) = finding(&r, "fail", "the IPv4 FIB for");
     assert!(line.contains("-m 128 gives 128 MiB"), "{line}");
-    assert!(fix.contains("more than 228 MiB"), "{fix}");
-    // An IPv4-only config: nothing said about IPv6.
+    assert!(
+        fix.contains("more than 228 MiB") && fix.contains("--fib6-routes"),
+        "{fix}"
+    );
+    // Room for more IPv6 routes: the tables grow past -m 1024.
+    let more6 = [config[0], config[1], "--fib6-routes", "262144"];
+    let r = doctor(&f, ARGS, &more6);
+    assert_exit(&r, 1);
+    let (line, _) = finding(&r, "fail", "the IPv4 FIB for");
+    assert!(
+        line.contains("room for 262144 more (--fib6-routes)"),
+        "{line}"
+    );
+
+    // An IPv4-only config: nothing said about IPv6; a full table's
+    // --fib-routes needs 488 MiB.
     std::fs::write(
         &cfg,
         "[[port]]\ndevice = \"0000:01:00.0\"\naddress = \"10.0.1.1/24\"\n",
     )
     .unwrap();
     let r = doctor(&f, ARGS, &config);
+    assert_exit(&r, 0);
     assert!(!r.stdout.contains("IPv6"), "{}", r.stdout);
+    let full = [config[0], config[1], "--fib-routes", "1048576"];
+    let args = ["-l", "0-1", "-a", "0000:01:00.0", "-m", "256", "-n", "4"];
+    let r = doctor(&f, &args, &full);
+    assert_exit(&r, 1);
+    let (line, fix) = finding(&r, "fail", "the IPv4 FIB for 1048576 routes");
+    assert!(line.contains("takes 488 MiB"), "{line}");
+    assert!(
+        fix.contains("more than 488 MiB") && fix.contains("a smaller --fib-routes"),
+        "{fix}"
+    );
 }

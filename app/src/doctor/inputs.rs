@@ -15,9 +15,12 @@ pub struct WantedPci {
 }
 
 /// Everything a check may look at besides the host.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Inputs {
     pub eal: EalArgs,
+    /// `--fib-routes` and `--fib6-routes` of the command checked.
+    pub fib_routes: u32,
+    pub fib6_routes: u32,
     /// The loaded configuration, when `--config` was given and loads.
     pub config: Option<RouterConfig>,
     /// The error of a `--config` that does not load.
@@ -31,7 +34,11 @@ impl Inputs {
     pub fn new(eal: EalArgs, config: Option<&Path>) -> Inputs {
         let mut inputs = Inputs {
             eal,
-            ..Inputs::default()
+            fib_routes: crate::fib::FIB_ROUTES,
+            fib6_routes: crate::fib6::FIB6_ROUTES,
+            config: None,
+            config_error: None,
+            pci: Vec::new(),
         };
         match config.map(RouterConfig::load) {
             Some(Ok(c)) => inputs.config = Some(c),
@@ -40,6 +47,13 @@ impl Inputs {
         }
         inputs.pci = inputs.wanted_pci();
         inputs
+    }
+
+    /// The FIB sizes of the command checked (the defaults until given).
+    pub fn with_fib_routes(mut self, fib_routes: u32, fib6_routes: u32) -> Inputs {
+        self.fib_routes = fib_routes;
+        self.fib6_routes = fib6_routes;
+        self
     }
 
     fn wanted_pci(&self) -> Vec<WantedPci> {

@@ -23,7 +23,7 @@ use host::Host;
 use inputs::Inputs;
 use serde::Serialize;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The environment variable that moves the root tree doctor reads.
 pub const ROOT_ENV: &str = "FASTPATH_DOCTOR_ROOT";
@@ -82,12 +82,7 @@ pub fn main(args: &[String]) -> i32 {
         .root
         .or_else(|| std::env::var_os(ROOT_ENV).map(PathBuf::from))
         .unwrap_or_else(|| PathBuf::from("/"));
-    let findings = diagnose(
-        &Host::new(root),
-        &eal,
-        opts.app.config.as_deref(),
-        &Catalogue::load(),
-    );
+    let findings = diagnose(&Host::new(root), &eal, &opts.app, &Catalogue::load());
     let text = if opts.json {
         let report = JsonReport {
             fail: finding::worst(&findings) == Severity::Fail,
@@ -102,14 +97,11 @@ pub fn main(args: &[String]) -> i32 {
     exit_status(&findings)
 }
 
-/// Every finding for these EAL arguments and config on this host.
-pub fn diagnose(
-    host: &Host,
-    eal: &[String],
-    config: Option<&Path>,
-    catalogue: &Catalogue,
-) -> Vec<Finding> {
-    let inputs = Inputs::new(eal_args::parse(eal), config);
+/// Every finding for these EAL arguments and fastpath options (its
+/// `--config`, the FIB sizes) on this host.
+pub fn diagnose(host: &Host, eal: &[String], app: &AppArgs, catalogue: &Catalogue) -> Vec<Finding> {
+    let inputs = Inputs::new(eal_args::parse(eal), app.config.as_deref())
+        .with_fib_routes(app.fib_routes, app.fib6_routes);
     checks::run_all(host, &inputs, catalogue)
 }
 

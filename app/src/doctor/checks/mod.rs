@@ -2,9 +2,9 @@
 
 mod args;
 mod drivers;
+mod fib;
 mod hugepages;
 mod iommu;
-mod ipv6;
 mod kernel;
 mod lcores;
 pub mod pci;
@@ -19,7 +19,7 @@ use super::inputs::Inputs;
 pub fn run_all(host: &Host, inputs: &Inputs, catalogue: &Catalogue) -> Vec<Finding> {
     let mut findings = args::check(inputs);
     findings.extend(hugepages::check(host, inputs));
-    findings.extend(ipv6::check(host, inputs));
+    findings.extend(fib::check(host, inputs));
     findings.extend(kernel::check(host, inputs));
     findings.extend(iommu::check(host, inputs));
     findings.extend(pci::check(host, inputs, catalogue));

@@ -7,7 +7,7 @@
 use super::Setup;
 use crate::datapath::budget::ArpAwaited;
 use crate::dpdk::{Lpm, Qsbr};
-use crate::fib::{fib_entries, Fib, FibWriter, NEIGH_BY_DST};
+use crate::fib::{fib_entries, table_sizes, Fib, FibWriter, NEIGH_BY_DST};
 use crate::lifecycle::RunError;
 use crate::neigh::{EthHeader, NeighTable, NeighWriter, ETHERTYPE_IPV6};
 use hooks::wire::ethernet::ethertype;
@@ -71,18 +71,9 @@ pub(super) fn build(s: &Setup, macs: &[[u8; 6]]) -> Result<(Tables, Writers), Ru
     if let Some(e) = neigh_err {
         return Err(RunError::Usage(format!("{}: {e}", cfg.path.display())));
     }
-    // A tbl8 group serves each /24 that holds longer prefixes; room for
-    // routes added at run time (`fastpath ctl`, reloads, FPM): `--fib-routes`,
-    // with a group for every 256 of them (a full table has few routes longer
-    // than /24).
-    let long = entries.iter().filter(|e| e.len > 24).count() as u32;
-    let rules = (entries.len() as u32 * 2).max(s.opts.fib_routes);
-    let lpm = Lpm::new(
-        "fib",
-        rules,
-        (long * 2).max(1024).max(rules / 256),
-        s.eal.socket_id(),
-    )?;
+    // Room for routes added at run time (`fastpath ctl`, reloads, FPM).
+    let (rules, tbl8s) = table_sizes(&entries, s.opts.fib_routes);
+    let lpm = Lpm::new("fib", rules, tbl8s, s.eal.socket_id())?;
     let (fib, fib_writer) = FibWriter::new(lpm, qsbr.clone(), &entries).map_err(|e| {
         RunError::Usage(format!(
             "{}: the routes do not fit the LPM table ({e}); fewer routes longer than /24 \

@@ -349,3 +349,79 @@ action = "drop"
         assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
     }
 }
+
+/// IPv6 keys go through the hooks' flow caches: 35 datagrams of each of
+/// two flows, more than one receive burst, classified and filtered with
+/// each flow's rule answer (every one marked, the blocked flow's dropped),
+/// the later bursts' keys answered from the caches (hits counted, every
+/// key a hit or a miss). With `flow_cache = 0` nothing is counted.
+#[test]
+fn ipv6_flows_are_answered_from_the_hooks_flow_caches() {
+    let marked = udp6(A, FAR);
+    let blocked = udp6("2001:db8:1::bad", FAR);
+    let hooks = |cache: &str| {
+        format!(
+            r#"
+[[hook]]
+point = "ingress"
+port = "net_pcap0"
+kind = "classify"
+name = "cls"
+{cache}
+[[hook.rule]]
+dst = "2001:db8:100::9"
+proto = "udp"
+dport = 53
+set_mark = 7
+
+[[hook]]
+point = "egress"
+port = "net_pcap1"
+kind = "filter"
+name = "fw"
+policy = "drop"
+{cache}
+[[hook.rule]]
+src = "2001:db8:1::bad"
+action = "drop"
+[[hook.rule]]
+mark = 7
+action = "accept"
+"#
+        )
+    };
+    let input: Vec<Vec<u8>> = (0..70)
+        .map(|i| {
+            if i % 2 == 0 {
+                marked.clone()
+            } else {
+                blocked.clone()
+            }
+        })
+        .collect();
+    for cache in ["", "flow_cache = 0"] {
+        let config = format!("{CONFIG}{}", hooks(cache));
+        let (_, out1, s, _) = run_pcaps_logged("rt6cache", &config, &input, &[]);
+        assert_eq!(out1.len(), 35, "{cache}: the marked flow leaves");
+        assert!(out1.iter().all(|f| *f == forwarded(&marked, NEIGH_22)));
+        let cls = common::hook_report(&s, "cls");
+        let fw = common::hook_report(&s, "fw");
+        assert_eq!(cls["stats"]["matched"], 70, "{cache}: {s}");
+        assert_eq!(fw["stats"]["rule_dropped"], 35, "{cache}: {s}");
+        assert_eq!(fw["stats"]["rule_accepted"], 35, "{cache}: {s}");
+        for h in [cls, fw] {
+            let st = &h["stats"];
+            if cache.is_empty() {
+                let (hits, misses) = (
+                    st["flow_cache_hits"].as_u64().unwrap_or(0),
+                    st["flow_cache_misses"].as_u64().unwrap_or(0),
+                );
+                assert!(hits > 0 && misses >= 2, "{}: {st}", h["name"]);
+                assert_eq!(hits + misses, 70, "{}: {st}", h["name"]);
+            } else {
+                assert!(st.get("flow_cache_hits").is_none(), "{}: {st}", h["name"]);
+            }
+        }
+        assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
+    }
+}

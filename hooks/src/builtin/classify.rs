@@ -31,7 +31,7 @@ use crate::flow6::FlowSummary6;
 use crate::lookahead::Lookahead;
 use crate::rules::{
     flow_cache, parse_match, Answer, Answers, CachedClassifier, ClassifierBuilder, FlowCache,
-    FragmentGuard, Key, Key6, MatchRule, MAX_SETS,
+    FlowCache6, FragmentGuard, Key, Key6, MatchRule, MAX_SETS,
 };
 use crate::wire::ethernet::ethertype;
 use crate::worker_counters::{CounterStore, WorkerCounters};
@@ -111,6 +111,9 @@ struct ClassifyWorker {
     /// The worker's flow cache: in front of the hook's own classifier, or
     /// of the lookahead one when the hook was linked (`Classify::ahead`).
     cache: PartCache,
+    /// The worker's cache for IPv6 keys, in front of the hook's own
+    /// classifier (IPv6 has no lookahead answers).
+    cache6: FlowCache6,
     worker: usize,
     /// One burst's keys, their burst indices and answers, kept between
     /// bursts (each burst writes the elements it reads).
@@ -229,6 +232,7 @@ impl Hook for ClassifyHook {
                 Some(a) => PartCache::Ahead(a.classifier.cache(worker)),
                 None => PartCache::Own(self.0.classifier.cache(worker)),
             },
+            cache6: self.0.classifier.cache6(worker),
             worker,
             scratch: Box::new(Keyed {
                 keys: [Key::default(); MAX_BURST],
@@ -261,7 +265,7 @@ impl Hook for ClassifyHook {
         match c.ahead.get() {
             Some(a) => {
                 v.push(("lookahead_sets", a.slots as u64));
-                v.extend(a.classifier.stat_lines());
+                v.extend(a.classifier.stat_lines_beside(Some(&c.classifier)));
             }
             None => v.extend(c.classifier.stat_lines()),
         }
@@ -302,7 +306,13 @@ impl HookWorker for ClassifyWorker {
         };
         if self.scratch.v6 != 0 {
             let scratch = &mut *self.scratch;
-            let (m, u) = classify6(&self.shared, burst, scratch.v6, &mut scratch.keys6);
+            let (m, u) = classify6(
+                &self.shared,
+                &mut self.cache6,
+                burst,
+                scratch.v6,
+                &mut scratch.keys6,
+            );
             (matched, unparsed) = (matched + m, unparsed + u);
         }
         let c = &self.shared;
@@ -556,14 +566,15 @@ fn key_burst(c: &Classify, burst: &mut HookBurst<'_, '_>, keyed: &mut Keyed) -> 
 
 /// The IPv6 packets of `mask`: each read ([`FlowSummary6`]: an unreadable
 /// one counted and left as it is, a fragment the rules cannot judge
-/// dropped), keyed, classified by the hook's own rules in one call (no
-/// flow cache: its slots hold IPv4 keys) and acted on (marked, classed or
+/// dropped), keyed, classified by the hook's own rules through the
+/// worker's IPv6 flow cache (its misses in one call) and acted on (marked, classed or
 /// dropped). IPv6 carries no lookahead answers: the egress filter reads it
 /// itself. Returns the packets that matched and those that could not be
 /// read. Out of line: IPv4 bursts never come here.
 #[inline(never)]
 fn classify6(
     c: &Classify,
+    cache6: &mut FlowCache6,
     burst: &mut HookBurst<'_, '_>,
     mut mask: u64,
     keys: &mut [Key6; MAX_BURST],
@@ -593,7 +604,8 @@ fn classify6(
         n += 1;
     }
     let mut results = [0u32; MAX_BURST];
-    c.classifier.classify6(&keys[..n], &mut results[..n]);
+    c.classifier
+        .classify6(cache6, &keys[..n], &mut results[..n]);
     let mut matched = 0;
     for (&i, &r) in idx[..n].iter().zip(&results[..n]) {
         let e = c.effect(r);

@@ -89,10 +89,10 @@ impl<A: Default> Default for Slot<A> {
     }
 }
 
-// The counters a worker publishes for its cache.
-const HITS: usize = 0;
-const MISSES: usize = 1;
-const BYPASSED: usize = 2;
+// The counters a worker publishes for its caches (IPv4's and IPv6's).
+pub(super) const HITS: usize = 0;
+pub(super) const MISSES: usize = 1;
+pub(super) const BYPASSED: usize = 2;
 
 /// One worker's cache: its slots and its bypass state. The worker owns it
 /// (a hook's `HookWorker` on that worker) and passes it as `&mut`: no lock.
@@ -159,12 +159,12 @@ pub struct CacheStats {
 /// exact-match caches in front of it ([`FlowCache`], one per worker, made by
 /// [`CachedClassifier::cache`]) publish.
 pub struct CachedClassifier {
-    inner: Box<dyn Classifier>,
+    pub(super) inner: Box<dyn Classifier>,
     /// Slots of each worker's cache (0: no cache).
-    slots: usize,
+    pub(super) slots: usize,
     /// Hits, misses and bypassed keys per worker, written by that worker
     /// with plain stores.
-    counts: WorkerCounters<3>,
+    pub(super) counts: WorkerCounters<3>,
 }
 
 /// Is `slots` a size the cache takes: 0 (off) or a power of two up to
@@ -261,13 +261,6 @@ impl CachedClassifier {
         self.end(cache, n, hits);
     }
 
-    /// IPv6 keys straight to the classifier ([`Classifier::classify6`]):
-    /// no cache in front of them (the cache's slots hold IPv4 keys).
-    pub fn classify6(&self, keys: &[super::Key6], results: &mut [u32]) {
-        let n = keys.len().min(results.len());
-        self.inner.classify6(&keys[..n], &mut results[..n]);
-    }
-
     /// Whether this burst goes through `cache` ([`FlowCache::get`] per key,
     /// then [`CachedClassifier::fill`] with the misses and
     /// [`CachedClassifier::end`]): false when it has no slots or bypasses
@@ -358,15 +351,13 @@ impl CachedClassifier {
     /// which `hits` hit, for the bypass rule's window and the counters.
     #[inline]
     pub fn end<A>(&self, cache: &mut FlowCache<A>, lookups: usize, hits: usize) {
-        cache.window += lookups as u32;
-        cache.window_hits += hits as u32;
-        if cache.window >= WINDOW {
-            if cache.window_hits * BYPASS_BELOW < cache.window {
-                cache.bypass_bursts = BYPASS_BURSTS;
-            }
-            cache.window = 0;
-            cache.window_hits = 0;
-        }
+        cache.bypass_bursts = judge_window(
+            &mut cache.window,
+            &mut cache.window_hits,
+            cache.bypass_bursts,
+            lookups,
+            hits,
+        );
         self.counts.add(cache.worker, HITS, hits as u64);
         self.counts
             .add(cache.worker, MISSES, (lookups - hits) as u64);
@@ -428,15 +419,54 @@ impl CachedClassifier {
     /// The statistics lines of a hook with this classifier: none without a
     /// cache.
     pub fn stat_lines(&self) -> Vec<(&'static str, u64)> {
+        self.stat_lines_beside(None)
+    }
+
+    /// [`CachedClassifier::stat_lines`] with `also`'s counts added: a
+    /// linked classify's lookahead classifier and its own, whose IPv6 cache
+    /// ([`FlowCache6`](super::FlowCache6)) stays in front of it.
+    pub fn stat_lines_beside(&self, also: Option<&CachedClassifier>) -> Vec<(&'static str, u64)> {
         if self.slots() == 0 {
             return Vec::new();
         }
-        let c = self.stats();
+        let mut c = self.stats();
+        if let Some(o) = also {
+            let s = o.stats();
+            c.hits += s.hits;
+            c.misses += s.misses;
+            c.bypassed += s.bypassed;
+        }
         vec![
             ("flow_cache_hits", c.hits),
             ("flow_cache_misses", c.misses),
             ("flow_cache_bypassed", c.bypassed),
         ]
+    }
+}
+
+/// The bypass rule over a cache's window (`window` lookups, `hits` of them
+/// hit) after a burst of `lookups` keys, `hits` of them hits: the bursts
+/// to bypass from now on (`bypass` unless the window just closed thrashing).
+#[inline(always)]
+pub(super) fn judge_window(
+    window: &mut u32,
+    window_hits: &mut u32,
+    bypass: u32,
+    lookups: usize,
+    hits: usize,
+) -> u32 {
+    *window += lookups as u32;
+    *window_hits += hits as u32;
+    if *window < WINDOW {
+        return bypass;
+    }
+    let thrashing = *window_hits * BYPASS_BELOW < *window;
+    *window = 0;
+    *window_hits = 0;
+    if thrashing {
+        BYPASS_BURSTS
+    } else {
+        bypass
     }
 }
 
@@ -449,7 +479,7 @@ fn slot_of(k: &Key, mask: usize) -> usize {
 
 /// [`slot_of`] the key of words `w` ([`Key::words`]).
 #[inline(always)]
-fn slot_of_words(w: &[u64; 4], mask: usize) -> usize {
+pub(super) fn slot_of_words(w: &[u64; 4], mask: usize) -> usize {
     let a = (w[0] ^ w[2].rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let c = (w[1] ^ w[3].rotate_left(41)).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
     let h = a ^ c.rotate_left(31);

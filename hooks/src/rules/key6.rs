@@ -139,7 +139,7 @@ impl Key6 {
     }
 
     /// A key of these bytes (tests, the ACL's checks).
-    pub fn from_bytes(b: [u8; 64]) -> Key6 {
+    pub const fn from_bytes(b: [u8; 64]) -> Key6 {
         Key6 { b }
     }
 

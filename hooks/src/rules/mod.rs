@@ -18,6 +18,7 @@
 
 pub mod classifier;
 pub mod flow_cache;
+pub mod flow_cache6;
 pub mod fragment;
 pub mod key;
 pub mod key6;
@@ -29,6 +30,7 @@ pub use classifier::{
     MAX_SETS,
 };
 pub use flow_cache::{Answer, CacheStats, CachedClassifier, FlowCache};
+pub use flow_cache6::FlowCache6;
 pub use fragment::FragmentGuard;
 pub use key::{CtBits, Key, CT_ALL, CT_ESTABLISHED, CT_NEW, CT_RELATED, FLAG_L4};
 pub use key6::Key6;

@@ -11,7 +11,7 @@ use crate::conntrack::{ConnTable, CtCommit, CtHint, CtHint6, CtState};
 use crate::flow::{proto, FlowSummary, Fragment};
 use crate::flow6::FlowSummary6;
 use crate::rules::Key6;
-use crate::rules::{FlowCache, Key};
+use crate::rules::{FlowCache, FlowCache6, Key};
 use crate::rules::{CT_ESTABLISHED, CT_NEW as KEY_CT_NEW, CT_RELATED};
 use crate::wire::ethernet::ethertype;
 use crate::{
@@ -25,6 +25,8 @@ use std::sync::Arc;
 pub(super) struct FilterWorker {
     shared: Arc<Filter>,
     cache: FlowCache,
+    /// The same for IPv6 keys.
+    cache6: FlowCache6,
     worker: usize,
     /// The arrays of one burst, kept between bursts (not set up per burst).
     judged: Box<Judged>,
@@ -62,6 +64,7 @@ impl FilterWorker {
     pub(super) fn new(shared: Arc<Filter>, worker: usize) -> Self {
         FilterWorker {
             cache: shared.classifier.cache(worker),
+            cache6: shared.classifier.cache6(worker),
             shared,
             worker,
             judged: Box::new(Judged::new()),
@@ -228,6 +231,7 @@ impl Filter {
         burst: &mut HookBurst<'_, '_>,
         mut table: Option<&mut ConnTable>,
         now: u64,
+        cache6: &mut FlowCache6,
         j: &mut Judged,
     ) {
         if let Some(t) = table.as_deref_mut() {
@@ -235,7 +239,7 @@ impl Filter {
         }
         let n = j.n6;
         self.classifier
-            .classify6(&j.keys6[..n], &mut j.results6[..n]);
+            .classify6(cache6, &j.keys6[..n], &mut j.results6[..n]);
         for k in 0..n {
             let i = usize::from(j.idx6[k]);
             let (state, hint) = j.looked6[k];
@@ -590,7 +594,7 @@ impl HookWorker for FilterWorker {
             f.decide(burst, table.as_deref_mut(), cx.now_ns, j, k);
         }
         if j.n6 != 0 {
-            f.decide6(burst, table.as_deref_mut(), cx.now_ns, j);
+            f.decide6(burst, table.as_deref_mut(), cx.now_ns, &mut self.cache6, j);
         }
         f.counts.add_all(self.worker, &j.tally);
         if let (Some(ct), Some(t)) = (&f.conntrack, table) {

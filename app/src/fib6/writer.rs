@@ -22,6 +22,10 @@ use std::net::Ipv6Addr;
 use std::sync::atomic::{AtomicU32, Ordering::*};
 use std::sync::Arc;
 
+/// What a batch leaves each prefix it names: a rule, or none.
+type LastChanges = BTreeMap<(u128, u8), Option<(NextHop6, Origin)>>;
+/// The rules a batch sets, in key order.
+type NewRules = Vec<((u128, u8), Rule6)>;
 /// IPv6 next hops the table holds at once (with those in their grace period).
 pub const HOP6_CAPACITY: usize = 4096;
 
@@ -166,7 +170,7 @@ impl Fib6Writer {
     /// a full table) nothing changes for the workers. May wait for one
     /// grace period (`Lpm6Writer::apply`).
     pub fn apply(&mut self, changes: &[Route6Change]) -> Result<(), DpdkError> {
-        let mut last: BTreeMap<(u128, u8), Option<(NextHop6, Origin)>> = BTreeMap::new();
+        let mut last = LastChanges::new();
         for c in changes {
             match c {
                 Route6Change::Set(p, l, h, o) => last.insert(key(*p, *l), Some((*h, o.clone()))),
@@ -178,25 +182,14 @@ impl Fib6Writer {
             return Ok(());
         }
         // The new next hops, written before any table names them.
-        let mut new: Vec<((u128, u8), Rule6)> = Vec::new();
-        for (k, v) in &last {
-            let Some((hop, origin)) = v else { continue };
-            match self.hop_id(hop) {
-                Ok(id) => new.push((
-                    *k,
-                    Rule6 {
-                        hop: *hop,
-                        origin: origin.clone(),
-                        id,
-                    },
-                )),
-                Err(e) => {
-                    new.iter().for_each(|(_, r)| self.unref(&r.hop));
-                    return Err(e);
-                }
-            }
-        }
-        let id_of = |k: &(u128, u8)| new.iter().find(|(n, _)| n == k).map(|(_, r)| r.id);
+        let new = self.new_rules(&last)?;
+        // `new` is in key order, as `last`.
+        let rule_of = |k: &(u128, u8)| {
+            new.binary_search_by(|(n, _)| n.cmp(k))
+                .ok()
+                .map(|i| &new[i].1)
+        };
+        let id_of = |k: &(u128, u8)| rule_of(k).map(|r| r.id);
         let batch: Vec<Lpm6Change> = last
             .keys()
             .filter(|(_, l)| *l > 0)
@@ -227,15 +220,12 @@ impl Fib6Writer {
         let mut gone = Vec::new();
         for (k, v) in &last {
             let old = match v {
-                Some(_) => {
-                    let rule = new.iter().find(|(n, _)| n == k).map(|(_, r)| r.clone());
-                    rule.and_then(|r| {
-                        let origin = r.origin.clone();
-                        let old = self.rules.insert(*k, r);
-                        self.counts.add(&origin, old.as_ref().map(|o| &o.origin));
-                        old
-                    })
-                }
+                Some(_) => rule_of(k).cloned().and_then(|r| {
+                    let origin = r.origin.clone();
+                    let old = self.rules.insert(*k, r);
+                    self.counts.add(&origin, old.as_ref().map(|o| &o.origin));
+                    old
+                }),
                 None => self
                     .rules
                     .remove(k)
@@ -248,6 +238,31 @@ impl Fib6Writer {
         }
         self.version += 1;
         Ok(())
+    }
+
+    /// The rules of the prefixes `last` sets, in key order, each with its
+    /// next hop's id (taken now; all given back when one cannot be had).
+    fn new_rules(&mut self, last: &LastChanges) -> Result<NewRules, DpdkError> {
+        let mut new = Vec::new();
+        for (k, v) in last {
+            let Some((hop, origin)) = v else { continue };
+            match self.hop_id(hop) {
+                Ok(id) => new.push((
+                    *k,
+                    Rule6 {
+                        hop: *hop,
+                        origin: origin.clone(),
+                        id,
+                    },
+                )),
+                Err(e) => {
+                    new.iter()
+                        .for_each(|(_, r): &(_, Rule6)| self.unref(&r.hop));
+                    return Err(e);
+                }
+            }
+        }
+        Ok(new)
     }
 
     /// Make what passed its grace period reusable. Cheap: call every round.

@@ -102,23 +102,7 @@ pub(super) fn run(
         run_length(&s.opts.main_loop, input.as_ref())
     );
     // `fastpath ctl` and SIGHUP: handled on this loop (ctl_requests).
-    let mut requests = CtlRequests {
-        run: Running {
-            cfg: s.cfg,
-            port_ids: s.port_ids,
-        },
-        hooks: &hooks.chains,
-        publisher,
-        last: s.cfg.clone(),
-        counters: workers
-            .counters
-            .iter()
-            .chain([&main.counters])
-            .cloned()
-            .collect(),
-        capture: workers.capture.clone(),
-        fpm: fpm_stats.clone(),
-    };
+    let mut requests = ctl_requests(s, hooks, workers, &main.counters, fpm_stats);
     let run = requests.run;
     let mut ctl = start_ctl(s.eal);
     let control = &mut main.control;
@@ -159,6 +143,34 @@ pub(super) fn run(
     );
     drop(ctl);
     report_end(&ended, input.as_ref(), &ops, workers.started)
+}
+
+/// What serves `fastpath ctl` and SIGHUP: the running config, the hooks,
+/// every lcore's counters, drop capture and the FPM session's counters.
+fn ctl_requests<'a>(
+    s: &Setup<'a>,
+    hooks: &'a Hooks,
+    workers: &Workers,
+    main_counters: &Arc<LcoreCounters>,
+    fpm: Option<Arc<crate::fpm::FpmStats>>,
+) -> CtlRequests<'a> {
+    CtlRequests {
+        run: Running {
+            cfg: s.cfg,
+            port_ids: s.port_ids,
+        },
+        hooks: &hooks.chains,
+        publisher: &hooks.publisher,
+        last: s.cfg.clone(),
+        counters: workers
+            .counters
+            .iter()
+            .chain([main_counters])
+            .cloned()
+            .collect(),
+        capture: workers.capture.clone(),
+        fpm,
+    }
 }
 
 /// The control socket (`ctl`), in EAL's runtime folder; without it (say,

@@ -54,6 +54,7 @@ pub(crate) struct RawConfig {
 pub(crate) struct RawKernel {
     pub(crate) interfaces: Option<Spanned<bool>>,
     pub(crate) peers: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(crate) ttl_security: Option<Spanned<bool>>,
 }
 
 #[derive(Deserialize)]

@@ -42,6 +42,10 @@ pub struct KernelSpec {
     pub interfaces: bool,
     /// `peers = [...]`: the routing peers' addresses (both families).
     pub peers: Vec<IpAddr>,
+    /// `ttl_security = true` (RFC 5082): a packet from a peer's address
+    /// goes ahead only with TTL (hop limit) 255, as a directly connected
+    /// peer that uses GTSM sends it.
+    pub ttl_security: bool,
 }
 
 impl PartialEq for RouterConfig {

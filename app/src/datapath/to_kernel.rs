@@ -7,7 +7,9 @@
 //! with the configured routing peers ahead of the rest
 //! ([`super::budget::PuntBudgets::take_kernel`]): a flood at the router's
 //! address spends its source's share and the port's budget, never the
-//! peers'.
+//! peers'. With `ttl_security` (RFC 5082, GTSM) a packet from a peer's
+//! address goes ahead only with TTL (hop limit) 255: one spoofed from
+//! beyond a router, whose TTL a router lowered, takes the rest's share.
 
 use super::budget::PuntBudgets;
 use super::punt::Punt;
@@ -21,11 +23,16 @@ use std::net::IpAddr;
 pub struct KernelPeers {
     v4: Vec<[u8; 4]>,
     v6: Vec<[u8; 16]>,
+    /// Peers go ahead only with TTL (hop limit) 255.
+    ttl_security: bool,
 }
 
 impl KernelPeers {
-    pub fn new(peers: &[IpAddr]) -> KernelPeers {
-        let mut k = KernelPeers::default();
+    pub fn new(peers: &[IpAddr], ttl_security: bool) -> KernelPeers {
+        let mut k = KernelPeers {
+            ttl_security,
+            ..KernelPeers::default()
+        };
         for p in peers {
             match p {
                 IpAddr::V4(a) => k.v4.push(a.octets()),
@@ -33,6 +40,13 @@ impl KernelPeers {
             }
         }
         k
+    }
+
+    /// Whether the packet of network header `ip` goes ahead: from a
+    /// peer's address, with TTL (hop limit) 255 under `ttl_security`.
+    fn ahead(&self, ip: &[u8]) -> bool {
+        let src = source(ip).unwrap_or(&[]);
+        self.has(src) && (!self.ttl_security || hop_limit(ip) == Some(255))
     }
 
     /// Whether `src` (4 or 16 bytes) is a peer's address.
@@ -70,17 +84,26 @@ pub fn take(
     now: impl FnMut() -> u64,
     tsc_hz: u64,
 ) -> Result<(), DropReason> {
-    let src = source(m.data(), meta).unwrap_or(&[]);
-    budgets.take_kernel(port, fold(src), peers.has(src), now, tsc_hz)
+    let ip = m.data().get(usize::from(meta.l3_offset)..).unwrap_or(&[]);
+    let src = source(ip).unwrap_or(&[]);
+    budgets.take_kernel(port, fold(src), peers.ahead(ip), now, tsc_hz)
 }
 
-/// The IP source address of a frame whose network header is at
-/// `meta.l3_offset` (IPv4 or IPv6 by its version nibble).
-fn source<'a>(frame: &'a [u8], meta: &PacketMeta) -> Option<&'a [u8]> {
-    let ip = frame.get(usize::from(meta.l3_offset)..)?;
+/// The source address of network header `ip` (IPv4 or IPv6 by its
+/// version nibble).
+fn source(ip: &[u8]) -> Option<&[u8]> {
     match ip.first()? >> 4 {
         4 => ip.get(12..16),
         6 => ip.get(ip6_field::SRC..ip6_field::SRC + 16),
+        _ => None,
+    }
+}
+
+/// The TTL (IPv4) or hop limit (IPv6) of network header `ip`.
+fn hop_limit(ip: &[u8]) -> Option<u8> {
+    match ip.first()? >> 4 {
+        4 => ip.get(8).copied(),
+        6 => ip.get(ip6_field::HOP_LIMIT).copied(),
         _ => None,
     }
 }
@@ -100,8 +123,10 @@ mod tests {
 
     #[test]
     fn peers_are_matched_by_family_and_address() {
-        let peers =
-            KernelPeers::new(&["10.0.2.2".parse().unwrap(), "2001:db8::2".parse().unwrap()]);
+        let peers = KernelPeers::new(
+            &["10.0.2.2".parse().unwrap(), "2001:db8::2".parse().unwrap()],
+            false,
+        );
         assert!(peers.has(&[10, 0, 2, 2]));
         assert!(!peers.has(&[10, 0, 2, 3]));
         let v6: std::net::Ipv6Addr = "2001:db8::2".parse().unwrap();
@@ -120,22 +145,57 @@ mod tests {
 
     #[test]
     fn the_source_is_read_by_the_ip_version() {
-        let mut meta = PacketMeta::default();
-        meta.l3_offset = 14;
-        let mut f = vec![0u8; 14 + 40];
-        f[14] = 0x45;
-        f[26..30].copy_from_slice(&[192, 0, 2, 7]);
-        assert_eq!(source(&f, &meta), Some(&[192, 0, 2, 7][..]));
-        f[14] = 0x60;
-        f[22..38].copy_from_slice(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9]);
-        assert_eq!(source(&f, &meta).map(|s| s[15]), Some(9));
+        let mut f = vec![0u8; 40];
+        f[0] = 0x45;
+        f[12..16].copy_from_slice(&[192, 0, 2, 7]);
+        assert_eq!(source(&f), Some(&[192, 0, 2, 7][..]));
+        f[0] = 0x60;
+        f[8..24].copy_from_slice(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9]);
+        assert_eq!(source(&f).map(|s| s[15]), Some(9));
         assert_eq!(
             fold(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9]),
             0xfe80_0009
         );
-        f[14] = 0x10;
-        assert_eq!(source(&f, &meta), None);
-        f[14] = 0x45;
-        assert_eq!(source(&f[..20], &meta), None, "cut before the source");
+        f[0] = 0x10;
+        assert_eq!(source(&f), None);
+        f[0] = 0x45;
+        assert_eq!(source(&f[..6]), None, "cut before the source");
+    }
+
+    /// A peer's packet goes ahead; with `ttl_security` only at TTL (hop
+    /// limit) 255, in both families; another source never.
+    #[test]
+    fn ttl_security_lets_only_hop_limit_255_go_ahead() {
+        let list = ["10.0.2.2".parse().unwrap(), "2001:db8::2".parse().unwrap()];
+        let v4 = |src: [u8; 4], ttl: u8| {
+            let mut h = vec![0u8; 20];
+            h[0] = 0x45;
+            h[8] = ttl;
+            h[12..16].copy_from_slice(&src);
+            h
+        };
+        let v6 = |src: &str, hops: u8| {
+            let mut h = vec![0u8; 40];
+            h[0] = 0x60;
+            h[7] = hops;
+            let a: std::net::Ipv6Addr = src.parse().unwrap();
+            h[8..24].copy_from_slice(&a.octets());
+            h
+        };
+        let plain = KernelPeers::new(&list, false);
+        let gtsm = KernelPeers::new(&list, true);
+        for (ip, peer, at_255) in [
+            (v4([10, 0, 2, 2], 255), true, true),
+            (v4([10, 0, 2, 2], 64), true, false),
+            (v4([10, 0, 2, 2], 254), true, false),
+            (v4([10, 0, 2, 9], 255), false, false),
+            (v6("2001:db8::2", 255), true, true),
+            (v6("2001:db8::2", 1), true, false),
+            (v6("2001:db8::9", 255), false, false),
+        ] {
+            assert_eq!(plain.ahead(&ip), peer, "{ip:?}");
+            assert_eq!(gtsm.ahead(&ip), at_255, "{ip:?}");
+        }
+        assert!(!gtsm.ahead(&v4([10, 0, 2, 2], 255)[..6]), "cut");
     }
 }

@@ -64,7 +64,23 @@ impl Source<'_> {
                 .collect::<Result<Vec<_>, _>>()?,
             None => Vec::new(),
         };
-        Ok(KernelSpec { interfaces, peers })
+        let ttl_security = match raw.and_then(|k| k.get_ref().ttl_security.as_ref()) {
+            Some(t) if *t.get_ref() && peers.is_empty() => {
+                return Err(self.error(
+                    self.line_of(&t.span()),
+                    "[kernel] field `ttl_security`: there are no `peers` for it to guard; \
+                     expected `peers = [...]` beside it, or remove it"
+                        .to_string(),
+                ))
+            }
+            Some(t) => *t.get_ref(),
+            None => false,
+        };
+        Ok(KernelSpec {
+            interfaces,
+            peers,
+            ttl_security,
+        })
     }
 
     /// One of `peers`: a unicast address of either family.
@@ -135,6 +151,20 @@ mod tests {
                 "10.0.2.2".parse::<std::net::IpAddr>().unwrap(),
                 "2001:db8::2".parse().unwrap()
             ]
+        );
+        assert!(!c.kernel.ttl_security);
+        let c = parse(&format!("{text}ttl_security = true\n")).expect("GTSM");
+        assert!(c.kernel.ttl_security);
+    }
+
+    #[test]
+    fn ttl_security_without_peers_is_refused_at_its_line() {
+        let text = format!("{PORTS}\n[kernel]\ninterfaces = true\nttl_security = true\n");
+        let line = text.lines().count();
+        assert_err(
+            &text,
+            line,
+            &["[kernel] field `ttl_security`", "no `peers`"],
         );
     }
 

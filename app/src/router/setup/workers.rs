@@ -179,6 +179,7 @@ fn worker_for(
             kernel: s.cfg.kernel.interfaces.then(|| {
                 Arc::new(crate::datapath::to_kernel::KernelPeers::new(
                     &s.cfg.kernel.peers,
+                    s.cfg.kernel.ttl_security,
                 ))
             }),
         },

@@ -17,7 +17,8 @@
 //! fastpath's install).
 //!
 //! The same over IPv6 (a second test): one BIRD announcing 1,001 IPv6
-//! prefixes over an IPv6 session, zebra's routes by BIRD's link-local
+//! prefixes over an IPv6 session with GTSM on both ends and in fastpath
+//! (`ttl_security`: the session's packets arrive at hop limit 255), zebra's routes by BIRD's link-local
 //! next hop on port 0's kernel interface, host b's `ping -6` through
 //! fastpath, a withdrawal giving ICMPv6 no route, the announcement again.
 
@@ -579,6 +580,7 @@ ipv6 = ["2001:db8:2::1/64"]
 [kernel]
 interfaces = true
 peers = ["2001:db8:1::2"]
+ttl_security = true
 "#;
 
 const BGPD6_CONF: &str = "\
@@ -590,6 +592,7 @@ router bgp 65001
  timers bgp 3 9
  neighbor 2001:db8:1::2 remote-as 65002
  neighbor 2001:db8:1::2 timers connect 1
+ neighbor 2001:db8:1::2 ttl-security hops 1
  address-family ipv6 unicast
   neighbor 2001:db8:1::2 activate
  exit-address-family
@@ -618,7 +621,7 @@ fn bird6_conf() -> String {
          protocol static announced {{\n  ipv6;\n{routes}}}\n\
          protocol bgp uplink {{\n  local 2001:db8:1::2 as 65002;\n  \
          neighbor 2001:db8:1::1 as 65001;\n  strict bind yes;\n  connect retry time 1;\n  \
-         ipv6 {{ import none; export all; next hop self; }};\n}}\n"
+         ttl security yes;\n  ipv6 {{ import none; export all; next hop self; }};\n}}\n"
     )
 }
 

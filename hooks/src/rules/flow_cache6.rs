@@ -1,6 +1,6 @@
 //! The flow cache for IPv6 keys: what [`FlowCache`](super::FlowCache) is to
 //! IPv4's 32-byte [`Key`](super::Key), for the 64-byte [`Key6`], in front
-//! of the same classifier's IPv6 contexts ([`Classifier::classify6`]).
+//! of the same classifier's IPv6 contexts ([`Classifier::classify6`](super::Classifier::classify6)).
 //! Two-way: a key is looked for in its slot and the slot's pair.
 //!
 //! The same rules as IPv4's cache (the module doc of

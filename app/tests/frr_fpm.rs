@@ -42,6 +42,9 @@ address = "10.0.2.1/24"
 ipv6 = ["2001:db8:2::1/64"]
 "#;
 
+/// Two null ports that receive nothing.
+const NULL_PORTS: [&str; 2] = ["net_null0,no-rx=1", "net_null1,no-rx=1"];
+
 /// The namespace, its FRR daemons and their folder; all gone on drop.
 struct Frr {
     ns: String,
@@ -142,6 +145,31 @@ impl Frr {
         self.staticd = Some(self.daemon(STATICD, "staticd", &[]));
     }
 
+    /// fastpath in the namespace on `vdevs` with `config`, FPM on
+    /// 127.0.0.1:2620 and `extra` options; once its control socket is up,
+    /// the process and its ctl prefix.
+    fn fastpath(
+        &self,
+        test: &str,
+        config: &str,
+        vdevs: &[String],
+        extra: &[&str],
+    ) -> (Watched, String) {
+        let cfg = self.path("router.toml");
+        std::fs::write(&cfg, config).unwrap();
+        let _ = fastpath(); // arms the runtime-folder guard
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.ns, env!("CARGO_BIN_EXE_fastpath")])
+            .args(eal_args(test, vdevs))
+            .args(["--", "--quiet", "--fpm", "127.0.0.1:2620"])
+            .args(extra)
+            .arg("--config")
+            .arg(&cfg);
+        let mut fp = Watched::spawn(cmd);
+        fp.wait_stderr("fastpath: control socket", LIMIT);
+        (fp, prefix(test))
+    }
+
     /// `vtysh -c "conf t" -c LINE...` against these daemons.
     fn configure(&self, lines: &[&str]) {
         let mut args = vec!["ip", "netns", "exec", &self.ns, "vtysh", "--vty_socket"];
@@ -214,29 +242,12 @@ fn origin(r: &serde_json::Value, route: &str) -> Option<String> {
 fn zebra_programs_the_fib_over_fpm_and_a_dead_zebra_is_swept_after_the_hold_time() {
     let test = "frr_fpm";
     let mut frr = Frr::new();
-    let cfg = frr.path("router.toml");
-    std::fs::write(&cfg, ROUTER).unwrap();
-    let _guard = fastpath(); // the runtime-folder guard
-    let vdevs = [
-        "net_null0,no-rx=1".to_string(),
-        "net_null1,no-rx=1".to_string(),
-    ];
-    let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", &frr.ns, env!("CARGO_BIN_EXE_fastpath")])
-        .args(eal_args(test, &vdevs))
-        .args([
-            "--",
-            "--quiet",
-            "--fpm",
-            "127.0.0.1:2620",
-            "--fpm-hold",
-            "2",
-            "--config",
-        ])
-        .arg(&cfg);
-    let mut fp = Watched::spawn(cmd);
-    fp.wait_stderr("fastpath: control socket", LIMIT);
-    let p = prefix(test);
+    let (fp, p) = frr.fastpath(
+        test,
+        ROUTER,
+        &NULL_PORTS.map(String::from),
+        &["--fpm-hold", "2"],
+    );
     assert_eq!(fpm(&p)["connected"], 0);
 
     frr.start();
@@ -421,30 +432,16 @@ fn twenty_thousand_routes_from_a_replaying_client_all_reach_the_fib() {
 fn a_port_link_going_down_takes_zebras_routes_through_it_away_and_back() {
     let test = "frr_link";
     let mut frr = Frr::bare();
-    let cfg = frr.path("router.toml");
-    std::fs::write(
-        &cfg,
-        r#"
+    let config = r#"
 [[port]]
 device = "net_tap0"
 address = "10.0.2.1/24"
 
 [kernel]
 interfaces = true
-"#,
-    )
-    .unwrap();
+"#;
     let tap = format!("fptap{}", std::process::id() % 100_000);
-    let _guard = fastpath(); // the runtime-folder guard
-    let vdevs = [format!("net_tap0,iface={tap}")];
-    let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", &frr.ns, env!("CARGO_BIN_EXE_fastpath")])
-        .args(eal_args(test, &vdevs))
-        .args(["--", "--quiet", "--fpm", "127.0.0.1:2620", "--config"])
-        .arg(&cfg);
-    let mut fp = Watched::spawn(cmd);
-    fp.wait_stderr("fastpath: control socket", LIMIT);
-    let p = prefix(test);
+    let (mut fp, p) = frr.fastpath(test, config, &[format!("net_tap0,iface={tap}")], &[]);
     let carrier = |frr: &Frr| frr.ip(&["-br", "link", "show", "fp0"]);
     assert!(carrier(&frr).contains("LOWER_UP"), "{}", carrier(&frr));
 
@@ -489,29 +486,12 @@ interfaces = true
 fn a_restarted_zebra_replays_its_routes_and_what_it_no_longer_sends_is_swept() {
     let test = "frr_restart";
     let mut frr = Frr::new();
-    let cfg = frr.path("router.toml");
-    std::fs::write(&cfg, ROUTER).unwrap();
-    let _guard = fastpath(); // the runtime-folder guard
-    let vdevs = [
-        "net_null0,no-rx=1".to_string(),
-        "net_null1,no-rx=1".to_string(),
-    ];
-    let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", &frr.ns, env!("CARGO_BIN_EXE_fastpath")])
-        .args(eal_args(test, &vdevs))
-        .args([
-            "--",
-            "--quiet",
-            "--fpm",
-            "127.0.0.1:2620",
-            "--fpm-hold",
-            "4",
-            "--config",
-        ])
-        .arg(&cfg);
-    let mut fp = Watched::spawn(cmd);
-    fp.wait_stderr("fastpath: control socket", LIMIT);
-    let p = prefix(test);
+    let (fp, p) = frr.fastpath(
+        test,
+        ROUTER,
+        &NULL_PORTS.map(String::from),
+        &["--fpm-hold", "4"],
+    );
     let (kept, gone) = ("198.51.100.0/24", "203.0.113.0/24");
 
     frr.start();

@@ -71,19 +71,7 @@ pub fn parse_command(words: &[String]) -> Result<Request, String> {
     let w: Vec<&str> = words.iter().map(String::as_str).collect();
     let neigh = |s: &str| matches!(s, "neigh" | "neighbour" | "neighbor");
     match w[..] {
-        ["route", "add", prefix, "via", list] => {
-            let via: Vec<String> = list.split(',').map(|s| s.trim().to_string()).collect();
-            if via.iter().any(String::is_empty) {
-                return Err(format!(
-                    "route add: {list:?} has an empty next hop; expected IP[,IP...], e.g. 10.0.1.2,10.0.1.3"
-                ));
-            }
-            Ok(Request::RouteAdd {
-                prefix: prefix.into(),
-                via,
-                dev: None,
-            })
-        }
+        ["route", "add", prefix, "via", list] => route_via(prefix, list),
         ["route", "add", prefix, "via", gateway, "dev", port] if prefix.contains(':') => {
             Ok(Request::RouteAdd {
                 prefix: prefix.into(),
@@ -121,30 +109,8 @@ pub fn parse_command(words: &[String]) -> Result<Request, String> {
             Err("neigh: expected `neigh add IP MAC [dev PORT]` or `neigh del IP`".into())
         }
         ["reload"] => Ok(Request::Reload),
-        ["show", what] => {
-            let what = match what {
-                "routes" | "route" => Show::Routes,
-                "neighbours" | "neighbors" | "neigh" => Show::Neighbours,
-                "hooks" => Show::Hooks,
-                "stats" => Show::Stats,
-                "fpm" => Show::Fpm,
-                other => {
-                    return Err(format!(
-                        "show {other}: expected routes, neighbours, hooks, stats or fpm"
-                    ))
-                }
-            };
-            Ok(Request::Show { what })
-        }
-        ["capture", "start", file] => {
-            let file = std::path::Path::new(file);
-            let file = match std::env::current_dir() {
-                Ok(cwd) => cwd.join(file),
-                Err(_) if file.is_absolute() => file.to_path_buf(),
-                Err(e) => return Err(format!("capture start: cannot resolve {file:?}: {e}")),
-            };
-            Ok(Request::CaptureStart { file })
-        }
+        ["show", what] => show(what),
+        ["capture", "start", file] => capture_start(file),
         ["capture", "stop"] => Ok(Request::CaptureStop),
         ["capture", ..] => {
             Err("capture: expected `capture start FILE` (pcapng) or `capture stop`".into())
@@ -152,6 +118,50 @@ pub fn parse_command(words: &[String]) -> Result<Request, String> {
         [] => Err("no command given".into()),
         _ => Err(format!("unknown command `{}`", w.join(" "))),
     }
+}
+
+/// `route add PREFIX via IP[,IP...]`.
+fn route_via(prefix: &str, list: &str) -> Result<Request, String> {
+    let via: Vec<String> = list.split(',').map(|s| s.trim().to_string()).collect();
+    if via.iter().any(String::is_empty) {
+        return Err(format!(
+            "route add: {list:?} has an empty next hop; expected IP[,IP...], e.g. 10.0.1.2,10.0.1.3"
+        ));
+    }
+    Ok(Request::RouteAdd {
+        prefix: prefix.into(),
+        via,
+        dev: None,
+    })
+}
+
+/// `show WHAT`.
+fn show(what: &str) -> Result<Request, String> {
+    let what = match what {
+        "routes" | "route" => Show::Routes,
+        "neighbours" | "neighbors" | "neigh" => Show::Neighbours,
+        "hooks" => Show::Hooks,
+        "stats" => Show::Stats,
+        "fpm" => Show::Fpm,
+        other => {
+            return Err(format!(
+                "show {other}: expected routes, neighbours, hooks, stats or fpm"
+            ))
+        }
+    };
+    Ok(Request::Show { what })
+}
+
+/// `capture start FILE`, the file made absolute (the server's folder is
+/// not the client's).
+fn capture_start(file: &str) -> Result<Request, String> {
+    let file = std::path::Path::new(file);
+    let file = match std::env::current_dir() {
+        Ok(cwd) => cwd.join(file),
+        Err(_) if file.is_absolute() => file.to_path_buf(),
+        Err(e) => return Err(format!("capture start: cannot resolve {file:?}: {e}")),
+    };
+    Ok(Request::CaptureStart { file })
 }
 
 /// Why the running fastpath could not be asked.

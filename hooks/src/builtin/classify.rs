@@ -567,8 +567,8 @@ fn key_burst(c: &Classify, burst: &mut HookBurst<'_, '_>, keyed: &mut Keyed) -> 
 /// The IPv6 packets of `mask`: each read ([`FlowSummary6`]: an unreadable
 /// one counted and left as it is, a fragment the rules cannot judge
 /// dropped), keyed, classified by the hook's own rules through the
-/// worker's IPv6 flow cache (its misses in one call) and acted on (marked, classed or
-/// dropped). IPv6 carries no lookahead answers: the egress filter reads it
+/// worker's IPv6 flow cache (its misses in one call) and acted on (marked,
+/// classed or dropped). IPv6 carries no lookahead answers: the egress filter reads it
 /// itself. Returns the packets that matched and those that could not be
 /// read. Out of line: IPv4 bursts never come here.
 #[inline(never)]

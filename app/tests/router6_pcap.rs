@@ -274,42 +274,7 @@ fn ipv6_rules_classify_and_filter_routed_ipv6() {
         p
     });
     let hooks = |policy: &str, stateful: bool| {
-        format!(
-            r#"
-[[hook]]
-point = "ingress"
-port = "net_pcap0"
-kind = "classify"
-name = "cls"
-[[hook.rule]]
-dst = "2001:db8:100::9"
-proto = "udp"
-dport = 53
-set_mark = 7
-
-[[hook]]
-point = "egress"
-port = "net_pcap1"
-kind = "filter"
-name = "fw"
-policy = "{policy}"
-stateful = {stateful}
-[[hook.rule]]
-src = "2001:db8:1::bad"
-action = "drop"
-[[hook.rule]]
-mark = 7
-action = "accept"
-[[hook.rule]]
-src = "10.0.1.0/24"
-proto = "udp"
-dport = 2000
-action = "accept"
-[[hook.rule]]
-src = "0.0.0.0/0"
-action = "drop"
-"#
-        )
+        mark_and_filter_hooks("", &format!("policy = \"{policy}\"\nstateful = {stateful}"))
     };
     for (policy, stateful) in [("drop", false), ("drop", true), ("accept", false)] {
         let config = format!("{CONFIG}{}", hooks(policy, stateful));
@@ -359,37 +324,7 @@ action = "drop"
 fn ipv6_flows_are_answered_from_the_hooks_flow_caches() {
     let marked = udp6(A, FAR);
     let blocked = udp6("2001:db8:1::bad", FAR);
-    let hooks = |cache: &str| {
-        format!(
-            r#"
-[[hook]]
-point = "ingress"
-port = "net_pcap0"
-kind = "classify"
-name = "cls"
-{cache}
-[[hook.rule]]
-dst = "2001:db8:100::9"
-proto = "udp"
-dport = 53
-set_mark = 7
-
-[[hook]]
-point = "egress"
-port = "net_pcap1"
-kind = "filter"
-name = "fw"
-policy = "drop"
-{cache}
-[[hook.rule]]
-src = "2001:db8:1::bad"
-action = "drop"
-[[hook.rule]]
-mark = 7
-action = "accept"
-"#
-        )
-    };
+    let hooks = |cache: &str| mark_and_filter_hooks(cache, &format!("policy = \"drop\"\n{cache}"));
     let input: Vec<Vec<u8>> = (0..70)
         .map(|i| {
             if i % 2 == 0 {
@@ -424,4 +359,48 @@ action = "accept"
         }
         assert_eq!(s["mbufs"]["in_use_at_exit"], 0);
     }
+}
+
+/// Classify at port 0's ingress marking UDP to 2001:db8:100::9 port 53
+/// (with `classify` lines added), and a filter at port 1's egress (with
+/// `filter` lines: policy and more) dropping 2001:db8:1::bad, accepting the
+/// mark, and accepting UDP from 10.0.1.0/24 to port 2000 before dropping
+/// the rest of IPv4.
+fn mark_and_filter_hooks(classify: &str, filter: &str) -> String {
+    format!(
+        r#"
+[[hook]]
+point = "ingress"
+port = "net_pcap0"
+kind = "classify"
+name = "cls"
+{classify}
+[[hook.rule]]
+dst = "2001:db8:100::9"
+proto = "udp"
+dport = 53
+set_mark = 7
+
+[[hook]]
+point = "egress"
+port = "net_pcap1"
+kind = "filter"
+name = "fw"
+{filter}
+[[hook.rule]]
+src = "2001:db8:1::bad"
+action = "drop"
+[[hook.rule]]
+mark = 7
+action = "accept"
+[[hook.rule]]
+src = "10.0.1.0/24"
+proto = "udp"
+dport = 2000
+action = "accept"
+[[hook.rule]]
+src = "0.0.0.0/0"
+action = "drop"
+"#
+    )
 }

@@ -241,13 +241,7 @@ impl CachedClassifier {
     #[inline]
     pub fn classify<A: Answer>(&self, cache: &mut FlowCache<A>, keys: &[Key], results: &mut [A]) {
         let n = keys.len().min(results.len());
-        if cache.slots.is_empty() {
-            A::classify(&*self.inner, &keys[..n], &mut results[..n]);
-            return;
-        }
-        if cache.bypass_bursts > 0 {
-            cache.bypass_bursts -= 1;
-            self.counts.add(cache.worker, BYPASSED, n as u64);
+        if self.goes_past(cache.slots.len(), &mut cache.bypass_bursts, cache.worker, n) {
             A::classify(&*self.inner, &keys[..n], &mut results[..n]);
             return;
         }
@@ -340,11 +334,31 @@ impl CachedClassifier {
         results: &mut [A],
     ) {
         let n = keys.len().min(results.len());
-        if !cache.slots.is_empty() && cache.bypass_bursts > 0 {
-            cache.bypass_bursts -= 1;
-            self.counts.add(cache.worker, BYPASSED, n as u64);
-        }
+        self.goes_past(cache.slots.len(), &mut cache.bypass_bursts, cache.worker, n);
         A::classify(&*self.inner, &keys[..n], &mut results[..n]);
+    }
+
+    /// Whether a call of `n` keys goes past a worker's cache (of `slots`
+    /// slots, `bypass_bursts` left to bypass) straight to the classifier:
+    /// it has no slots, or it is bypassing them (the call then counted as
+    /// one of the bypass, for either family's cache).
+    #[inline(always)]
+    pub(super) fn goes_past(
+        &self,
+        slots: usize,
+        bypass_bursts: &mut u32,
+        worker: usize,
+        n: usize,
+    ) -> bool {
+        if slots == 0 {
+            return true;
+        }
+        if *bypass_bursts == 0 {
+            return false;
+        }
+        *bypass_bursts -= 1;
+        self.counts.add(worker, BYPASSED, n as u64);
+        true
     }
 
     /// The end of a burst that went through `cache`: `lookups` keys of

@@ -13,7 +13,7 @@
 //! arrives on the worker. The cache holds the first rule set's answer (the
 //! one IPv6 has).
 
-use super::flow_cache::{judge_window, BYPASSED, HITS, MISSES};
+use super::flow_cache::{judge_window, HITS, MISSES};
 use super::{CachedClassifier, Key6};
 use crate::MAX_BURST;
 
@@ -143,13 +143,7 @@ impl CachedClassifier {
     #[inline]
     pub fn classify6(&self, cache: &mut FlowCache6, keys: &[Key6], results: &mut [u32]) {
         let n = keys.len().min(results.len());
-        if cache.slots.is_empty() {
-            self.inner.classify6(&keys[..n], &mut results[..n]);
-            return;
-        }
-        if cache.bypass_bursts > 0 {
-            cache.bypass_bursts -= 1;
-            self.counts.add(cache.worker, BYPASSED, n as u64);
+        if self.goes_past(cache.slots.len(), &mut cache.bypass_bursts, cache.worker, n) {
             self.inner.classify6(&keys[..n], &mut results[..n]);
             return;
         }

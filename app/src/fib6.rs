@@ -78,23 +78,27 @@ impl Fib6 {
     }
 
     /// Next-hop ids of a burst of destinations (16 bytes each, as
-    /// `Ipv6Packet::dst_bytes` gives them): one bulk lookup, then a miss
-    /// becomes the default route's id, or stays [`LPM6_MISS`] without one.
-    /// For `ip6_input`, once per burst.
+    /// `Ipv6Packet::dst_bytes` gives them), one bulk lookup; a miss stays
+    /// [`LPM6_MISS`]: the caller turns it into the default route's id with
+    /// [`or_default`](Self::or_default) (ip6_input, once per run of one id,
+    /// not once per packet). For `ip6_input`, once per burst.
     #[inline(always)]
     pub fn lookup_bulk(&self, dsts: &[[u8; 16]], ids: &mut [u32]) {
         self.lpm.lookup_bulk(dsts, ids);
-        let default = self.default.load(Acquire);
-        if default != LPM6_MISS {
-            for id in ids.iter_mut() {
-                if *id == LPM6_MISS {
-                    *id = default;
-                }
-            }
+    }
+
+    /// The default route's id for a miss of [`lookup_bulk`](Self::lookup_bulk)
+    /// (still [`LPM6_MISS`] without a default route), else `id`.
+    #[inline(always)]
+    pub fn or_default(&self, id: u32) -> u32 {
+        if id == LPM6_MISS {
+            self.default.load(Acquire)
+        } else {
+            id
         }
     }
 
-    /// The next hop of an id from `lookup_bulk` (`None` for a miss).
+    /// The next hop of an id from `or_default` (`None` for a miss).
     #[inline(always)]
     pub fn hop(&self, id: u32) -> Option<NextHop6> {
         self.hops.get(id)

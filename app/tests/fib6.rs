@@ -134,7 +134,7 @@ fn config_routes_resolve() {
     let mut ids = vec![0u32; dsts.len()];
     fib.lookup_bulk(&dsts, &mut ids);
     for ((dst, want), id) in cases.iter().zip(&ids) {
-        assert_eq!(fib.hop(*id), Some(*want), "bulk {dst}");
+        assert_eq!(fib.hop(fib.or_default(*id)), Some(*want), "bulk {dst}");
     }
     assert_eq!(fib.hop(LPM6_MISS), None);
 
@@ -157,6 +157,7 @@ fn config_routes_resolve() {
     let mut one = [0u32];
     fib.lookup_bulk(&[a("2a00::1").octets()], &mut one);
     assert_eq!(one, [LPM6_MISS]);
+    assert_eq!(fib.or_default(one[0]), LPM6_MISS);
     assert_eq!(fib.lookup(&a("2001:db8:f000::1")).map(|h| h.neigh), Some(7));
 
     // Room for `--fib6-routes`: as many /48s as it says, each in a /24 of

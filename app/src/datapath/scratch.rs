@@ -23,10 +23,14 @@ pub struct Scratch {
     pub metas: [PacketMeta; BURST_SIZE],
     /// Set by l2_input for a burst that meets no hook: the plain packets
     /// whose metadata it left unwritten (it is `plain_meta` of the input
-    /// port). The forward in place writes only its route (out_port,
-    /// next_hop) and neigh_output reads only that; any other reader writes
-    /// the rest first ([`Scratch::fill_metas`]).
+    /// port, with protocol `unset_protocol`). The forward in place writes
+    /// only its route (out_port, next_hop) and neigh_output reads only
+    /// that; any other reader writes the rest first
+    /// ([`Scratch::fill_metas`]).
     pub unset: u64,
+    /// The ethertype of the `unset` packets: the family of l2_input's first
+    /// pass (IPv4 or IPv6).
+    pub unset_protocol: u16,
     /// For a packet in `steps.local`: why it goes to the control plane.
     pub punt: [Punt; BURST_SIZE],
     /// Set by ip_input for a packet it routed: the next hop's neighbour
@@ -83,7 +87,8 @@ impl Scratch {
     #[inline(never)]
     fn fill_unset(&mut self, mask: u64, port: u16, routed: bool) {
         self.unset &= !mask;
-        let plain = plain_meta(port);
+        let mut plain = plain_meta(port);
+        plain.protocol = self.unset_protocol;
         for i in each(mask) {
             let meta = &mut self.metas[i];
             let (out_port, next_hop) = (meta.out_port, meta.next_hop);
@@ -103,6 +108,7 @@ impl Default for Scratch {
             tagged: 0,
             metas: [PacketMeta::default(); BURST_SIZE],
             unset: 0,
+            unset_protocol: hooks::wire::ethernet::ethertype::IPV4,
             punt: [Punt::Arp; BURST_SIZE],
             neigh: [0; BURST_SIZE],
             ipv4: [Ipv4Fields::EMPTY; BURST_SIZE],

@@ -102,13 +102,29 @@ fn input(cx: &mut Cx<'_>, mask: u64) {
     // The whole burst plain at byte 14 (the common case): lookup `j` is
     // packet `j`. Else each packet is checked in full, those that pass
     // gathered in order.
+    // Metadata l2_input left unset (no hooks) is plain IPv6 at byte 14, to
+    // our MAC: a burst all of it reads none. Any other reads all of it.
     let n = cx.burst.len().min(BURST_SIZE);
-    let identity = mask == all(n) && check_plain(cx);
-    let k = if identity { n } else { check_all(cx, mask) };
+    let unset = cx.s.unset == all(n);
+    if !unset {
+        cx.s.fill_metas(mask, cx.port, false);
+    }
+    let identity = mask == all(n)
+        && if unset {
+            check_plain::<false>(cx)
+        } else {
+            check_plain::<true>(cx)
+        };
+    let k = if identity {
+        n
+    } else {
+        cx.s.fill_metas(mask, cx.port, false);
+        check_all(cx, mask)
+    };
     let b = &mut cx.s.ip6;
     fib.lookup_bulk(&b.dsts[..k], &mut b.ids[..k]);
     let routed_before = cx.s.steps.neigh_output;
-    let out_port = runs::route_all(cx, fib, k, identity);
+    let out_port = runs::route_all(cx, fib, k, identity, identity && unset);
     // The one output port of every packet routed (ip_input's and ours).
     if let Some(port) = out_port {
         cx.s.out_port = if routed_before == 0 || cx.s.out_port == port {
@@ -120,14 +136,15 @@ fn input(cx: &mut Cx<'_>, mask: u64) {
 }
 
 /// The plain check ([`plain_ipv6`]) of every packet of the burst, its
-/// header at byte 14, its destination at its place in `ip6.dsts`. False
-/// at the first that is not plain: the burst then goes the general way.
+/// header at byte 14 (read from its metadata if `META`, else known), its
+/// destination at its place in `ip6.dsts`. False at the first that is not
+/// plain: the burst then goes the general way.
 #[inline(always)]
-fn check_plain(cx: &mut Cx<'_>) -> bool {
+fn check_plain<const META: bool>(cx: &mut Cx<'_>) -> bool {
     let s = &mut *cx.s;
     let packets = cx.burst.as_slice().iter().zip(&s.metas);
     for ((m, meta), dst) in packets.zip(&mut s.ip6.dsts) {
-        let plain = (meta.l3_offset == ETH_LEN as u16)
+        let plain = (!META || meta.l3_offset == ETH_LEN as u16)
             .then(|| plain_ipv6(m.data(), ETH_LEN))
             .flatten();
         let Some((_, h)) = plain else {
@@ -365,6 +382,48 @@ mod tests {
         assert_eq!(b.data(3)[14 + 7], 64);
         assert_eq!(b.scratch.metas[2].out_port, 1, "the port it exceeds");
         assert_eq!(b.scratch.out_port, 1);
+    }
+
+    #[test]
+    fn a_burst_with_its_metadata_left_unset_reads_none_and_fills_what_it_refuses() {
+        // As l2_input leaves a plain IPv6 burst that meets no hook: the
+        // metadata is another burst's.
+        let frames = [
+            udp6(PEER, FAR),
+            udp6(PEER, FAR).hop_limit(1),
+            udp6(PEER, FAR),
+        ];
+        let mut b = Bench::with_ipv6();
+        b.frames(&frames.iter().map(Frame6::build).collect::<Vec<_>>());
+        let mut stale = PacketMeta::received_on(1);
+        stale.l3_offset = 18;
+        stale.packet_type = PacketType::OtherHost;
+        b.state(
+            Steps {
+                ip6_input: 0b111,
+                ..Steps::default()
+            },
+            &[stale; 3],
+        );
+        b.scratch.unset = 0b111;
+        b.scratch.unset_protocol = ethertype::IPV6;
+        let steps = b.run(&SPEC, run);
+        assert_eq!(
+            (steps.neigh_output, steps.local),
+            (0b101, 0b010),
+            "{steps:#x?}"
+        );
+        assert_eq!(b.scratch.punt[1], Punt::HopLimitExceeded);
+        // The refused packet's metadata written, for the control plane.
+        let m = &b.scratch.metas[1];
+        assert_eq!(
+            (m.in_port, m.protocol, m.packet_type, m.l3_offset),
+            (0, ethertype::IPV6, PacketType::Host, 14)
+        );
+        // The forwards wrote their route only (neigh_output fills the rest).
+        assert_eq!(b.scratch.unset, 0b101);
+        assert_eq!((b.scratch.metas[0].out_port, b.data(0)[14 + 7]), (1, 63));
+        assert_eq!((b.scratch.metas[2].out_port, b.data(2)[14 + 7]), (1, 63));
     }
 
     #[test]

@@ -20,19 +20,32 @@ use hooks::{PacketMeta, PacketType};
 
 /// Route the `k` packets looked up. `identity`: the burst is plain IPv6 at
 /// byte 14 throughout and lookup `j` is packet `j`; else `ip6.at` and
-/// `ip6.fields` say each lookup's packet and fields. Returns the output
-/// port of the packets forwarded (u16::MAX if several; `None` if none).
+/// `ip6.fields` say each lookup's packet and fields. `unset`: every
+/// packet's metadata is l2_input's unwritten plain one (to our MAC).
+/// Returns the output port of the packets forwarded (u16::MAX if several;
+/// `None` if none).
 #[inline(always)]
-pub fn route_all(cx: &mut Cx<'_>, fib: &Fib6, k: usize, identity: bool) -> Option<u16> {
+pub fn route_all(
+    cx: &mut Cx<'_>,
+    fib: &Fib6,
+    k: usize,
+    identity: bool,
+    unset: bool,
+) -> Option<u16> {
     let mut neighbours = Neighbours::new(cx.pipeline);
     let mut out_port = None;
     let mut j = 0;
     while j < k {
+        // A miss (no route in the table) is the default route's id, by run.
         let id = cx.s.ip6.ids[j % BURST_SIZE];
-        let hop = fib.hop(id);
+        let hop = fib.hop(fib.or_default(id));
         let (end, forwarded) = match hop {
             Some(h) if identity && h.kind == HopKind::Forward && h.neigh != NEIGH_BY_DST => {
-                forward_range(cx, j, k, id, &h, &mut neighbours)
+                if unset {
+                    forward_range::<false>(cx, j, k, id, &h, &mut neighbours)
+                } else {
+                    forward_range::<true>(cx, j, k, id, &h, &mut neighbours)
+                }
             }
             _ => route_run(cx, j, k, hop, identity, &mut neighbours),
         };
@@ -51,9 +64,11 @@ pub fn route_all(cx: &mut Cx<'_>, fib: &Fib6, k: usize, identity: bool) -> Optio
 /// The packets from `from` (before `k`) whose id is `id`, a forward by
 /// `hop` with its neighbour's index, in a plain burst: each forwarded in
 /// place, those [`forward_plain`] refuses (hop limit, MTU, not to our MAC)
-/// the general way. Returns where the run ends and whether it forwarded.
+/// the general way. `META`: the packet type is read from the metadata
+/// (else it is l2_input's unwritten plain one: to our MAC). Returns where
+/// the run ends and whether it forwarded.
 #[inline(always)]
-fn forward_range(
+fn forward_range<const META: bool>(
     cx: &mut Cx<'_>,
     from: usize,
     k: usize,
@@ -75,7 +90,7 @@ fn forward_range(
         if x != id {
             break;
         }
-        if !forward_plain(m, meta, &hop) {
+        if !forward_plain::<META>(m, meta, &hop) {
             other |= 1 << n;
         }
         n += 1;
@@ -98,9 +113,9 @@ fn forward_range(
 /// [`plain_ipv6`]: a global source, no padding) by `hop`: to our MAC, hop
 /// limit above 1, within the MTU; then hop limit - 1 and the route in the
 /// metadata (the caller sets its neighbour index). False, with the packet
-/// as it was, for any other.
+/// as it was, for any other. `META`: as [`forward_range`]'s.
 #[inline(always)]
-fn forward_plain(m: &mut Mbuf, meta: &mut PacketMeta, hop: &NextHop6) -> bool {
+fn forward_plain<const META: bool>(m: &mut Mbuf, meta: &mut PacketMeta, hop: &NextHop6) -> bool {
     let len = m.data().len();
     let Some(h) = m
         .data_mut()
@@ -111,7 +126,8 @@ fn forward_plain(m: &mut Mbuf, meta: &mut PacketMeta, hop: &NextHop6) -> bool {
     };
     let hop_limit = h[field::HOP_LIMIT];
     let fits = len - HEADER_LEN <= usize::from(hop.mtu);
-    if (meta.packet_type != PacketType::Host) | (hop_limit <= 1) | !fits {
+    let other_host = META && meta.packet_type != PacketType::Host;
+    if other_host | (hop_limit <= 1) | !fits {
         return false;
     }
     ipv6::decrement_hop_limit(h, hop_limit);
@@ -160,6 +176,7 @@ fn route_one(
     identity: bool,
     neighbours: &mut Neighbours<'_>,
 ) -> bool {
+    cx.s.fill_metas(1 << i, cx.port, false);
     let Some(m) = cx.burst.as_mut_slice().get_mut(i) else {
         return false;
     };

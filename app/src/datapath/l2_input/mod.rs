@@ -13,7 +13,7 @@ use crate::dpdk::{Mbuf, MbufBurst, BURST_SIZE};
 use eth_type_trans::eth_type_trans;
 use hooks::wire::ethernet::{ethertype, HEADER_LEN, MIN_FRAME_LEN};
 use hooks::{DropReason, PacketMeta, PacketType};
-use plain::{mac_word, plain_l2, plain_l2_of, plain_meta, plain_meta6};
+use plain::{mac_word, plain_l2_of, plain_meta, plain_meta6};
 
 pub const SPEC: StageSpec = StageSpec {
     stage: Stage::L2Input,
@@ -35,8 +35,10 @@ pub const SPEC: StageSpec = StageSpec {
 pub const PREFETCH_AHEAD: usize = 4;
 
 /// Translate every frame of the burst: plain IPv4 to us goes to ip_input,
-/// ARP to local (`Punt::Arp`), anything else is translated in full (IPv6
-/// to ip6_input among them: a burst of plain IPv4 never looks at IPv6).
+/// ARP to local (`Punt::Arp`), anything else is translated in full. A burst
+/// whose first frame is IPv6 (with an IPv6 FIB) takes plain IPv6 in the
+/// first pass instead: one branch per burst picks the family, so a burst
+/// of one family tests each frame once.
 #[inline(always)]
 pub fn run(cx: &mut Cx<'_>) {
     let port = cx.port;
@@ -44,71 +46,85 @@ pub fn run(cx: &mut Cx<'_>) {
         pad_short_frames(cx.burst);
     }
     let word = mac_word(&cx.pipeline.macs[usize::from(port)]);
-    // Opaque to the compiler, so that it is copied per packet as its 32
-    // bytes (two 16-byte stores), not rebuilt field by field.
-    let plain = std::hint::black_box(plain_meta(port));
     let mbufs = cx.burst.as_slice();
     let mbufs = &mbufs[..mbufs.len().min(BURST_SIZE)];
     for m in mbufs.iter().take(PREFETCH_AHEAD) {
         m.prefetch_data();
     }
+    let ipv6 = cx.pipeline.fib6.is_some() && mbufs.first().is_some_and(|m| is_ipv6(m.data()));
     // The metadata is read by hooks and by the control plane; a burst that
     // meets no hook has it written only where it is read (`Scratch::unset`).
     let hooks = cx.hooks.any_ingress() || cx.hooks.any_egress();
-    let ipv4 = if hooks {
-        plain_all::<true>(mbufs, &mut cx.s.metas, word, &plain)
+    // Opaque to the compiler, so that it is copied per packet as its 32
+    // bytes (two 16-byte stores), not rebuilt field by field.
+    let (plain, protocol) = if ipv6 {
+        (std::hint::black_box(plain_meta6(port)), ethertype::IPV6)
     } else {
-        plain_all::<false>(mbufs, &mut cx.s.metas, word, &plain)
+        (std::hint::black_box(plain_meta(port)), ethertype::IPV4)
     };
-    cx.s.unset = if hooks { 0 } else { ipv4 };
-    let others = all(mbufs.len()) & !ipv4;
-    cx.s.steps.ip_input = ipv4;
+    let metas = &mut cx.s.metas;
+    let taken = match (ipv6, hooks) {
+        (false, true) => plain_all::<{ ethertype::IPV4 }, true>(mbufs, metas, word, &plain),
+        (false, false) => plain_all::<{ ethertype::IPV4 }, false>(mbufs, metas, word, &plain),
+        (true, true) => plain_all::<{ ethertype::IPV6 }, true>(mbufs, metas, word, &plain),
+        (true, false) => plain_all::<{ ethertype::IPV6 }, false>(mbufs, metas, word, &plain),
+    };
+    cx.s.unset = if hooks { 0 } else { taken };
+    cx.s.unset_protocol = protocol;
+    let others = all(mbufs.len()) & !taken;
+    (cx.s.steps.ip_input, cx.s.steps.ip6_input) = if ipv6 { (0, taken) } else { (taken, 0) };
     cx.s.tagged = 0;
     if others != 0 {
         translate_all(cx, others);
     }
 }
 
-/// The plain frames of `mbufs`, each with its metadata `plain` written if
-/// `META`; each frame's first line asked for PREFETCH_AHEAD packets ahead.
+/// Whether a frame's ethertype (untagged) is IPv6: the family of the
+/// burst's first pass.
 #[inline(always)]
-fn plain_all<const META: bool>(
+fn is_ipv6(frame: &[u8]) -> bool {
+    frame
+        .get(12..14)
+        .is_some_and(|t| *t == ethertype::IPV6.to_be_bytes())
+}
+
+/// The frames of `mbufs` plain untagged `TY` to us, each with its metadata
+/// `plain` written if `META`; each frame's first line asked for
+/// PREFETCH_AHEAD packets ahead.
+#[inline(always)]
+fn plain_all<const TY: u16, const META: bool>(
     mbufs: &[Mbuf],
     metas: &mut [PacketMeta; BURST_SIZE],
     word: u64,
     plain: &PacketMeta,
 ) -> Mask {
-    let mut ipv4: Mask = 0;
+    let mut taken: Mask = 0;
     let ahead = mbufs.get(PREFETCH_AHEAD..).unwrap_or_default();
     if !META {
         // No metadata: two slices walked by one index, one loop test.
         for (i, (ahead, m)) in ahead.iter().zip(mbufs).enumerate() {
             ahead.prefetch_data();
-            ipv4 |= Mask::from(plain_l2(m.data(), word)) << i;
+            taken |= Mask::from(plain_l2_of::<TY>(m.data(), word)) << i;
         }
         let from = ahead.len();
         for (i, m) in mbufs.iter().enumerate().skip(from) {
-            ipv4 |= Mask::from(plain_l2(m.data(), word)) << i;
+            taken |= Mask::from(plain_l2_of::<TY>(m.data(), word)) << i;
         }
-        return ipv4;
+        return taken;
     }
     let mut state = mbufs.iter().zip(metas.iter_mut()).enumerate();
     // Each packet with the one PREFETCH_AHEAD places on (`ahead` first: it
     // ends first, and then takes no packet from `state`), then the last few.
     for (ahead, (i, (m, meta))) in ahead.iter().zip(state.by_ref()) {
         ahead.prefetch_data();
-        if META {
-            *meta = *plain;
-        }
-        ipv4 |= Mask::from(plain_l2(m.data(), word)) << i;
+        *meta = *plain;
+        taken |= Mask::from(plain_l2_of::<TY>(m.data(), word)) << i;
     }
     for (i, (m, meta)) in state {
-        if META {
-            *meta = *plain;
-        }
-        ipv4 |= Mask::from(plain_l2(m.data(), word)) << i;
+        *meta = *plain;
+        taken |= Mask::from(plain_l2_of::<TY>(m.data(), word)) << i;
     }
-    ipv4
+    taken
 }
 
 /// The frames that are not plain untagged IPv4 to us: the full translation.
@@ -125,17 +141,7 @@ fn translate_all(cx: &mut Cx<'_>, others: Mask) {
         Some(_) => (mac_word(&port_mac), plain_meta6(cx.port)),
         None => (u64::MAX, PacketMeta::received_on(cx.port)),
     };
-    // A burst of IPv6 alone (the IPv6 router's common case): its plain
-    // frames in one pass, the rest as below.
-    let n = cx.burst.len().min(BURST_SIZE);
-    let rest = if others == all(n) && v6.is_some() {
-        let plain = plain6_all(cx.burst.as_slice(), &mut cx.s.metas, word6, &plain6);
-        cx.s.steps.ip6_input |= plain;
-        others & !plain
-    } else {
-        others
-    };
-    for i in each(rest) {
+    for i in each(others) {
         let Some(m) = cx.burst.as_slice().get(i) else {
             continue;
         };
@@ -161,23 +167,6 @@ fn translate_all(cx: &mut Cx<'_>, others: Mask) {
             Err(r) => cx.drop(i, r),
         }
     }
-}
-
-/// The frames of `mbufs` plain IPv6 to us (`word6`), each with its
-/// metadata `plain6` (the others' is written again by the translation).
-#[inline(always)]
-fn plain6_all(
-    mbufs: &[Mbuf],
-    metas: &mut [PacketMeta; BURST_SIZE],
-    word6: u64,
-    plain6: &PacketMeta,
-) -> Mask {
-    let mut plain: Mask = 0;
-    for (i, (m, meta)) in mbufs.iter().zip(metas.iter_mut()).enumerate() {
-        *meta = *plain6;
-        plain |= Mask::from(plain_l2_of::<{ ethertype::IPV6 }>(m.data(), word6)) << i;
-    }
-    plain
 }
 
 /// The next step of a frame that is not plain, its metadata written.
@@ -365,6 +354,39 @@ mod tests {
     }
 
     #[test]
+    fn the_first_frame_s_family_takes_the_first_pass_and_the_other_is_translated() {
+        use crate::datapath::ip6_input::frames::udp6;
+        let v4 = testkit::udp([10, 0, 1, 7], [198, 51, 100, 9], 1, 2)
+            .macs(PORT_MACS[0], PEER_MAC)
+            .build();
+        let v6 = udp6("2001:db8:1::7", "2001:db8:100::9").build();
+        for (frames, first) in [
+            (vec![v4.clone(), v6.clone(), v4.clone()], ethertype::IPV4),
+            (vec![v6.clone(), v4.clone(), v6.clone()], ethertype::IPV6),
+        ] {
+            let mut b = Bench::with_ipv6();
+            b.frames(&frames);
+            let steps = b.run(&SPEC, run);
+            let (v4s, v6s) = if first == ethertype::IPV4 {
+                (0b101, 0b010)
+            } else {
+                (0b010, 0b101)
+            };
+            assert_eq!((steps.ip_input, steps.ip6_input), (v4s, v6s), "{first:#x}");
+            // The first pass's are left unset; the other's are written.
+            assert_eq!(b.scratch.unset, 0b101, "{first:#x}");
+            assert_eq!(b.scratch.unset_protocol, first);
+            let other = &b.scratch.metas[1];
+            assert_ne!(other.protocol, first);
+            assert_eq!((other.packet_type, other.l3_offset), (PacketType::Host, 14));
+            b.scratch.fill_metas(0b101, 0, false);
+            for i in [0, 2] {
+                assert_eq!(b.scratch.metas[i].protocol, first, "{first:#x}");
+            }
+        }
+    }
+
+    #[test]
     fn ipv6_to_our_mac_or_a_group_of_ours_goes_to_ip6_input() {
         use crate::datapath::ip6_input::frames::{icmp6, udp6};
         let peer = "2001:db8:1::7";
@@ -409,6 +431,11 @@ mod tests {
             (m.protocol, m.packet_type, m.l3_offset),
             (ethertype::IPV6, PacketType::Multicast, 14)
         );
+        // The burst starts with IPv6: its first pass took the plain IPv6
+        // frame, whose metadata (no hooks) is left unset, and IPv6's.
+        assert_eq!(b.scratch.unset, 0b1);
+        b.scratch.fill_metas(0b1, 0, false);
+        assert_eq!(b.scratch.metas[0], plain_meta6(0));
         // Without an IPv6 FIB, IPv6 is not taken.
         let mut b = Bench::new();
         b.frames(&[udp6(peer, "2001:db8:100::9").build()]);

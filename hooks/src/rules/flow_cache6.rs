@@ -61,11 +61,11 @@ impl FlowCache6 {
 #[inline(always)]
 fn find(slots: &[Slot6], s: usize, k: &Key6) -> Option<u32> {
     let first = slots.get(s)?;
-    if first.key == *k {
+    if first.key.same(k) {
         return Some(first.result);
     }
     let second = slots.get(s ^ 1)?;
-    (second.key == *k).then_some(second.result)
+    second.key.same(k).then_some(second.result)
 }
 
 /// Keep `k`'s answer in `s`, or in its pair when `s` holds another key and

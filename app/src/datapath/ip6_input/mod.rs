@@ -101,18 +101,16 @@ fn input(cx: &mut Cx<'_>, mask: u64) {
     };
     // The whole burst plain at byte 14 (the common case): lookup `j` is
     // packet `j`. Else each packet is checked in full, those that pass
-    // gathered in order.
-    // Metadata l2_input left unset (no hooks) is plain IPv6 at byte 14, to
-    // our MAC: a burst all of it reads none. Any other reads all of it.
+    // gathered in order. Metadata l2_input left unset (no hooks) is plain
+    // IPv6 at byte 14 to our MAC: a burst all of it reads none; any other
+    // burst has it written first.
     let n = cx.burst.len().min(BURST_SIZE);
     let unset = cx.s.unset == all(n);
-    if !unset {
-        cx.s.fill_metas(mask, cx.port, false);
-    }
     let identity = mask == all(n)
         && if unset {
             check_plain::<false>(cx)
         } else {
+            cx.s.fill_metas(mask, cx.port, false);
             check_plain::<true>(cx)
         };
     let k = if identity {

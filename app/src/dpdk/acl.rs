@@ -478,10 +478,11 @@ const FIELDS6: [(From6, u8, u32); NUM_FIELDS6] = {
 /// An ACL rule of the IPv6 layout.
 type AclRule6 = AclRuleN<NUM_FIELDS6>;
 
-/// The build config of the IPv6 contexts (one category: the first set).
-fn config6() -> sys::rte_acl_config {
+/// The build config of the IPv6 contexts, of `categories` categories (1,
+/// or [`CATEGORIES`] for several rule sets, as IPv4's).
+fn config6(categories: u32) -> sys::rte_acl_config {
     let mut cfg = sys::rte_acl_config {
-        num_categories: 1,
+        num_categories: categories,
         num_fields: NUM_FIELDS6 as u32,
         ..Default::default()
     };
@@ -511,14 +512,14 @@ fn addr_word(p: Option<Prefix6>, w: u32) -> sys::rte_acl_field {
     }
 }
 
-/// The IPv6 ACL rules of `r`, rule number `index` (0-based) of the first
-/// rule set, appended to `out`: none for an IPv4 rule.
-fn expand6(r: &MatchRule, index: usize, out: &mut Vec<AclRule6>) {
+/// The IPv6 ACL rules of `r`, rule number `index` (0-based) of rule set
+/// (ACL category) `set`, appended to `out`: none for an IPv4 rule.
+fn expand6(r: &MatchRule, set: usize, index: usize, out: &mut Vec<AclRule6>) {
     if !r.applies_to(Family::Ipv6) {
         return;
     }
     let mut v4 = Vec::new();
-    expand_fields(r, 0, index, &mut v4);
+    expand_fields(r, set, index, &mut v4);
     out.extend(v4.iter().map(|a| AclRule6 {
         data: a.data,
         field: FIELDS6.map(|(from, _, _)| from.field(a, r)),
@@ -630,9 +631,11 @@ impl AclBuilder {
         let ctxs = self.build_runs(rules.len(), &starts, |run| {
             self.build_ctx(&layout, categories, &acl[run])
         })?;
-        // IPv6: the first set's rules.
-        let first: &[MatchRule] = sets.first().copied().unwrap_or_default();
-        let (ctxs6, acl_rules6) = self.build_acl6(first).map_err(|e| format!("IPv6: {e}"))?;
+        // IPv6: the same sets' rules that apply to IPv6, as the same
+        // categories.
+        let (ctxs6, acl_rules6) = self
+            .build_acl6(&rules, categories)
+            .map_err(|e| format!("IPv6: {e}"))?;
         Ok(AclClassifier {
             ctxs,
             acl_rules: acl.len(),
@@ -643,17 +646,23 @@ impl AclBuilder {
         })
     }
 
-    /// The IPv6 contexts of `rules` (validated) and their number of ACL
-    /// rules; no context when no rule applies to IPv6.
-    fn build_acl6(&self, rules: &[MatchRule]) -> Result<(Vec<AclCtx<Key6>>, usize), String> {
+    /// The IPv6 contexts of `rules` (validated; each with its set and its
+    /// index in the set, the sets one after the other) in `categories`
+    /// categories, and their number of ACL rules; no context when no rule
+    /// applies to IPv6.
+    fn build_acl6(
+        &self,
+        rules: &[(usize, usize, &MatchRule)],
+        categories: u32,
+    ) -> Result<(Vec<AclCtx<Key6>>, usize), String> {
         let mut acl = Vec::new();
         let mut starts = Vec::with_capacity(rules.len() + 1);
-        for (i, r) in rules.iter().enumerate() {
+        for &(c, i, r) in rules {
             starts.push(acl.len());
-            expand6(r, i, &mut acl);
+            expand6(r, c, i, &mut acl);
         }
         starts.push(acl.len());
-        let cfg = config6();
+        let cfg = config6(categories);
         let ctxs = self.build_runs(rules.len(), &starts, |run| {
             self.build_ctx_rules(&acl[run], cfg)
         })?;
@@ -958,7 +967,8 @@ pub struct AclClassifier {
     /// Categories the contexts were built with: 1, or [`CATEGORIES`] for
     /// several rule sets.
     categories: u32,
-    /// The IPv6 contexts (one category), none when no rule applies to IPv6.
+    /// The IPv6 contexts (of `categories` too), none when no rule applies
+    /// to IPv6.
     ctxs6: Vec<AclCtx<Key6>>,
     acl_rules6: usize,
 }
@@ -980,7 +990,7 @@ impl AclClassifier {
         self.fields
     }
 
-    /// IPv6 ACL rules the first set's rules for IPv6 expanded to.
+    /// IPv6 ACL rules the sets' rules for IPv6 expanded to.
     pub fn acl_rules6(&self) -> usize {
         self.acl_rules6
     }
@@ -1013,41 +1023,58 @@ impl Classifier for AclClassifier {
     }
 
     fn classify_sets(&self, keys: &[Key], results: &mut [Answers]) {
-        let n = keys.len().min(results.len());
-        let per_key = self.categories as usize;
-        let mut raw = [0u32; ACL_BURST * CATEGORIES as usize];
-        if let ([ctx], CATEGORIES) = (&self.ctxs[..], self.categories) {
-            // One context of several sets (the common case): its answers
-            // are the sets' own, copied without merging.
-            for (keys, results) in keys[..n]
-                .chunks(ACL_BURST)
-                .zip(results[..n].chunks_mut(ACL_BURST))
-            {
-                ctx.classify(keys, &mut raw, CATEGORIES);
-                for (r, got) in results
-                    .iter_mut()
-                    .zip(raw.chunks_exact(CATEGORIES as usize))
-                {
-                    if let Some(got) = got.first_chunk::<MAX_SETS>() {
-                        *r = *got;
-                    }
-                }
-            }
-            return;
-        }
+        classify_sets_in(&self.ctxs, self.categories, keys, results);
+    }
+
+    fn classify_sets6(&self, keys: &[Key6], results: &mut [Answers]) {
+        classify_sets_in(&self.ctxs6, self.categories, keys, results);
+    }
+}
+
+/// Every set's answer for each of `keys` into `results`, with `ctxs`,
+/// contexts of `categories` categories over consecutive runs of the sets'
+/// rules: per set, the first context's match, else the next one's.
+#[inline(always)]
+fn classify_sets_in<K: AclKey>(
+    ctxs: &[AclCtx<K>],
+    categories: u32,
+    keys: &[K],
+    results: &mut [Answers],
+) {
+    let n = keys.len().min(results.len());
+    let per_key = categories as usize;
+    let mut raw = [0u32; ACL_BURST * CATEGORIES as usize];
+    if let ([ctx], CATEGORIES) = (ctxs, categories) {
+        // One context of several sets (the common case): its answers
+        // are the sets' own, copied without merging.
         for (keys, results) in keys[..n]
             .chunks(ACL_BURST)
             .zip(results[..n].chunks_mut(ACL_BURST))
         {
-            results.fill([0; MAX_SETS]);
-            // Each context in rule order: per set, the first that matched.
-            for ctx in &self.ctxs {
-                ctx.classify(keys, &mut raw, self.categories);
-                for (r, got) in results.iter_mut().zip(raw.chunks_exact(per_key)) {
-                    for (r, &g) in r.iter_mut().zip(got) {
-                        if *r == 0 {
-                            *r = g;
-                        }
+            ctx.classify(keys, &mut raw, CATEGORIES);
+            for (r, got) in results
+                .iter_mut()
+                .zip(raw.chunks_exact(CATEGORIES as usize))
+            {
+                if let Some(got) = got.first_chunk::<MAX_SETS>() {
+                    *r = *got;
+                }
+            }
+        }
+        return;
+    }
+    for (keys, results) in keys[..n]
+        .chunks(ACL_BURST)
+        .zip(results[..n].chunks_mut(ACL_BURST))
+    {
+        results.fill([0; MAX_SETS]);
+        // Each context in rule order: per set, the first that matched.
+        for ctx in ctxs {
+            ctx.classify(keys, &mut raw, categories);
+            for (r, got) in results.iter_mut().zip(raw.chunks_exact(per_key)) {
+                for (r, &g) in r.iter_mut().zip(got) {
+                    if *r == 0 {
+                        *r = g;
                     }
                 }
             }
@@ -1217,7 +1244,7 @@ mod tests {
 
     #[test]
     fn ipv6_fields_group_whole_words() {
-        let cfg = config6();
+        let cfg = config6(1);
         check_config_in(&cfg, Key6::SIZE as u32);
         let defs = &cfg.defs[..NUM_FIELDS6];
         // Every byte of the key's fields read once, past the first field.
@@ -1297,10 +1324,10 @@ mod tests {
             ..MatchRule::any()
         };
         let mut out = Vec::new();
-        expand6(&v4, 0, &mut out);
+        expand6(&v4, 0, 0, &mut out);
         assert!(out.is_empty(), "an IPv4 rule has no IPv6 ACL rule");
-        expand6(&MatchRule::any(), 1, &mut out);
-        expand6(&v6, 2, &mut out);
+        expand6(&MatchRule::any(), 0, 1, &mut out);
+        expand6(&v6, 0, 2, &mut out);
         assert_eq!(out.len(), 3, "one, then one per state");
         assert_eq!(out[0].data.userdata, 2);
         let src0 = FIELDS6.iter().position(|f| f.0 == From6::Src(0)).unwrap();

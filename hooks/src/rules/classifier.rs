@@ -27,15 +27,22 @@ pub trait Classifier: Send + Sync {
     fn classify_sets(&self, keys: &[Key], results: &mut [Answers]) {
         set_by_set(keys, results, 1, |_, k, r| self.classify(k, r));
     }
+
+    /// [`Classifier::classify_sets`] for IPv6 keys: each set's answer as
+    /// [`Classifier::classify6`] gives it for that set alone (an IPv4 rule
+    /// never matches; the answer is 1 + the rule's index in its set).
+    fn classify_sets6(&self, keys: &[Key6], results: &mut [Answers]) {
+        set_by_set(keys, results, 1, |_, k, r| self.classify6(k, r));
+    }
 }
 
-/// [`Classifier::classify_sets`] by asking for each of `sets` sets in turn
-/// (`classify(set, keys, results)`); the others answer 0.
-fn set_by_set(
-    keys: &[Key],
+/// [`Classifier::classify_sets`] (or its IPv6 twin) by asking for each of
+/// `sets` sets in turn (`classify(set, keys, results)`); the others answer 0.
+fn set_by_set<K>(
+    keys: &[K],
     results: &mut [Answers],
     sets: usize,
-    classify: impl Fn(usize, &[Key], &mut [u32]),
+    classify: impl Fn(usize, &[K], &mut [u32]),
 ) {
     let n = keys.len().min(results.len());
     let mut one = [0u32; crate::MAX_BURST];
@@ -105,6 +112,12 @@ impl Classifier for EachSet {
     fn classify_sets(&self, keys: &[Key], results: &mut [Answers]) {
         set_by_set(keys, results, self.0.len(), |c, k, r| {
             self.0[c].classify(k, r)
+        });
+    }
+
+    fn classify_sets6(&self, keys: &[Key6], results: &mut [Answers]) {
+        set_by_set(keys, results, self.0.len(), |c, k, r| {
+            self.0[c].classify6(k, r)
         });
     }
 }

@@ -28,6 +28,7 @@
 
 use super::classifier::{Answers, Classifier};
 use super::key::Key;
+use super::key6::Key6;
 use crate::worker_counters::WorkerCounters;
 use crate::{HookArgs, HookBuildError, MAX_BURST};
 
@@ -56,6 +57,9 @@ pub const BYPASS_BURSTS: u32 = 4096;
 pub trait Answer: Copy + Default + Send + 'static {
     /// The classifier's answers for `keys`.
     fn classify(c: &dyn Classifier, keys: &[Key], out: &mut [Self]);
+
+    /// The same for IPv6 keys.
+    fn classify6(c: &dyn Classifier, keys: &[Key6], out: &mut [Self]);
 }
 
 impl Answer for u32 {
@@ -63,12 +67,22 @@ impl Answer for u32 {
     fn classify(c: &dyn Classifier, keys: &[Key], out: &mut [u32]) {
         c.classify(keys, out)
     }
+
+    #[inline(always)]
+    fn classify6(c: &dyn Classifier, keys: &[Key6], out: &mut [u32]) {
+        c.classify6(keys, out)
+    }
 }
 
 impl Answer for Answers {
     #[inline(always)]
     fn classify(c: &dyn Classifier, keys: &[Key], out: &mut [Answers]) {
         c.classify_sets(keys, out)
+    }
+
+    #[inline(always)]
+    fn classify6(c: &dyn Classifier, keys: &[Key6], out: &mut [Answers]) {
+        c.classify_sets6(keys, out)
     }
 }
 

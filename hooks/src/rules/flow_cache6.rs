@@ -8,21 +8,26 @@
 //! stale (a rule set is fixed for the life of a hook instance), the misses
 //! of a burst classified in one call, the same bypass rule over its own
 //! window, the same `flow_cache` size and counters (`flow_cache_hits`,
-//! `_misses` and `_bypassed` count both families). A slot is 68 bytes: 4,096
-//! slots are 272 KiB per worker, allocated with IPv4's when the hook
-//! arrives on the worker. The cache holds the first rule set's answer (the
-//! one IPv6 has).
+//! `_misses` and `_bypassed` count both families). A slot is the 64-byte
+//! key and what is kept for it (68 bytes for an answer, 80 for
+//! `classify`'s outcome): 4,096 slots are 272 or 320 KiB per worker,
+//! allocated with IPv4's when the hook arrives on the worker. Like IPv4's,
+//! it keeps the first rule set's answer, every set's
+//! ([`Classifier::classify_sets6`](super::Classifier::classify_sets6)), or
+//! what a hook makes of them (`classify`'s outcomes, lookahead answers
+//! included).
 
-use super::flow_cache::{judge_window, HITS, MISSES};
+use super::flow_cache::{judge_window, Answer, HITS, MISSES};
 use super::{CachedClassifier, Key6};
 use crate::MAX_BURST;
 
 #[derive(Clone, Copy)]
-struct Slot6 {
+struct Slot6<O> {
     /// [`UNUSED`] in a slot never filled.
     key: Key6,
-    /// The classifier's answer for `key` (1 + rule index, 0 = no match).
-    result: u32,
+    /// What the classifier's answer for `key` leads to (the answer itself
+    /// in a cache of answers).
+    result: O,
 }
 
 /// The key of an empty slot: no packet's key equals it (a key's bytes
@@ -30,9 +35,12 @@ struct Slot6 {
 const UNUSED: Key6 = Key6::from_bytes([0xff; 64]);
 
 /// One worker's IPv6 cache: its slots, bypass state and a burst's misses.
-pub struct FlowCache6 {
+/// It holds `O` for each key: the classifier's answer `A` (`u32`: of the
+/// first rule set; [`Answers`](super::Answers): of every set), or what a
+/// hook makes of it ([`CachedClassifier::classify6_mapped`]).
+pub struct FlowCache6<O = u32, A = O> {
     worker: usize,
-    slots: Box<[Slot6]>,
+    slots: Box<[Slot6<O>]>,
     /// `slots.len() - 1` (a power of two).
     mask: usize,
     window: u32,
@@ -40,26 +48,26 @@ pub struct FlowCache6 {
     bypass_bursts: u32,
     /// A chunk's misses: their keys, slots, places and answers (kept
     /// between bursts, each chunk writing what it reads).
-    missed: Box<Misses6>,
+    missed: Box<Misses6<A>>,
 }
 
-struct Misses6 {
+struct Misses6<A> {
     keys: [Key6; MAX_BURST],
     slot: [usize; MAX_BURST],
     at: [u8; MAX_BURST],
-    answers: [u32; MAX_BURST],
+    answers: [A; MAX_BURST],
 }
 
-impl FlowCache6 {
+impl<O, A> FlowCache6<O, A> {
     /// Slots (0: no cache).
     pub fn slots(&self) -> usize {
         self.slots.len()
     }
 }
 
-/// The answer for `k`, whose slot is `s`, from `s` or its pair `s ^ 1`.
+/// What is kept for `k`, whose slot is `s`, from `s` or its pair `s ^ 1`.
 #[inline(always)]
-fn find(slots: &[Slot6], s: usize, k: &Key6) -> Option<u32> {
+fn find<O: Copy>(slots: &[Slot6<O>], s: usize, k: &Key6) -> Option<O> {
     let first = slots.get(s)?;
     if first.key.same(k) {
         return Some(first.result);
@@ -68,20 +76,17 @@ fn find(slots: &[Slot6], s: usize, k: &Key6) -> Option<u32> {
     second.key.same(k).then_some(second.result)
 }
 
-/// Keep `k`'s answer in `s`, or in its pair when `s` holds another key and
-/// the pair none: two keys of one slot (64 flows in 4,096 slots have such
-/// a pair two times in five) then both stay, where a direct-mapped cache
-/// has them evict each other on every packet.
+/// Keep `result` for `k` in `s`, or in its pair when `s` holds another key
+/// and the pair none: two keys of one slot (64 flows in 4,096 slots have
+/// such a pair two times in five) then both stay, where a direct-mapped
+/// cache has them evict each other on every packet.
 #[inline]
-fn put(slots: &mut [Slot6], s: usize, k: &Key6, answer: u32) {
+fn put<O>(slots: &mut [Slot6<O>], s: usize, k: &Key6, result: O) {
     // A packet's key has byte 63 zero, [`UNUSED`] has it 0xff.
     let taken = |at: usize| slots.get(at).is_some_and(|x| x.key.as_bytes()[63] == 0);
     let at = if taken(s) && !taken(s ^ 1) { s ^ 1 } else { s };
     if let Some(slot) = slots.get_mut(at) {
-        *slot = Slot6 {
-            key: *k,
-            result: answer,
-        };
+        *slot = Slot6 { key: *k, result };
     }
 }
 
@@ -112,13 +117,13 @@ fn slot_of6(k: &Key6, mask: usize) -> usize {
 impl CachedClassifier {
     /// An empty IPv6 cache for worker `worker`, of the IPv4 cache's slots
     /// (allocated at the worker's quiescent point, never per burst).
-    pub fn cache6(&self, worker: usize) -> FlowCache6 {
+    pub fn cache6<O: Copy + Default, A: Answer>(&self, worker: usize) -> FlowCache6<O, A> {
         FlowCache6 {
             worker,
             slots: vec![
                 Slot6 {
                     key: UNUSED,
-                    result: 0
+                    result: O::default()
                 };
                 self.slots
             ]
@@ -131,20 +136,52 @@ impl CachedClassifier {
                 keys: [Key6::default(); MAX_BURST],
                 slot: [0; MAX_BURST],
                 at: [0; MAX_BURST],
-                answers: [0; MAX_BURST],
+                answers: [A::default(); MAX_BURST],
             }),
         }
     }
 
-    /// IPv6 keys' answers ([`Classifier::classify6`]) through the calling
-    /// worker's `cache`, as [`CachedClassifier::classify`] does for IPv4's.
+    /// IPv6 keys' answers ([`Classifier::classify6`], or
+    /// [`Classifier::classify_sets6`] for [`Answers`](super::Answers))
+    /// through the calling worker's `cache`, as
+    /// [`CachedClassifier::classify`] does for IPv4's.
     ///
     /// [`Classifier::classify6`]: super::Classifier::classify6
+    /// [`Classifier::classify_sets6`]: super::Classifier::classify_sets6
     #[inline]
-    pub fn classify6(&self, cache: &mut FlowCache6, keys: &[Key6], results: &mut [u32]) {
+    pub fn classify6<A: Answer>(
+        &self,
+        cache: &mut FlowCache6<A, A>,
+        keys: &[Key6],
+        results: &mut [A],
+    ) {
+        self.classify6_mapped(cache, keys, results, |a| *a);
+    }
+
+    /// [`CachedClassifier::classify6`] for a cache of what the answers lead
+    /// to: `map` of each key's answers into `results`, and into the cache
+    /// for a key that missed (`map` runs once per miss, never per hit).
+    #[inline]
+    pub fn classify6_mapped<A: Answer, O: Copy>(
+        &self,
+        cache: &mut FlowCache6<O, A>,
+        keys: &[Key6],
+        results: &mut [O],
+        map: impl Fn(&A) -> O,
+    ) {
         let n = keys.len().min(results.len());
         if self.goes_past(cache.slots.len(), &mut cache.bypass_bursts, cache.worker, n) {
-            self.inner.classify6(&keys[..n], &mut results[..n]);
+            let answers = &mut cache.missed.answers;
+            for (keys, results) in keys[..n]
+                .chunks(MAX_BURST)
+                .zip(results[..n].chunks_mut(MAX_BURST))
+            {
+                let answers = &mut answers[..keys.len()];
+                A::classify6(&*self.inner, keys, answers);
+                for (r, a) in results.iter_mut().zip(answers.iter()) {
+                    *r = map(a);
+                }
+            }
             return;
         }
         let mut hits = 0;
@@ -152,7 +189,7 @@ impl CachedClassifier {
             .chunks(MAX_BURST)
             .zip(results[..n].chunks_mut(MAX_BURST))
         {
-            hits += self.classify6_chunk(cache, keys, results);
+            hits += self.classify6_chunk(cache, keys, results, &map);
         }
         cache.bypass_bursts = judge_window(
             &mut cache.window,
@@ -166,9 +203,16 @@ impl CachedClassifier {
     }
 
     /// Up to [`MAX_BURST`] keys: the hits from the cache, the misses from
-    /// the classifier in one call, then into the cache. Returns the hits.
+    /// the classifier in one call, then mapped into `results` and the
+    /// cache. Returns the hits.
     #[inline]
-    fn classify6_chunk(&self, cache: &mut FlowCache6, keys: &[Key6], results: &mut [u32]) -> usize {
+    fn classify6_chunk<A: Answer, O: Copy>(
+        &self,
+        cache: &mut FlowCache6<O, A>,
+        keys: &[Key6],
+        results: &mut [O],
+        map: &impl Fn(&A) -> O,
+    ) -> usize {
         let m6 = &mut *cache.missed;
         let mut m = 0;
         for (i, (k, r)) in keys.iter().zip(results.iter_mut()).enumerate() {
@@ -186,10 +230,11 @@ impl CachedClassifier {
         if m == 0 {
             return keys.len();
         }
-        self.inner.classify6(&m6.keys[..m], &mut m6.answers[..m]);
+        A::classify6(&*self.inner, &m6.keys[..m], &mut m6.answers[..m]);
         for j in 0..m {
-            results[usize::from(m6.at[j])] = m6.answers[j];
-            put(&mut cache.slots, m6.slot[j], &m6.keys[j], m6.answers[j]);
+            let o = map(&m6.answers[j]);
+            results[usize::from(m6.at[j])] = o;
+            put(&mut cache.slots, m6.slot[j], &m6.keys[j], o);
         }
         keys.len() - m
     }

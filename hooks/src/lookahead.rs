@@ -431,4 +431,144 @@ mod tests {
         assert!(ch.stats().iter().all(|(n, _)| *n != "lookahead_sets"));
         assert_eq!(stat(&*fh, "answered_ahead"), 0);
     }
+
+    /// A random rule's match keys for either family: IPv6 prefixes of
+    /// 2001:db8:N::/48 (N in 1..=4) or IPv4 ones as [`rule_match`], or
+    /// neither.
+    fn rule_match_any(rng: &mut Rng) -> String {
+        if rng.bool() {
+            return rule_match(rng);
+        }
+        let mut t = String::new();
+        if rng.bool() {
+            let net = rng.u8(1..5);
+            t += &match rng.u8(..3) {
+                0 => format!("src = \"2001:db8:{net}::/48\"\n"),
+                _ => format!("src = \"2001:db8:{net}::{}\"\n", rng.u8(1..4)),
+            };
+        }
+        if rng.bool() {
+            t += &format!("dst = \"2001:db8:{}::{}\"\n", rng.u8(1..5), rng.u8(1..4));
+        }
+        match rng.u8(..3) {
+            0 => t += "proto = \"udp\"\n",
+            1 => {
+                t += &format!(
+                    "proto = \"tcp\"\ndport = {}\n",
+                    PORTS[rng.usize(..PORTS.len())]
+                )
+            }
+            _ => t += &format!("in_port = {}\n", rng.u8(..2)),
+        }
+        t
+    }
+
+    fn rules_any(rng: &mut Rng, n: usize, actions: &[&str], head: String) -> String {
+        let mut t = head;
+        for i in 0..n {
+            let action = match actions[rng.usize(..actions.len())] {
+                "mark" => format!("set_mark = {i}"),
+                a => format!("action = \"{a}\""),
+            };
+            t += &format!("[[rule]]\n{}{action}\n", rule_match_any(rng));
+        }
+        t
+    }
+
+    /// An IPv6 packet (plain TCP or UDP mostly, some behind a Hop-by-Hop
+    /// header, which no lookahead answers) or, one in four, an IPv4 one.
+    fn packet_any(rng: &mut Rng) -> Pkt {
+        if rng.u8(..4) == 0 {
+            return packet(rng);
+        }
+        let addr = |rng: &mut Rng| format!("2001:db8:{}::{}", rng.u8(1..5), rng.u8(1..4));
+        let (src, dst) = (addr(rng), addr(rng));
+        let (sport, dport) = (rng.u16(1024..), PORTS[rng.usize(..PORTS.len())]);
+        let p = match rng.u8(..6) {
+            0 => {
+                let mut x = vec![17, 0, 1, 4, 0, 0, 0, 0];
+                x.extend(sport.to_be_bytes());
+                x.extend(dport.to_be_bytes());
+                x.extend([0, 8, 0, 0]);
+                Pkt::ipv6(&src, &dst, 0, &x)
+            }
+            1..=2 => Pkt::tcp6(&src, &dst, sport, dport, 0x10),
+            _ => Pkt::udp6(&src, &dst, sport, dport),
+        };
+        p.with(|m| m.in_port = rng.u16(..2))
+    }
+
+    /// The reply of a packet of either family: addresses and the first
+    /// four bytes after the fixed header (ports) swapped.
+    fn reply_any(p: &Pkt) -> Pkt {
+        if p.meta.protocol != 0x86dd {
+            return reply(p);
+        }
+        let mut q = p.clone();
+        let ip = &mut q.data[14..];
+        for i in 0..16 {
+            ip.swap(8 + i, 24 + i);
+        }
+        if ip[6] != 0 {
+            ip.swap(40, 42);
+            ip.swap(41, 43);
+        }
+        q
+    }
+
+    #[test]
+    fn ipv6_packets_carry_answers_that_decide_as_the_filter_would() {
+        let mut alive = Vec::new();
+        let (mut carried6, mut answered, mut established) = (0, 0, 0);
+        for seed in 200..240 {
+            let mut rng = Rng::with_seed(seed);
+            let stateful = seed % 2 == 1;
+            let ct = rules_any(&mut rng, 30, &["drop", "mark", "mark"], String::new());
+            let head = format!(
+                "policy = \"{}\"\n{}",
+                ["accept", "drop"][rng.usize(..2)],
+                if stateful { "stateful = true\n" } else { "" }
+            );
+            let mut ft = rules_any(&mut rng, 20, &["accept", "drop"], head);
+            if stateful {
+                ft += "[[rule]]\nstate = [\"established\"]\naction = \"accept\"\n";
+            }
+            let (c, f, set) = pair(&ct, &ft);
+            let (c0, f0, _) = pair(&ct, &ft);
+            alive.push([c.clone(), f.clone(), c0.clone(), f0.clone()]);
+            assert_eq!(link(&set).egress, vec![(1, 0)], "seed {seed}");
+            let mut seen: Vec<Pkt> = Vec::new();
+            for _ in 0..8 {
+                let pkts: Vec<Pkt> = (0..32)
+                    .map(|_| match seen.len() {
+                        n if stateful && n > 0 && rng.bool() => reply_any(&seen[rng.usize(..n)]),
+                        _ => packet_any(&mut rng),
+                    })
+                    .collect();
+                seen.extend(pkts.iter().cloned());
+                let (mut a, mut b) = (pkts.clone(), pkts);
+                let (got, _) = both(&*c, &*f, &mut a);
+                let (want, none) = both(&*c0, &*f0, &mut b);
+                assert_eq!(got, want, "seed {seed}");
+                assert_eq!(none, 0, "seed {seed}: carried without a link");
+                for (x, y) in a.iter().zip(&b) {
+                    assert_eq!((x.meta.mark, x.meta.class), (y.meta.mark, y.meta.class));
+                    let v6 = x.meta.protocol == 0x86dd;
+                    carried6 += usize::from(v6 && x.meta.lookahead[0] != 0);
+                }
+            }
+            assert_eq!(counts(&*c, &*f), counts(&*c0, &*f0), "seed {seed}");
+            if stateful {
+                for n in ["ct_new", "ct_established", "ct_entries"] {
+                    assert_eq!(stat(&*f, n), stat(&*f0, n), "seed {seed}: {n}");
+                }
+                established += stat(&*f, "ct_established");
+            }
+            answered += stat(&*f, "answered_ahead");
+        }
+        // IPv6 packets carried answers, and the filters took them.
+        assert!(carried6 > 2000, "{carried6} IPv6 packets carried an answer");
+        assert!(answered > 2000, "{answered} answered ahead");
+        assert!(established > 100, "{established} established");
+    }
 }

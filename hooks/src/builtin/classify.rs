@@ -111,9 +111,9 @@ struct ClassifyWorker {
     /// The worker's flow cache: in front of the hook's own classifier, or
     /// of the lookahead one when the hook was linked (`Classify::ahead`).
     cache: PartCache,
-    /// The worker's cache for IPv6 keys, in front of the hook's own
-    /// classifier (IPv6 has no lookahead answers).
-    cache6: FlowCache6,
+    /// The worker's cache for IPv6 keys, in front of the same classifier
+    /// as `cache`.
+    cache6: PartCache6,
     worker: usize,
     /// One burst's keys, their burst indices and answers, kept between
     /// bursts (each burst writes the elements it reads).
@@ -141,10 +141,14 @@ struct Keyed {
 /// `ClassifyWorker::cache`): in front of the hook's own classifier or of
 /// the lookahead one. Either holds what the answer of a key leads to
 /// ([`Outcome`]), worked out once, when the key missed.
-enum PartCache {
-    Own(FlowCache<Outcome>),
-    Ahead(FlowCache<Outcome>),
+enum PartCache<Own = FlowCache<Outcome>, Ahead = FlowCache<Outcome>> {
+    Own(Own),
+    Ahead(Ahead),
 }
+
+/// [`PartCache`] for IPv6 keys: of outcomes of the own classifier's
+/// answer, or of the lookahead one's answers for every set.
+type PartCache6 = PartCache<FlowCache6<Outcome, u32>, FlowCache6<Outcome, Answers>>;
 
 /// What the answers for one key lead to: the effect of the hook's own
 /// answer and, linked, what a plain packet carries for the egress
@@ -232,7 +236,10 @@ impl Hook for ClassifyHook {
                 Some(a) => PartCache::Ahead(a.classifier.cache(worker)),
                 None => PartCache::Own(self.0.classifier.cache(worker)),
             },
-            cache6: self.0.classifier.cache6(worker),
+            cache6: match self.0.ahead.get() {
+                Some(a) => PartCache::Ahead(a.classifier.cache6(worker)),
+                None => PartCache::Own(self.0.classifier.cache6(worker)),
+            },
             worker,
             scratch: Box::new(Keyed {
                 keys: [Key::default(); MAX_BURST],
@@ -306,13 +313,7 @@ impl HookWorker for ClassifyWorker {
         };
         if self.scratch.v6 != 0 {
             let scratch = &mut *self.scratch;
-            let (m, u) = classify6(
-                &self.shared,
-                &mut self.cache6,
-                burst,
-                scratch.v6,
-                &mut scratch.keys6,
-            );
+            let (m, u) = classify6(&self.shared, &mut self.cache6, burst, scratch.v6, scratch);
             (matched, unparsed) = (matched + m, unparsed + u);
         }
         let c = &self.shared;
@@ -479,9 +480,10 @@ fn one_pass<A: Answer, const CARRY: bool>(
     (matched, unparsed)
 }
 
-/// The misses of `one_pass` acted on once classified: their burst
-/// indices, outcomes and which were plain (bit k: miss k). Returns the
-/// packets that matched a rule and the bits of those to drop.
+/// Packets acted on by their outcomes (the misses of `one_pass` once
+/// classified, or an IPv6 burst's packets): their burst indices, outcomes
+/// and which were plain (bit k: packet k). Returns the packets that
+/// matched a rule and the bits of those to drop.
 #[inline(always)]
 fn act_on_misses<const CARRY: bool>(
     packets: &mut [HookPacket<'_>],
@@ -566,28 +568,36 @@ fn key_burst(c: &Classify, burst: &mut HookBurst<'_, '_>, keyed: &mut Keyed) -> 
 
 /// The IPv6 packets of `mask`: each read ([`FlowSummary6`]: an unreadable
 /// one counted and left as it is, a fragment the rules cannot judge
-/// dropped), keyed, classified by the hook's own rules through the
-/// worker's IPv6 flow cache (its misses in one call) and acted on (marked,
-/// classed or dropped). IPv6 carries no lookahead answers: the egress filter reads it
-/// itself. Returns the packets that matched and those that could not be
-/// read. Out of line: IPv4 bursts never come here.
+/// dropped), keyed, classified through the worker's IPv6 flow cache (its
+/// misses in one call) and acted on as IPv4's are: marked, classed or
+/// dropped, and, linked, a plain packet (TCP or UDP, no extension header)
+/// carries the egress filters' answers. Returns the packets that matched
+/// and those that could not be read. Out of line: IPv4 bursts never come
+/// here.
 #[inline(never)]
 fn classify6(
     c: &Classify,
-    cache6: &mut FlowCache6,
+    cache6: &mut PartCache6,
     burst: &mut HookBurst<'_, '_>,
     mut mask: u64,
-    keys: &mut [Key6; MAX_BURST],
+    scratch: &mut Keyed,
 ) -> (u64, u64) {
-    let mut idx = [0u8; MAX_BURST];
-    let (mut n, mut unparsed) = (0, 0);
+    let Keyed {
+        keys6: keys,
+        idx,
+        outcomes,
+        ..
+    } = scratch;
+    let (mut n, mut unparsed, mut plain) = (0, 0, 0u64);
     while mask != 0 {
         let i = mask.trailing_zeros() as usize;
         mask &= mask - 1;
         let Some(p) = burst.packet(i) else { break };
+        // At most MAX_BURST packets (one per mask bit): `k` is `n`.
+        let k = n % MAX_BURST;
         // Plain TCP or UDP: the key straight from the header.
-        if keys[n % MAX_BURST].set_plain(p.l3(), p.meta(), 0) {
-            idx[n % MAX_BURST] = i as u8;
+        if keys[k].set_plain(p.l3(), p.meta(), 0) {
+            (idx[k], plain) = (i as u8, plain | 1 << k);
             n += 1;
             continue;
         }
@@ -599,23 +609,37 @@ fn classify6(
             burst.set_verdict(i, Verdict::Drop(r));
             continue;
         }
-        keys[n % MAX_BURST] = Key6::new(&s, p.meta(), 0);
-        idx[n % MAX_BURST] = i as u8;
+        keys[k] = Key6::new(&s, p.meta(), 0);
+        idx[k] = i as u8;
         n += 1;
     }
-    let mut results = [0u32; MAX_BURST];
-    c.classifier
-        .classify6(cache6, &keys[..n], &mut results[..n]);
-    let mut matched = 0;
-    for (&i, &r) in idx[..n].iter().zip(&results[..n]) {
-        let e = c.effect(r);
-        matched += e.matched();
-        let i = usize::from(i);
-        if e.drop() {
-            burst.set_verdict(i, Verdict::Drop(DropReason::ClassifyRule));
-        } else if let Some(p) = burst.packet_mut(i) {
-            apply(e, p);
+    let (keys, outcomes) = (&keys[..n], &mut outcomes[..n]);
+    let packets = burst.packets_mut();
+    let (matched, drops) = match (cache6, c.ahead.get()) {
+        (PartCache::Ahead(cache), Some(a)) => {
+            let keep = a.keep();
+            let outcome = |a: &Answers| Outcome {
+                effect: c.effect(a[0]),
+                carried: carried(a, keep),
+            };
+            a.classifier
+                .classify6_mapped(cache, keys, outcomes, outcome);
+            act_on_misses::<true>(packets, (&idx[..n], outcomes, plain))
         }
+        (PartCache::Own(cache), _) => {
+            let outcome = |r: &u32| Outcome {
+                effect: c.effect(*r),
+                carried: [0; LOOKAHEAD_SLOTS],
+            };
+            c.classifier
+                .classify6_mapped(cache, keys, outcomes, outcome);
+            act_on_misses::<false>(packets, (&idx[..n], outcomes, plain))
+        }
+        // Not reached (see `ClassifyWorker::by_burst`).
+        (PartCache::Ahead(_), None) => (0, 0),
+    };
+    if drops != 0 {
+        drop_marked(burst, drops);
     }
     (matched, unparsed)
 }

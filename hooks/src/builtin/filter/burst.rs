@@ -57,6 +57,10 @@ struct Judged {
     sums6: [FlowSummary6; MAX_BURST],
     keys6: [Key6; MAX_BURST],
     looked6: [(CtState, CtHint6); MAX_BURST],
+    /// Stateful: as `ahead`, `keyed` and `keyed_at`, for the IPv6 packets.
+    ahead6: [u32; MAX_BURST],
+    keyed6: usize,
+    keyed6_at: [u8; MAX_BURST],
     results6: [u32; MAX_BURST],
 }
 
@@ -90,6 +94,9 @@ impl Judged {
             sums6: [FlowSummary6::default(); MAX_BURST],
             keys6: [Key6::default(); MAX_BURST],
             looked6: [(CtState::Untracked, CtHint6::NONE); MAX_BURST],
+            ahead6: [0; MAX_BURST],
+            keyed6: 0,
+            keyed6_at: [0; MAX_BURST],
             results6: [0; MAX_BURST],
         }
     }
@@ -134,7 +141,7 @@ impl Filter {
             }
             let Some(s) = FlowSummary::parse(p.l3()) else {
                 if p.meta().protocol == ethertype::IPV6 {
-                    match self.gather6(p, i, j) {
+                    match self.gather6(p, i, carried(p), j) {
                         Gathered6::Kept => continue,
                         Gathered6::Refused(r) => {
                             burst.set_verdict(i, Verdict::Drop(r));
@@ -170,14 +177,17 @@ impl Filter {
         }
     }
 
-    /// An IPv6 packet into `j`'s IPv6 arrays with its summary and its key
-    /// as if untracked (a stateful filter's lookup puts the packet's state
-    /// into the key, `look_up6`), or refused as a fragment the rules cannot
-    /// judge, or unreadable (the caller gives it the policy). Out of line:
-    /// the IPv4 path never comes here.
+    /// An IPv6 packet into `j`'s IPv6 arrays with its summary, the answer
+    /// it carries from ingress (`ahead`, 0: none; a stateless filter has
+    /// decided those that carry one already) and its key as if untracked
+    /// (a stateful filter's lookup puts the packet's state into the key,
+    /// `look_up6`), or refused as a fragment the rules cannot judge, or
+    /// unreadable (the caller gives it the policy). Out of line: the IPv4
+    /// path never comes here.
     #[inline(never)]
-    fn gather6(&self, p: &HookPacket<'_>, i: usize, j: &mut Judged) -> Gathered6 {
+    fn gather6(&self, p: &HookPacket<'_>, i: usize, ahead: u32, j: &mut Judged) -> Gathered6 {
         let n = j.n6;
+        j.ahead6[n % MAX_BURST] = ahead;
         // Stateless, plain TCP or UDP: the key straight from the header.
         if self.conntrack.is_none() && j.keys6[n].set_plain(p.l3(), p.meta(), 0) {
             j.idx6[n] = i as u8;
@@ -200,8 +210,10 @@ impl Filter {
     }
 
     /// Stateful: look the IPv6 packets `gather6` kept up in the worker's
-    /// IPv6 table (all slots read first), count their states under the
-    /// same counters as IPv4's and remake their keys with them.
+    /// IPv6 table (all slots read first) and count their states under the
+    /// same counters as IPv4's; as [`Filter::look_up`], a packet that
+    /// carries an answer from ingress is answered by it and the state-only
+    /// rules, the others keyed with their state (`keys6[..keyed6]`).
     #[inline(never)]
     fn look_up6(&self, burst: &HookBurst<'_, '_>, table: &mut ConnTable, now: u64, j: &mut Judged) {
         let n = j.n6;
@@ -211,12 +223,41 @@ impl Filter {
                 .map_or(&[][..], |p| p.l3())
         };
         table.lookup_burst6(&j.sums6[..n], l3, now, &mut j.looked6[..n]);
+        j.keyed6 = 0;
         for k in 0..n {
             let (bits, counter) = ct_key(j.looked6[k].0);
             j.tally[counter] += 1;
-            if let Some(p) = burst.packet(usize::from(j.idx6[k])) {
-                j.keys6[k] = Key6::new(&j.sums6[k], p.meta(), bits);
+            match j.ahead6[k] {
+                0 => {
+                    let Some(p) = burst.packet(usize::from(j.idx6[k])) else {
+                        continue;
+                    };
+                    let m = j.keyed6;
+                    j.keys6[m] = Key6::new(&j.sums6[k], p.meta(), bits);
+                    j.keyed6_at[m] = k as u8;
+                    j.keyed6 += 1;
+                }
+                a => {
+                    let stateless = self.rules.of_ahead(a - 1);
+                    j.results6[k] = first_of(stateless, self.rules.state_first(bits));
+                    j.tally[ANSWERED_AHEAD] += 1;
+                }
             }
+        }
+    }
+
+    /// Stateful: classify the IPv6 keys `look_up6` made and put each answer
+    /// at its packet.
+    fn classify_tracked6(&self, cache6: &mut FlowCache6, j: &mut Judged) {
+        let m = j.keyed6;
+        if m == 0 {
+            return;
+        }
+        let mut answers = [0u32; MAX_BURST];
+        self.classifier
+            .classify6(cache6, &j.keys6[..m], &mut answers[..m]);
+        for (&k, a) in j.keyed6_at[..m].iter().zip(answers) {
+            j.results6[usize::from(k)] = a;
         }
     }
 
@@ -234,12 +275,14 @@ impl Filter {
         cache6: &mut FlowCache6,
         j: &mut Judged,
     ) {
+        let n = j.n6;
         if let Some(t) = table.as_deref_mut() {
             self.look_up6(burst, t, now, j);
+            self.classify_tracked6(cache6, j);
+        } else {
+            self.classifier
+                .classify6(cache6, &j.keys6[..n], &mut j.results6[..n]);
         }
-        let n = j.n6;
-        self.classifier
-            .classify6(cache6, &j.keys6[..n], &mut j.results6[..n]);
         for k in 0..n {
             let i = usize::from(j.idx6[k]);
             let (state, hint) = j.looked6[k];

@@ -186,12 +186,18 @@ impl Filter {
     /// path never comes here.
     #[inline(never)]
     fn gather6(&self, p: &HookPacket<'_>, i: usize, ahead: u32, j: &mut Judged) -> Gathered6 {
-        let n = j.n6;
-        j.ahead6[n % MAX_BURST] = ahead;
-        // Stateless, plain TCP or UDP: the key straight from the header.
-        if self.conntrack.is_none() && j.keys6[n].set_plain(p.l3(), p.meta(), 0) {
-            j.idx6[n] = i as u8;
-            j.looked6[n] = (CtState::Untracked, CtHint6::NONE);
+        // At most MAX_BURST packets (one per mask bit): `n` stays in range.
+        let n = j.n6 % MAX_BURST;
+        let stateless = self.conntrack.is_none();
+        (j.ahead6[n], j.idx6[n]) = (ahead, i as u8);
+        j.looked6[n] = (CtState::Untracked, CtHint6::NONE);
+        // Plain TCP or UDP: stateless, the key straight from the header;
+        // stateful, the summary (its key waits for the state).
+        let plain = match stateless {
+            true => j.keys6[n].set_plain(p.l3(), p.meta(), 0),
+            false => set_plain_summary6(&mut j.sums6[n], p.l3()),
+        };
+        if plain {
             j.n6 += 1;
             return Gathered6::Kept;
         }
@@ -201,10 +207,10 @@ impl Filter {
         if let Some(r) = self.fragments.check6(&s) {
             return Gathered6::Refused(r);
         }
-        j.idx6[n] = i as u8;
-        j.keys6[n] = Key6::new(&s, p.meta(), 0);
+        if stateless {
+            j.keys6[n] = Key6::new(&s, p.meta(), 0);
+        }
         j.sums6[n] = s;
-        j.looked6[n] = (CtState::Untracked, CtHint6::NONE);
         j.n6 += 1;
         Gathered6::Kept
     }
@@ -280,6 +286,14 @@ impl Filter {
             self.look_up6(burst, t, now, j);
             self.classify_tracked6(cache6, j);
         } else {
+            if self.conntrack.is_some() {
+                // No table on this worker (none of the pipeline's): untracked.
+                for k in 0..n {
+                    if let Some(p) = burst.packet(usize::from(j.idx6[k])) {
+                        j.keys6[k] = Key6::new(&j.sums6[k], p.meta(), 0);
+                    }
+                }
+            }
             self.classifier
                 .classify6(cache6, &j.keys6[..n], &mut j.results6[..n]);
         }
@@ -503,6 +517,52 @@ pub(super) fn set_plain_summary(s: &mut FlowSummary, l3: &[u8]) -> bool {
         icmp_type: 0,
         icmp_code: 0,
         l4_offset: IHL5 as u16,
+    };
+    true
+}
+
+/// [`set_plain_summary`] for IPv6: the summary of a packet whose TCP or UDP
+/// header follows the fixed header (no extension header), inside the
+/// payload and the frame, read straight from the headers. For such a
+/// packet this is exactly `FlowSummary6::parse(l3)` without the walk of
+/// the extension headers; false for every other packet, leaving `s` as it
+/// was.
+#[inline(always)]
+pub(super) fn set_plain_summary6(s: &mut FlowSummary6, l3: &[u8]) -> bool {
+    const FIXED: usize = crate::wire::ipv6::HEADER_LEN;
+    let Some(h) = l3.first_chunk::<{ FIXED + 8 }>() else {
+        return false;
+    };
+    if h[0] >> 4 != 6 {
+        return false;
+    }
+    // The upper-layer header inside both the payload and the frame.
+    let upper = usize::from(u16::from_be_bytes([h[4], h[5]])).min(l3.len() - FIXED);
+    let tcp_flags = match h[6] {
+        proto::UDP if upper >= 8 => 0,
+        proto::TCP if upper >= 20 => match l3.get(FIXED + 13) {
+            Some(&f) => f,
+            None => return false,
+        },
+        _ => return false,
+    };
+    let (mut src, mut dst) = ([0u8; 16], [0u8; 16]);
+    src.copy_from_slice(&h[8..24]);
+    dst.copy_from_slice(&h[24..40]);
+    *s = FlowSummary6 {
+        src,
+        dst,
+        proto: h[6],
+        dscp: (u16::from_be_bytes([h[0], h[1]]) >> 6) as u8 & 0x3f,
+        fragment: Fragment::None,
+        frag_offset_one: false,
+        l4: true,
+        sport: u16::from_be_bytes([h[FIXED], h[FIXED + 1]]),
+        dport: u16::from_be_bytes([h[FIXED + 2], h[FIXED + 3]]),
+        tcp_flags,
+        icmp_type: 0,
+        icmp_code: 0,
+        l4_offset: FIXED as u16,
     };
     true
 }

@@ -27,6 +27,8 @@ SECS=${SECS:-4}
 CASES=${CASES:-4b,6}
 # shellcheck source=bench/eal-mem.sh
 . bench/eal-mem.sh
+# shellcheck source=bench/common.sh
+. bench/common.sh
 for b in "$FP" "$BENCH"; do
     [ -x "$b" ] || { echo "error: $b is not an executable (cargo build --release first)" >&2; exit 1; }
 done
@@ -46,18 +48,6 @@ for c in $(echo "$CASES" | tr ',' ' '); do
     python3 bench/to-ipv6.py --keep-size "$config" "$pcap" "$dir/$slug-v6.toml" "$dir/$slug-v6.pcap"
     echo "$c $config $pcap $dir/$slug-v6.toml $dir/$slug-v6.pcap" >>"$dir/cases"
 done
-
-# Frames in a pcap.
-frames_of() {
-    python3 - "$1" <<'EOF'
-import struct, sys
-b = open(sys.argv[1], "rb").read()
-o, c = 24, 0
-while o < len(b):
-    o, c = o + 16 + struct.unpack_from("<I", b, o + 8)[0], c + 1
-print(c)
-EOF
-}
 
 # Every hook of a run's exit report (its "hooks:" section) saw packets and dropped none:
 # the IPv6 turn of a case passes every hook as the IPv4 case does, so neither row gains
@@ -84,22 +74,13 @@ check_hooks() {
 # The pool holds every frame of the pcap (net_pcap keeps them in mbufs) and 65,536 more,
 # as the hooks benchmark sizes it.
 run() {
-    local mbufs pid r rc=0
+    local mbufs r
     mbufs=$(python3 -c "import sys; n = int(sys.argv[1]) + 65536; print(max(16383, (1 << (n - 1).bit_length()) - 1))" "$(frames_of "$2")")
     read -ra mem <<<"$MEM"
-    "$FP" -l 0-1 --no-pci "${mem[@]}" --log-level lib.eal:error --file-prefix "hooks6-$$" \
+    r=$(rate_of_run "hooks6-$$" "$dir/run.log" "$FP" -l 0-1 --no-pci "${mem[@]}" \
+        --log-level lib.eal:error --file-prefix "hooks6-$$" \
         --vdev "net_pcap0,rx_pcap=$2,infinite_rx=1" --vdev net_null0,no-rx=1 -- \
-        --config "$1" --mbufs "$mbufs" --stats-period 0 >"$dir/run.log" 2>&1 &
-    pid=$!
-    r=$(python3 bench/telemetry.py rate "hooks6-$$" "$SECS" $pid) || {
-        kill -INT $pid 2>/dev/null || true
-        wait $pid || true
-        cat "$dir/run.log" >&2
-        exit 1
-    }
-    kill -INT $pid
-    wait $pid || rc=$?
-    [ "$rc" -eq 0 ] || { cat "$dir/run.log" >&2; echo "error: fastpath exited with $rc" >&2; exit 1; }
+        --config "$1" --mbufs "$mbufs" --stats-period 0) || exit 1
     check_hooks "$dir/run.log"
     echo "$r"
 }

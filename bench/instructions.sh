@@ -131,17 +131,9 @@ count() { # BIN CONFIG PCAP OUT FRAMES
     echo "${ir:-0} ${rx:-0}"
 }
 
-# The number of frames of a pcap.
-frames_of() {
-    python3 - "$1" <<'EOF'
-import struct, sys
-b = open(sys.argv[1], "rb").read()
-o, c = 24, 0
-while o < len(b):
-    o, c = o + 16 + struct.unpack_from("<I", b, o + 8)[0], c + 1
-print(c)
-EOF
-}
+# frames_of: the number of frames of a pcap.
+# shellcheck source=bench/common.sh
+. bench/common.sh
 
 run_case() { # BIN TAG LABEL CONFIG PCAP_N PCAP_2N PACKETS_N
     local slug i1 r1 i2 r2

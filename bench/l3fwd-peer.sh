@@ -54,6 +54,8 @@ CACHE=${CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fastpath-bench}
 # EAL memory: hugepages when enough are free, else --no-huge (bench/eal-mem.sh).
 # shellcheck source=bench/eal-mem.sh
 . bench/eal-mem.sh
+# shellcheck source=bench/common.sh
+. bench/common.sh
 SIZE=${SIZE:-64}
 FLOWS=${FLOWS:-64}
 # Frames in the pcap: 1,024 (1,152 for IMIX, a multiple of its 12), or one per flow
@@ -124,25 +126,11 @@ fi
 printf 'R198.19.0.0/16 1\n' >"$dir/v4.cfg"
 printf 'R2001:db8:c613::/48 1\n' >"$dir/v6.cfg"
 
-# Port 1's transmit rate (Mpps) of process $2 with file prefix $1, over SECS seconds.
-rate() { python3 bench/telemetry.py rate "$1" "$SECS" "$2"; }
-
 # Run one tool (file prefix $1, its command after) and print its rate.
 run() {
     local pre=$1
     shift
-    "$@" >"$dir/$pre.log" 2>&1 &
-    local pid=$! r rc=0
-    r=$(rate "$pre" $pid) || {
-        kill -INT $pid 2>/dev/null || true
-        wait $pid || true
-        cat "$dir/$pre.log" >&2
-        exit 1
-    }
-    kill -INT $pid
-    wait $pid || rc=$?
-    [ "$rc" -eq 0 ] || { cat "$dir/$pre.log" >&2; echo "error: $1 exited with $rc" >&2; exit 1; }
-    echo "$r"
+    rate_of_run "$pre" "$dir/$pre.log" "$@"
 }
 
 vdev=(--vdev "net_pcap0,rx_pcap=$dir/t.pcap,infinite_rx=1" --vdev "net_null0,no-rx=1")

@@ -33,8 +33,8 @@ use fastpath::dpdk::{tsc, tsc_hz, AclBuilder, Eal};
 use fastrand::Rng;
 use hooks::flow::{proto, tcp_flag};
 use hooks::rules::{
-    Classifier, ClassifierBuilder, Family, Key, Key6, LinearBuilder, MatchRule, Prefix, Prefix6,
-    CT_ESTABLISHED, CT_NEW, CT_RELATED, FLAG_L4, MAX_SETS,
+    Answers, Classifier, ClassifierBuilder, Family, Key, Key6, LinearBuilder, MatchRule, Prefix,
+    Prefix6, CT_ESTABLISHED, CT_NEW, CT_RELATED, FLAG_L4, MAX_SETS,
 };
 use hooks::{FlowSummary, FlowSummary6, PacketMeta};
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -228,32 +228,7 @@ fn rule_sets_as_categories_answer_each_set_alone() {
         .map(|&n| (0..n).map(|_| random_rule(&mut rng, &pools)).collect())
         .collect();
     let keys = aimed_keys(&mut rng, &sets.concat(), &pools, 20_000);
-    let refs: Vec<&[MatchRule]> = sets.iter().map(|s| &s[..]).collect();
-    let want: Vec<Vec<u32>> = sets
-        .iter()
-        .map(|s| classify_all(&*LinearBuilder.build(s).unwrap(), &keys, 32))
-        .collect();
-    for (c, w) in want.iter().enumerate() {
-        let hits = w.iter().filter(|&&r| r != 0).count();
-        assert!(hits > keys.len() / 50, "set {c}: only {hits} keys matched");
-    }
-    for (name, builder) in [
-        ("one context", acl()),
-        ("runs of 7", acl().with_rules_per_context(7)),
-    ] {
-        let a = builder.build_acl_sets(&refs).expect(name);
-        for burst in [1, 32, 64, 100] {
-            let mut got = vec![[u32::MAX; MAX_SETS]; keys.len()];
-            for (k, r) in keys.chunks(burst).zip(got.chunks_mut(burst)) {
-                a.classify_sets(k, r);
-            }
-            for (c, w) in want.iter().enumerate() {
-                let of_set: Vec<u32> = got.iter().map(|g| g[c]).collect();
-                assert!(of_set == *w, "{name}, bursts of {burst}: set {c} differs");
-            }
-        }
-        assert_eq!(classify_all(&a, &keys, 32), want[0], "{name}: classify");
-    }
+    let want = each_set_alone(&sets, &keys);
     // A classifier of one set answers it in [0], the others 0.
     let one = acl().build_acl(&sets[0]).expect("one set");
     let mut got = vec![[u32::MAX; MAX_SETS]; keys.len()];
@@ -521,32 +496,7 @@ fn ipv6_rule_sets_as_categories_answer_each_set_alone() {
         })
         .collect();
     let keys = aimed_keys6(&mut rng, &sets.concat(), &pools, &pools6, 20_000);
-    let refs: Vec<&[MatchRule]> = sets.iter().map(|s| &s[..]).collect();
-    let want: Vec<Vec<u32>> = sets
-        .iter()
-        .map(|s| classify_all(&*LinearBuilder.build(s).unwrap(), &keys, 32))
-        .collect();
-    for (c, w) in want.iter().enumerate() {
-        let hits = w.iter().filter(|&&r| r != 0).count();
-        assert!(hits > keys.len() / 50, "set {c}: only {hits} keys matched");
-    }
-    for (name, builder) in [
-        ("one context", acl()),
-        ("runs of 7", acl().with_rules_per_context(7)),
-    ] {
-        let a = builder.build_acl_sets(&refs).expect(name);
-        for burst in [1, 32, 64, 100] {
-            let mut got = vec![[u32::MAX; MAX_SETS]; keys.len()];
-            for (k, r) in keys.chunks(burst).zip(got.chunks_mut(burst)) {
-                a.classify_sets6(k, r);
-            }
-            for (c, w) in want.iter().enumerate() {
-                let of_set: Vec<u32> = got.iter().map(|g| g[c]).collect();
-                assert!(of_set == *w, "{name}, bursts of {burst}: set {c} differs");
-            }
-        }
-        assert_eq!(classify_all(&a, &keys, 32), want[0], "{name}: classify6");
-    }
+    each_set_alone(&sets, &keys);
 }
 
 /// IPv4 and IPv6 rules are numbered together: an IPv4 rule never answers
@@ -921,11 +871,15 @@ impl Draw for Rng {
 /// Keys of either family, each classified by its own method.
 trait TestKey: Copy + std::fmt::Debug {
     fn classify(c: &dyn Classifier, keys: &[Self], results: &mut [u32]);
+    fn classify_sets(c: &dyn Classifier, keys: &[Self], results: &mut [Answers]);
 }
 
 impl TestKey for Key {
     fn classify(c: &dyn Classifier, keys: &[Key], results: &mut [u32]) {
         c.classify(keys, results);
+    }
+    fn classify_sets(c: &dyn Classifier, keys: &[Key], results: &mut [Answers]) {
+        c.classify_sets(keys, results);
     }
 }
 
@@ -933,6 +887,43 @@ impl TestKey for Key6 {
     fn classify(c: &dyn Classifier, keys: &[Key6], results: &mut [u32]) {
         c.classify6(keys, results);
     }
+    fn classify_sets(c: &dyn Classifier, keys: &[Key6], results: &mut [Answers]) {
+        c.classify_sets6(keys, results);
+    }
+}
+
+/// Rule sets in one ACL classifier, one category each: each set answers
+/// `keys` as its own linear classifier does, in one context and in runs
+/// of 7 rules, in bursts of every size, and the first set is what the
+/// one-set classify answers. Returns each set's answers.
+fn each_set_alone<K: TestKey>(sets: &[Vec<MatchRule>], keys: &[K]) -> Vec<Vec<u32>> {
+    let refs: Vec<&[MatchRule]> = sets.iter().map(|s| &s[..]).collect();
+    let want: Vec<Vec<u32>> = sets
+        .iter()
+        .map(|s| classify_all(&*LinearBuilder.build(s).unwrap(), keys, 32))
+        .collect();
+    for (c, w) in want.iter().enumerate() {
+        let hits = w.iter().filter(|&&r| r != 0).count();
+        assert!(hits > keys.len() / 50, "set {c}: only {hits} keys matched");
+    }
+    for (name, builder) in [
+        ("one context", acl()),
+        ("runs of 7", acl().with_rules_per_context(7)),
+    ] {
+        let a = builder.build_acl_sets(&refs).expect(name);
+        for burst in [1, 32, 64, 100] {
+            let mut got = vec![[u32::MAX; MAX_SETS]; keys.len()];
+            for (k, r) in keys.chunks(burst).zip(got.chunks_mut(burst)) {
+                K::classify_sets(&a, k, r);
+            }
+            for (c, w) in want.iter().enumerate() {
+                let of_set: Vec<u32> = got.iter().map(|g| g[c]).collect();
+                assert!(of_set == *w, "{name}, bursts of {burst}: set {c} differs");
+            }
+        }
+        assert_eq!(classify_all(&a, keys, 32), want[0], "{name}: one set");
+    }
+    want
 }
 
 fn classify_all<K: TestKey>(c: &dyn Classifier, keys: &[K], burst: usize) -> Vec<u32> {

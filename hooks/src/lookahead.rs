@@ -153,6 +153,18 @@ mod tests {
         [n[0], n[1], n[2], rng.u8(1..8)]
     }
 
+    /// A random protocol condition (UDP, or TCP to a port), or none.
+    fn proto_match(rng: &mut Rng) -> Option<String> {
+        match rng.u8(..3) {
+            0 => Some("proto = \"udp\"\n".into()),
+            1 => Some(format!(
+                "proto = \"tcp\"\ndport = {}\n",
+                PORTS[rng.usize(..PORTS.len())]
+            )),
+            _ => None,
+        }
+    }
+
     /// A random rule's match keys, as TOML.
     fn rule_match(rng: &mut Rng) -> String {
         let mut t = String::new();
@@ -164,16 +176,7 @@ mod tests {
             let [a, b, c, d] = addr(rng);
             t += &format!("dst = \"{a}.{b}.{c}.{d}\"\n");
         }
-        match rng.u8(..3) {
-            0 => t += "proto = \"udp\"\n",
-            1 => {
-                t += &format!(
-                    "proto = \"tcp\"\ndport = {}\n",
-                    PORTS[rng.usize(..PORTS.len())]
-                )
-            }
-            _ => {}
-        }
+        t += &proto_match(rng).unwrap_or_default();
         if t.is_empty() {
             t += &format!("in_port = {}\n", rng.u8(..2));
         }
@@ -339,6 +342,47 @@ mod tests {
         t
     }
 
+    /// How a test makes packets: a new one, and (stateful tests) a reply.
+    type Traffic = (fn(&mut Rng) -> Pkt, Option<fn(&Pkt) -> Pkt>);
+
+    /// Eight bursts of 32 packets through a linked classify and filter
+    /// (`hooks[..2]`) and the same hooks unlinked (`hooks[2..]`): each
+    /// packet `new` or, given `reply`, half of them replies to earlier ones.
+    /// The verdicts, marks and classes are the same, the unlinked pair
+    /// carries nothing, and so are the counters that do not depend on
+    /// lookahead. Returns every packet as the linked classify left it.
+    fn alike(hooks: [&dyn Hook; 4], rng: &mut Rng, (new, reply): Traffic, seed: u64) -> Vec<Pkt> {
+        let [c, f, c0, f0] = hooks;
+        let (mut seen, mut classified) = (Vec::<Pkt>::new(), Vec::new());
+        for _ in 0..8 {
+            let pkts: Vec<Pkt> = (0..32)
+                .map(|_| match (seen.len(), reply) {
+                    (n, Some(reply)) if n > 0 && rng.bool() => reply(&seen[rng.usize(..n)]),
+                    _ => new(rng),
+                })
+                .collect();
+            seen.extend(pkts.iter().cloned());
+            let (mut a, mut b) = (pkts.clone(), pkts);
+            let (got, _) = both(c, f, &mut a);
+            let (want, none) = both(c0, f0, &mut b);
+            assert_eq!(got, want, "seed {seed}");
+            assert_eq!(none, 0, "seed {seed}: carried without a link");
+            for (x, y) in a.iter().zip(&b) {
+                assert_eq!((x.meta.mark, x.meta.class), (y.meta.mark, y.meta.class));
+            }
+            classified.extend(a);
+        }
+        assert_eq!(counts(c, f), counts(c0, f0), "seed {seed}");
+        classified
+    }
+
+    /// Two stateful filters tracked the same connections.
+    fn same_tracking(f: &dyn Hook, f0: &dyn Hook, seed: u64) {
+        for n in ["ct_new", "ct_established", "ct_entries"] {
+            assert_eq!(stat(f, n), stat(f0, n), "seed {seed}: {n}");
+        }
+    }
+
     /// The reply of a packet: addresses and ports swapped.
     fn reply(p: &Pkt) -> Pkt {
         let mut q = p.clone();
@@ -366,25 +410,13 @@ mod tests {
             alive.push([c.clone(), f.clone(), c0.clone(), f0.clone()]);
             let linked = link(&set);
             assert_eq!(linked.egress, vec![(1, 0)], "seed {seed}");
-            let mut seen: Vec<Pkt> = Vec::new();
-            for _ in 0..8 {
-                // New packets, and replies to earlier ones (established).
-                let pkts: Vec<Pkt> = (0..32)
-                    .map(|_| match seen.len() {
-                        n if n > 0 && rng.bool() => reply(&seen[rng.usize(..n)]),
-                        _ => packet(&mut rng),
-                    })
-                    .collect();
-                seen.extend(pkts.iter().cloned());
-                let (mut a, mut b) = (pkts.clone(), pkts);
-                let (got, _) = both(&*c, &*f, &mut a);
-                let (want, _) = both(&*c0, &*f0, &mut b);
-                assert_eq!(got, want, "seed {seed}");
-            }
-            assert_eq!(counts(&*c, &*f), counts(&*c0, &*f0), "seed {seed}");
-            for n in ["ct_new", "ct_established", "ct_entries"] {
-                assert_eq!(stat(&*f, n), stat(&*f0, n), "seed {seed}: {n}");
-            }
+            // New packets, and replies to earlier ones (established).
+            let traffic = (
+                packet as fn(&mut Rng) -> Pkt,
+                Some(reply as fn(&Pkt) -> Pkt),
+            );
+            alike([&*c, &*f, &*c0, &*f0], &mut rng, traffic, seed);
+            same_tracking(&*f, &*f0, seed);
             established += stat(&*f, "ct_established");
             answered += stat(&*f, "answered_ahead");
         }
@@ -450,15 +482,9 @@ mod tests {
         if rng.bool() {
             t += &format!("dst = \"2001:db8:{}::{}\"\n", rng.u8(1..5), rng.u8(1..4));
         }
-        match rng.u8(..3) {
-            0 => t += "proto = \"udp\"\n",
-            1 => {
-                t += &format!(
-                    "proto = \"tcp\"\ndport = {}\n",
-                    PORTS[rng.usize(..PORTS.len())]
-                )
-            }
-            _ => t += &format!("in_port = {}\n", rng.u8(..2)),
+        match proto_match(rng) {
+            Some(p) => t += &p,
+            None => t += &format!("in_port = {}\n", rng.u8(..2)),
         }
         t
     }
@@ -537,31 +563,19 @@ mod tests {
             let (c0, f0, _) = pair(&ct, &ft);
             alive.push([c.clone(), f.clone(), c0.clone(), f0.clone()]);
             assert_eq!(link(&set).egress, vec![(1, 0)], "seed {seed}");
-            let mut seen: Vec<Pkt> = Vec::new();
-            for _ in 0..8 {
-                let pkts: Vec<Pkt> = (0..32)
-                    .map(|_| match seen.len() {
-                        n if stateful && n > 0 && rng.bool() => reply_any(&seen[rng.usize(..n)]),
-                        _ => packet_any(&mut rng),
-                    })
-                    .collect();
-                seen.extend(pkts.iter().cloned());
-                let (mut a, mut b) = (pkts.clone(), pkts);
-                let (got, _) = both(&*c, &*f, &mut a);
-                let (want, none) = both(&*c0, &*f0, &mut b);
-                assert_eq!(got, want, "seed {seed}");
-                assert_eq!(none, 0, "seed {seed}: carried without a link");
-                for (x, y) in a.iter().zip(&b) {
-                    assert_eq!((x.meta.mark, x.meta.class), (y.meta.mark, y.meta.class));
-                    let v6 = x.meta.protocol == 0x86dd;
-                    carried6 += usize::from(v6 && x.meta.lookahead[0] != 0);
-                }
-            }
-            assert_eq!(counts(&*c, &*f), counts(&*c0, &*f0), "seed {seed}");
+            let replies = stateful.then_some(reply_any as fn(&Pkt) -> Pkt);
+            let classified = alike(
+                [&*c, &*f, &*c0, &*f0],
+                &mut rng,
+                (packet_any, replies),
+                seed,
+            );
+            carried6 += classified
+                .iter()
+                .filter(|p| p.meta.protocol == 0x86dd && p.meta.lookahead[0] != 0)
+                .count();
             if stateful {
-                for n in ["ct_new", "ct_established", "ct_entries"] {
-                    assert_eq!(stat(&*f, n), stat(&*f0, n), "seed {seed}: {n}");
-                }
+                same_tracking(&*f, &*f0, seed);
                 established += stat(&*f, "ct_established");
             }
             answered += stat(&*f, "answered_ahead");

@@ -99,6 +99,28 @@ impl FlowSummary6 {
         Some(s)
     }
 
+    /// The fixed header and the first 8 bytes after it of a plain packet,
+    /// and its TCP flags (0 for UDP): a TCP or UDP header right after the
+    /// fixed header (no extension header), inside both the payload length
+    /// and the frame. `None` for every other packet. What the plain paths
+    /// (`Key6::set_plain`, the stateful filter's summary) read instead of
+    /// [`FlowSummary6::parse`], which gives such a packet the same fields.
+    #[inline(always)]
+    pub fn plain(l3: &[u8]) -> Option<(&[u8; HEADER_LEN + 8], u8)> {
+        let h = l3.first_chunk::<{ HEADER_LEN + 8 }>()?;
+        if h[0] >> 4 != 6 {
+            return None;
+        }
+        let payload = usize::from(u16::from_be_bytes([h[4], h[5]]));
+        let upper = payload.min(l3.len() - HEADER_LEN);
+        let tcp_flags = match h[6] {
+            proto::UDP if upper >= 8 => 0,
+            proto::TCP if upper >= 20 => *l3.get(HEADER_LEN + 13)?,
+            _ => return None,
+        };
+        Some((h, tcp_flags))
+    }
+
     /// Are the ports valid (TCP or UDP with its header read)?
     pub fn has_ports(&self) -> bool {
         self.l4 && matches!(self.proto, proto::TCP | proto::UDP)

@@ -100,22 +100,8 @@ impl Key6 {
     pub fn set_plain(&mut self, l3: &[u8], meta: &PacketMeta, ct: CtBits) -> bool {
         use offset6::*;
         const FIXED: usize = crate::wire::ipv6::HEADER_LEN;
-        // The fixed header and a UDP header's 8 bytes at least.
-        let Some(h) = l3.first_chunk::<{ FIXED + 8 }>() else {
+        let Some((h, tcp_flags)) = FlowSummary6::plain(l3) else {
             return false;
-        };
-        if h[0] >> 4 != 6 {
-            return false;
-        }
-        let payload = usize::from(u16::from_be_bytes([h[4], h[5]]));
-        let upper = payload.min(l3.len() - FIXED);
-        let tcp_flags = match h[6] {
-            crate::flow::proto::UDP if upper >= 8 => 0,
-            crate::flow::proto::TCP if upper >= 20 => match l3.get(FIXED + 13) {
-                Some(&f) => f,
-                None => return false,
-            },
-            _ => return false,
         };
         let b = &mut self.b;
         b[PROTO as usize] = h[6];

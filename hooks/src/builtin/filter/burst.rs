@@ -530,21 +530,8 @@ pub(super) fn set_plain_summary(s: &mut FlowSummary, l3: &[u8]) -> bool {
 #[inline(always)]
 pub(super) fn set_plain_summary6(s: &mut FlowSummary6, l3: &[u8]) -> bool {
     const FIXED: usize = crate::wire::ipv6::HEADER_LEN;
-    let Some(h) = l3.first_chunk::<{ FIXED + 8 }>() else {
+    let Some((h, tcp_flags)) = FlowSummary6::plain(l3) else {
         return false;
-    };
-    if h[0] >> 4 != 6 {
-        return false;
-    }
-    // The upper-layer header inside both the payload and the frame.
-    let upper = usize::from(u16::from_be_bytes([h[4], h[5]])).min(l3.len() - FIXED);
-    let tcp_flags = match h[6] {
-        proto::UDP if upper >= 8 => 0,
-        proto::TCP if upper >= 20 => match l3.get(FIXED + 13) {
-            Some(&f) => f,
-            None => return false,
-        },
-        _ => return false,
     };
     let (mut src, mut dst) = ([0u8; 16], [0u8; 16]);
     src.copy_from_slice(&h[8..24]);

@@ -177,13 +177,13 @@ impl Filter {
         }
     }
 
-    /// An IPv6 packet into `j`'s IPv6 arrays with its summary, the answer
-    /// it carries from ingress (`ahead`, 0: none; a stateless filter has
-    /// decided those that carry one already) and its key as if untracked
-    /// (a stateful filter's lookup puts the packet's state into the key,
-    /// `look_up6`), or refused as a fragment the rules cannot judge, or
-    /// unreadable (the caller gives it the policy). Out of line: the IPv4
-    /// path never comes here.
+    /// An IPv6 packet into `j`'s IPv6 arrays with its summary and the
+    /// answer it carries from ingress (`ahead`, 0: none; a stateless filter
+    /// has decided those that carry one already); stateless, its key too (a
+    /// stateful filter keys after its lookup, with the state: `look_up6`).
+    /// Or refused as a fragment the rules cannot judge, or unreadable (the
+    /// caller gives it the policy). Out of line: the IPv4 path never comes
+    /// here.
     #[inline(never)]
     fn gather6(&self, p: &HookPacket<'_>, i: usize, ahead: u32, j: &mut Judged) -> Gathered6 {
         // At most MAX_BURST packets (one per mask bit): `n` stays in range.

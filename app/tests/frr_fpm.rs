@@ -142,7 +142,24 @@ impl Frr {
             l.contains("zebra 8.").then_some(())
         });
         self.zebra = Some(zebra);
+        self.wait_vty("zebra");
         self.staticd = Some(self.daemon(STATICD, "staticd", &[]));
+        self.wait_vty("staticd");
+    }
+
+    /// Until `name`'s vty socket accepts a connection, at most LIMIT:
+    /// vtysh refuses ("staticd is not running") before it listens.
+    fn wait_vty(&self, name: &str) {
+        let sock = self.path(&format!("{name}.vty"));
+        let end = Instant::now() + LIMIT;
+        while std::os::unix::net::UnixStream::connect(&sock).is_err() {
+            assert!(
+                Instant::now() < end,
+                "{name} did not listen on {} within {LIMIT:?}",
+                sock.display()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// fastpath in the namespace on `vdevs` with `config`, FPM on

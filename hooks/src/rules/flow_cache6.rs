@@ -65,6 +65,16 @@ impl<O, A> FlowCache6<O, A> {
     }
 }
 
+impl<O: Copy, A> FlowCache6<O, A> {
+    /// What is kept for `k`, if anything: one lookup of a burst that went
+    /// through the cache ([`CachedClassifier::begin6`]), its misses then
+    /// filled in one call ([`CachedClassifier::fill6_mapped`]).
+    #[inline(always)]
+    pub fn get(&self, k: &Key6) -> Option<O> {
+        find(&self.slots, slot_of6(k, self.mask), k)
+    }
+}
+
 /// What is kept for `k`, whose slot is `s`, from `s` or its pair `s ^ 1`.
 #[inline(always)]
 fn find<O: Copy>(slots: &[Slot6<O>], s: usize, k: &Key6) -> Option<O> {
@@ -200,6 +210,51 @@ impl CachedClassifier {
         );
         self.counts.add(cache.worker, HITS, hits as u64);
         self.counts.add(cache.worker, MISSES, (n - hits) as u64);
+    }
+
+    /// May a burst's IPv6 keys go through `cache` one at a time
+    /// ([`FlowCache6::get`])? Not when the worker has no cache or it
+    /// bypasses itself: then [`CachedClassifier::classify6_mapped`] takes
+    /// the burst's keys whole.
+    #[inline(always)]
+    pub fn begin6<O, A>(&self, cache: &FlowCache6<O, A>) -> bool {
+        !cache.slots.is_empty() && cache.bypass_bursts == 0
+    }
+
+    /// The misses of a burst that went through `cache` (at most
+    /// [`MAX_BURST`]): their answers from the classifier in one call,
+    /// `map` of each into `results` and the cache.
+    #[inline]
+    pub fn fill6_mapped<A: Answer, O: Copy>(
+        &self,
+        cache: &mut FlowCache6<O, A>,
+        keys: &[Key6],
+        results: &mut [O],
+        map: impl Fn(&A) -> O,
+    ) {
+        let n = keys.len().min(results.len()).min(MAX_BURST);
+        let answers = &mut cache.missed.answers[..n];
+        A::classify6(&*self.inner, &keys[..n], answers);
+        for ((k, a), r) in keys[..n].iter().zip(answers.iter()).zip(&mut results[..n]) {
+            *r = map(a);
+            put(&mut cache.slots, slot_of6(k, cache.mask), k, *r);
+        }
+    }
+
+    /// The end of a burst that went through `cache`: `lookups` keys of
+    /// which `hits` hit, for the bypass rule's window and the counters.
+    #[inline]
+    pub fn end6<O, A>(&self, cache: &mut FlowCache6<O, A>, lookups: usize, hits: usize) {
+        cache.bypass_bursts = judge_window(
+            &mut cache.window,
+            &mut cache.window_hits,
+            cache.bypass_bursts,
+            lookups,
+            hits,
+        );
+        self.counts.add(cache.worker, HITS, hits as u64);
+        self.counts
+            .add(cache.worker, MISSES, (lookups - hits) as u64);
     }
 
     /// Up to [`MAX_BURST`] keys: the hits from the cache, the misses from

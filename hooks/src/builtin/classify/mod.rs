@@ -27,7 +27,6 @@
 //! ([`crate::lookahead`]).
 
 use crate::flow::FlowSummary;
-use crate::flow6::FlowSummary6;
 use crate::lookahead::Lookahead;
 use crate::rules::{
     flow_cache, parse_match, Answer, Answers, CachedClassifier, ClassifierBuilder, FlowCache,
@@ -40,6 +39,8 @@ use crate::{
     HookPacket, HookPoint, HookWorker, Verdict, WorkerStore, LOOKAHEAD_SLOTS, MAX_BURST,
 };
 use std::sync::{Arc, OnceLock};
+
+mod ipv6;
 
 const MATCHED: usize = 0;
 const UNPARSED: usize = 1;
@@ -300,22 +301,29 @@ impl Lookahead for Classify {
 
 impl HookWorker for ClassifyWorker {
     fn process(&mut self, _cx: &HookContext, _: &mut WorkerStore, burst: &mut HookBurst<'_, '_>) {
-        let fast = match (&self.cache, self.shared.ahead.get()) {
-            (PartCache::Ahead(cache), Some(a)) => a.classifier.begin(cache),
-            (PartCache::Own(cache), _) => self.shared.classifier.begin(cache),
-            (PartCache::Ahead(_), None) => false,
-        };
-        self.scratch.v6 = 0;
-        let (mut matched, mut unparsed) = if fast {
-            self.one_pass(burst)
+        let accepted = burst.accepted_mask();
+        // The family of the burst's first packet goes first (one test a
+        // burst); the other family's packets, met on the way, after.
+        let ipv6_first = burst
+            .packet(accepted.trailing_zeros() as usize)
+            .is_some_and(|p| p.meta().protocol == ethertype::IPV6);
+        let (matched, unparsed) = if ipv6_first {
+            let (m, u, v4) = self.ipv6(burst, accepted);
+            let (m4, u4, _) = if v4 != 0 {
+                self.ipv4(burst, v4)
+            } else {
+                (0, 0, 0)
+            };
+            (m + m4, u + u4)
         } else {
-            self.by_burst(burst)
+            let (m, u, v6) = self.ipv4(burst, accepted);
+            let (m6, u6, _) = if v6 != 0 {
+                self.ipv6(burst, v6)
+            } else {
+                (0, 0, 0)
+            };
+            (m + m6, u + u6)
         };
-        if self.scratch.v6 != 0 {
-            let scratch = &mut *self.scratch;
-            let (m, u) = classify6(&self.shared, &mut self.cache6, burst, scratch.v6, scratch);
-            (matched, unparsed) = (matched + m, unparsed + u);
-        }
         let c = &self.shared;
         c.counts.add(self.worker, MATCHED, matched);
         c.counts.add(self.worker, UNPARSED, unparsed);
@@ -323,9 +331,38 @@ impl HookWorker for ClassifyWorker {
 }
 
 impl ClassifyWorker {
-    /// The burst through the worker's flow cache in one pass (`one_pass`).
+    /// The IPv4 packets of `mask`: through the worker's flow cache in one
+    /// pass, or keyed whole and classified in one call. Returns the packets
+    /// that matched, those that could not be read, and the bits of the
+    /// IPv6 packets of `mask`.
     #[inline(always)]
-    fn one_pass(&mut self, burst: &mut HookBurst<'_, '_>) -> (u64, u64) {
+    fn ipv4(&mut self, burst: &mut HookBurst<'_, '_>, mask: u64) -> (u64, u64, u64) {
+        let fast = match (&self.cache, self.shared.ahead.get()) {
+            (PartCache::Ahead(cache), Some(a)) => a.classifier.begin(cache),
+            (PartCache::Own(cache), _) => self.shared.classifier.begin(cache),
+            (PartCache::Ahead(_), None) => false,
+        };
+        self.scratch.v6 = 0;
+        let (matched, unparsed) = if fast {
+            self.one_pass(burst, mask)
+        } else {
+            self.by_burst(burst, mask)
+        };
+        (matched, unparsed, self.scratch.v6)
+    }
+
+    /// The IPv6 packets of `mask` (`ipv6::classify6`); the third figure
+    /// is the bits of the IPv4 packets of `mask`.
+    #[inline(always)]
+    fn ipv6(&mut self, burst: &mut HookBurst<'_, '_>, mask: u64) -> (u64, u64, u64) {
+        let scratch = &mut *self.scratch;
+        ipv6::classify6(&self.shared, &mut self.cache6, burst, mask, scratch)
+    }
+
+    /// The packets of `mask` through the worker's flow cache in one pass
+    /// (`one_pass`).
+    #[inline(always)]
+    fn one_pass(&mut self, burst: &mut HookBurst<'_, '_>, mask: u64) -> (u64, u64) {
         let c = &*self.shared;
         let Keyed {
             keys,
@@ -344,7 +381,7 @@ impl ClassifyWorker {
                     carried: carried(a, keep),
                 };
                 let scratch = (keys, idx, answers, outcomes);
-                one_pass::<_, true>(c, &a.classifier, cache, burst, scratch, outcome, v6)
+                one_pass::<_, true>(c, &a.classifier, cache, (burst, mask), scratch, outcome, v6)
             }
             (PartCache::Own(cache), _) => {
                 let outcome = |r: &u32| Outcome {
@@ -352,7 +389,7 @@ impl ClassifyWorker {
                     carried: [0; LOOKAHEAD_SLOTS],
                 };
                 let scratch = (keys, idx, results, outcomes);
-                one_pass::<_, false>(c, &c.classifier, cache, burst, scratch, outcome, v6)
+                one_pass::<_, false>(c, &c.classifier, cache, (burst, mask), scratch, outcome, v6)
             }
             (PartCache::Ahead(_), None) => (0, 0),
         }
@@ -361,9 +398,9 @@ impl ClassifyWorker {
     /// The burst keyed first, then classified in one call (no cache, or a
     /// cache that bypasses). Returns the packets that matched and those
     /// that could not be read.
-    fn by_burst(&mut self, burst: &mut HookBurst<'_, '_>) -> (u64, u64) {
+    fn by_burst(&mut self, burst: &mut HookBurst<'_, '_>, mask: u64) -> (u64, u64) {
         let c = &*self.shared;
-        let (n, unparsed) = key_burst(c, burst, &mut self.scratch);
+        let (n, unparsed) = key_burst(c, burst, mask, &mut self.scratch);
         let Keyed {
             keys,
             idx,
@@ -392,7 +429,7 @@ impl ClassifyWorker {
     }
 }
 
-/// One pass over the burst through the worker's flow cache: each accepted
+/// One pass over the packets of `mask` through the worker's flow cache: each
 /// IPv4 packet keyed, looked up and, on a hit, acted on at once by its
 /// cached [`Outcome`] (`CARRY`: a plain packet not dropped carries the
 /// outcome's answers for the egress filters); the misses keyed into the
@@ -405,7 +442,7 @@ fn one_pass<A: Answer, const CARRY: bool>(
     c: &Classify,
     classifier: &CachedClassifier,
     cache: &mut FlowCache<Outcome>,
-    burst: &mut HookBurst<'_, '_>,
+    (burst, mut mask): (&mut HookBurst<'_, '_>, u64),
     (keys, idx, answers, outcomes): (
         &mut [Key; MAX_BURST],
         &mut [u8; MAX_BURST],
@@ -417,7 +454,6 @@ fn one_pass<A: Answer, const CARRY: bool>(
 ) -> (u64, u64) {
     let (mut m, mut matched, mut unparsed) = (0, 0u64, 0u64);
     let (mut drops, mut refused, mut plain_missed) = (0u64, 0u64, 0u64);
-    let mut mask = burst.accepted_mask();
     // Every packet is looked up but those skipped (counted as they are).
     let mut lookups = mask.count_ones() as usize;
     let packets = burst.packets_mut();
@@ -515,17 +551,21 @@ fn act_on(o: &Outcome, p: &mut HookPacket<'_>, i: usize, carry: bool) -> u64 {
     0
 }
 
-/// Key every accepted IPv4 packet of `burst` into `keyed` (a fragment the
+/// Key every IPv4 packet of `mask` into `keyed` (a fragment the
 /// rules cannot judge is dropped here). Returns the keys made and the
 /// packets that could not be read. A plain packet's key is written in
 /// place; any other packet's in `key_parsed`, out of line.
 #[inline(always)]
-fn key_burst(c: &Classify, burst: &mut HookBurst<'_, '_>, keyed: &mut Keyed) -> (usize, u64) {
+fn key_burst(
+    c: &Classify,
+    burst: &mut HookBurst<'_, '_>,
+    mut mask: u64,
+    keyed: &mut Keyed,
+) -> (usize, u64) {
     let mut n = 0;
     let mut unparsed = 0;
     let mut plain = 0u64;
     let mut refused = 0u64;
-    let mut mask = burst.accepted_mask();
     let packets = burst.packets();
     while mask != 0 {
         let i = mask.trailing_zeros() as usize;
@@ -564,84 +604,6 @@ fn key_burst(c: &Classify, burst: &mut HookBurst<'_, '_>, keyed: &mut Keyed) -> 
         refuse_fragments(c, burst, refused);
     }
     (n, unparsed)
-}
-
-/// The IPv6 packets of `mask`: each read ([`FlowSummary6`]: an unreadable
-/// one counted and left as it is, a fragment the rules cannot judge
-/// dropped), keyed, classified through the worker's IPv6 flow cache (its
-/// misses in one call) and acted on as IPv4's are: marked, classed or
-/// dropped, and, linked, a plain packet (TCP or UDP, no extension header)
-/// carries the egress filters' answers. Returns the packets that matched
-/// and those that could not be read. Out of line: IPv4 bursts never come
-/// here.
-#[inline(never)]
-fn classify6(
-    c: &Classify,
-    cache6: &mut PartCache6,
-    burst: &mut HookBurst<'_, '_>,
-    mut mask: u64,
-    scratch: &mut Keyed,
-) -> (u64, u64) {
-    let Keyed {
-        keys6: keys,
-        idx,
-        outcomes,
-        ..
-    } = scratch;
-    let (mut n, mut unparsed, mut plain) = (0, 0, 0u64);
-    while mask != 0 {
-        let i = mask.trailing_zeros() as usize;
-        mask &= mask - 1;
-        let Some(p) = burst.packet(i) else { break };
-        // At most MAX_BURST packets (one per mask bit): `k` is `n`.
-        let k = n % MAX_BURST;
-        // Plain TCP or UDP: the key straight from the header.
-        if keys[k].set_plain(p.l3(), p.meta(), 0) {
-            (idx[k], plain) = (i as u8, plain | 1 << k);
-            n += 1;
-            continue;
-        }
-        let Some(s) = FlowSummary6::parse(p.l3()) else {
-            unparsed += 1;
-            continue;
-        };
-        if let Some(r) = c.fragments.check6(&s) {
-            burst.set_verdict(i, Verdict::Drop(r));
-            continue;
-        }
-        keys[k] = Key6::new(&s, p.meta(), 0);
-        idx[k] = i as u8;
-        n += 1;
-    }
-    let (keys, outcomes) = (&keys[..n], &mut outcomes[..n]);
-    let packets = burst.packets_mut();
-    let (matched, drops) = match (cache6, c.ahead.get()) {
-        (PartCache::Ahead(cache), Some(a)) => {
-            let keep = a.keep();
-            let outcome = |a: &Answers| Outcome {
-                effect: c.effect(a[0]),
-                carried: carried(a, keep),
-            };
-            a.classifier
-                .classify6_mapped(cache, keys, outcomes, outcome);
-            act_on_misses::<true>(packets, (&idx[..n], outcomes, plain))
-        }
-        (PartCache::Own(cache), _) => {
-            let outcome = |r: &u32| Outcome {
-                effect: c.effect(*r),
-                carried: [0; LOOKAHEAD_SLOTS],
-            };
-            c.classifier
-                .classify6_mapped(cache, keys, outcomes, outcome);
-            act_on_misses::<false>(packets, (&idx[..n], outcomes, plain))
-        }
-        // Not reached (see `ClassifyWorker::by_burst`).
-        (PartCache::Ahead(_), None) => (0, 0),
-    };
-    if drops != 0 {
-        drop_marked(burst, drops);
-    }
-    (matched, unparsed)
 }
 
 /// Drop the fragments of `mask` the rules cannot judge, under the reason
@@ -902,8 +864,9 @@ mod tests {
     }
 
     /// IPv6 meets the rules of its family or of none, in one burst with
-    /// IPv4 (through the flow cache's pass and without it): marked,
-    /// classed, dropped; an unreadable chain is counted and left alone.
+    /// IPv4 (through the flow cache's pass and without it; IPv6 first and
+    /// IPv4 first; the second round from the cache): marked, classed,
+    /// dropped; an unreadable chain is counted and left alone.
     #[test]
     fn ipv6_is_marked_by_the_rules_of_its_family() {
         for slots in [0, 256] {
@@ -928,7 +891,7 @@ mod tests {
                 "#
             ));
             let cut = [vec![60, 0, 0, 1, 0, 0, 0, 1], vec![6, 3]].concat();
-            let mut pkts = vec![
+            let sent = vec![
                 Pkt::tcp6("2001:db8:1::2", "2001:db8:2::9", 1, 22, SYN),
                 Pkt::new(udp(A, B, 1, 53).build()),
                 Pkt::udp6("2001:db8:1::2", "2001:db8:3::9", 1, 53),
@@ -936,18 +899,37 @@ mod tests {
                 Pkt::ipv6("2001:db8:1::2", "2001:db8:2::9", 44, &cut),
                 Pkt::udp6("2001:db8:1::2", "2001:db8:3::9", 1, 54),
             ];
-            let v = run(&*h, HookPoint::Ingress, &mut pkts, 0);
-            let got: Vec<(u32, u16)> = pkts.iter().map(|p| (p.meta.mark, p.meta.class)).collect();
-            assert_eq!(
-                got,
-                vec![(6, 1), (4, 0), (0, 9), (0, 0), (0, 0), (0, 0)],
-                "{slots} slots"
-            );
             let drop = Verdict::Drop(DropReason::ClassifyRule);
             let ok = Verdict::Accept;
-            assert_eq!(v, vec![ok, ok, ok, drop, ok, ok], "{slots} slots");
-            assert_eq!(stat(&*h, "matched"), 4, "{slots} slots");
-            assert_eq!(stat(&*h, "unparsed"), 1, "{slots} slots");
+            let want = [
+                ((6, 1), ok),
+                ((4, 0), ok),
+                ((0, 9), ok),
+                ((0, 0), drop),
+                ((0, 0), ok),
+                ((0, 0), ok),
+            ];
+            for (round, first) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+                let mut pkts = sent.clone();
+                pkts.rotate_left(first);
+                let v = run(&*h, HookPoint::Ingress, &mut pkts, 0);
+                let got: Vec<_> = pkts
+                    .iter()
+                    .map(|p| (p.meta.mark, p.meta.class))
+                    .zip(v)
+                    .collect();
+                let mut want = want.to_vec();
+                want.rotate_left(first);
+                assert_eq!(got, want, "{slots} slots, round {round}, from {first}");
+            }
+            assert_eq!(stat(&*h, "matched"), 4 * 4, "{slots} slots");
+            assert_eq!(stat(&*h, "unparsed"), 4, "{slots} slots");
+            if slots > 0 {
+                // Five readable packets a burst, each burst's the same
+                // keys: all miss in the first, all hit in the three after.
+                assert_eq!(stat(&*h, "flow_cache_hits"), 3 * 5, "{slots} slots");
+                assert_eq!(stat(&*h, "flow_cache_misses"), 5, "{slots} slots");
+            }
         }
     }
 

@@ -123,10 +123,20 @@ impl Filter {
         // Stateful: the lookahead slot whose answers the packets carry.
         let slot = self.slot.get().copied().unwrap_or(usize::MAX);
         let carried = |p: &HookPacket<'_>| p.meta().lookahead.get(slot).copied().unwrap_or(0);
+        // A burst whose first packet is IPv6 takes its IPv6 packets to
+        // their own reading first (one test a burst for IPv4's).
+        let ipv6_first = burst
+            .packet(rest.trailing_zeros() as usize)
+            .is_some_and(|p| p.meta().protocol == ethertype::IPV6);
         while rest != 0 {
             let i = rest.trailing_zeros() as usize;
             rest &= rest - 1;
             let Some(p) = burst.packet(i) else { continue };
+            if ipv6_first && p.meta().protocol == ethertype::IPV6 {
+                let g = self.gather6(p, i, carried(p), j);
+                self.gathered6(burst, i, g, &mut j.tally);
+                continue;
+            }
             if stateless && j.keys[j.n].set_plain(p.l3(), p.meta(), 0) {
                 j.idx[j.n] = i as u8;
                 j.n += 1;
@@ -140,25 +150,11 @@ impl Filter {
                 continue;
             }
             let Some(s) = FlowSummary::parse(p.l3()) else {
-                if p.meta().protocol == ethertype::IPV6 {
-                    match self.gather6(p, i, carried(p), j) {
-                        Gathered6::Kept => continue,
-                        Gathered6::Refused(r) => {
-                            burst.set_verdict(i, Verdict::Drop(r));
-                            continue;
-                        }
-                        Gathered6::Unreadable => {}
-                    }
-                }
-                // Unreadable: the policy decides, counted as such too.
-                j.tally[UNPARSED] += 1;
-                match self.policy_verdict() {
-                    Some(v) => {
-                        j.tally[POLICY_DROP] += 1;
-                        burst.set_verdict(i, v);
-                    }
-                    None => j.tally[POLICY_ACCEPT] += 1,
-                }
+                let g = match p.meta().protocol == ethertype::IPV6 {
+                    true => self.gather6(p, i, carried(p), j),
+                    false => Gathered6::Unreadable,
+                };
+                self.gathered6(burst, i, g, &mut j.tally);
                 continue;
             };
             if let Some(r) = self.fragments.check(&s) {
@@ -189,8 +185,9 @@ impl Filter {
         // At most MAX_BURST packets (one per mask bit): `n` stays in range.
         let n = j.n6 % MAX_BURST;
         let stateless = self.conntrack.is_none();
+        // Its connection state is written by `look_up6`, or reset to
+        // untracked by `decide6` when there is no table.
         (j.ahead6[n], j.idx6[n]) = (ahead, i as u8);
-        j.looked6[n] = (CtState::Untracked, CtHint6::NONE);
         // Plain TCP or UDP: stateless, the key straight from the header;
         // stateful, the summary (its key waits for the state).
         let plain = match stateless {
@@ -213,6 +210,35 @@ impl Filter {
         j.sums6[n] = s;
         j.n6 += 1;
         Gathered6::Kept
+    }
+
+    /// What `gather6` made of packet `i` applied: a fragment the rules
+    /// cannot judge dropped; an unreadable packet (of either family) given
+    /// the policy, counted as such too.
+    #[inline(always)]
+    fn gathered6(
+        &self,
+        burst: &mut HookBurst<'_, '_>,
+        i: usize,
+        g: Gathered6,
+        tally: &mut [u64; COUNTERS],
+    ) {
+        match g {
+            Gathered6::Kept => {}
+            Gathered6::Refused(r) => {
+                burst.set_verdict(i, Verdict::Drop(r));
+            }
+            Gathered6::Unreadable => {
+                tally[UNPARSED] += 1;
+                match self.policy_verdict() {
+                    Some(v) => {
+                        tally[POLICY_DROP] += 1;
+                        burst.set_verdict(i, v);
+                    }
+                    None => tally[POLICY_ACCEPT] += 1,
+                }
+            }
+        }
     }
 
     /// Stateful: look the IPv6 packets `gather6` kept up in the worker's
@@ -286,8 +312,10 @@ impl Filter {
             self.look_up6(burst, t, now, j);
             self.classify_tracked6(cache6, j);
         } else {
+            // Stateless, or no table on this worker (none of the
+            // pipeline's): untracked.
+            j.looked6[..n].fill((CtState::Untracked, CtHint6::NONE));
             if self.conntrack.is_some() {
-                // No table on this worker (none of the pipeline's): untracked.
                 for k in 0..n {
                     if let Some(p) = burst.packet(usize::from(j.idx6[k])) {
                         j.keys6[k] = Key6::new(&j.sums6[k], p.meta(), 0);

@@ -73,6 +73,23 @@ impl<O: Copy, A> FlowCache6<O, A> {
     pub fn get(&self, k: &Key6) -> Option<O> {
         find(&self.slots, slot_of6(k, self.mask), k)
     }
+
+    /// [`FlowCache6::get`] of the key of words `w` ([`Key6::words`]),
+    /// hashed and compared in registers.
+    #[inline(always)]
+    pub fn get_words(&self, w: &[u64; 8]) -> Option<O> {
+        let s = slot_of_words6(w, self.mask);
+        let same = |slot: &Slot6<O>| {
+            let k = slot.key.words();
+            (0..8).fold(0, |d, i| d | (k[i] ^ w[i])) == 0
+        };
+        let first = self.slots.get(s)?;
+        if same(first) {
+            return Some(first.result);
+        }
+        let second = self.slots.get(s ^ 1)?;
+        same(second).then_some(second.result)
+    }
 }
 
 /// What is kept for `k`, whose slot is `s`, from `s` or its pair `s ^ 1`.
@@ -105,12 +122,13 @@ fn put<O>(slots: &mut [Slot6<O>], s: usize, k: &Key6, result: O) {
 /// bits the slot is taken from), high bits folded down.
 #[inline(always)]
 fn slot_of6(k: &Key6, mask: usize) -> usize {
-    let b = k.as_bytes();
-    let w = |i: usize| {
-        let mut x = [0u8; 8];
-        x.copy_from_slice(&b[8 * i..8 * i + 8]);
-        u64::from_ne_bytes(x)
-    };
+    slot_of_words6(&k.words(), mask)
+}
+
+/// [`slot_of6`] the key of words `w` ([`Key6::words`]).
+#[inline(always)]
+fn slot_of_words6(w: &[u64; 8], mask: usize) -> usize {
+    let w = |i: usize| w[i];
     let (mut a, mut c) = (0u64, 0u64);
     for i in 0..4 {
         a = (a ^ w(2 * i))

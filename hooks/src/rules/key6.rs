@@ -98,30 +98,74 @@ impl Key6 {
     /// left as it was: the caller parses it.
     #[inline(always)]
     pub fn set_plain(&mut self, l3: &[u8], meta: &PacketMeta, ct: CtBits) -> bool {
-        use offset6::*;
-        const FIXED: usize = crate::wire::ipv6::HEADER_LEN;
-        let Some((h, tcp_flags)) = FlowSummary6::plain(l3) else {
-            return false;
+        match Key6::plain_words(l3, meta, ct) {
+            Some(w) => {
+                *self = Key6::from_words(w);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// [`Key6::set_plain`]'s key as its eight 8-byte words
+    /// ([`Key6::words`]), made in registers: what a flow cache hashes and
+    /// compares before any key is stored (a key stored and read back at
+    /// once as words would wait on the stores of its bytes). Bytes 4..40 of
+    /// the key are the header's 8..44 (source, destination, ports) as on
+    /// the wire: four of them with the protocol fields, then four whole
+    /// words.
+    #[inline(always)]
+    pub fn plain_words(l3: &[u8], meta: &PacketMeta, ct: CtBits) -> Option<[u64; 8]> {
+        let (h, tcp_flags) = FlowSummary6::plain(l3)?;
+        let word = |at: usize| {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(&h[at..at + 8]);
+            u64::from_le_bytes(x)
         };
-        let b = &mut self.b;
-        b[PROTO as usize] = h[6];
-        b[TCP_FLAGS as usize] = tcp_flags;
-        b[DSCP as usize] = (u16::from_be_bytes([h[0], h[1]]) >> 6) as u8 & 0x3f;
-        b[FLAGS as usize] = FLAG_L4 | (ct & CT_ALL);
-        // Source, destination and the two ports: one copy of 36 bytes.
-        b[SRC as usize..DPORT as usize + 2].copy_from_slice(&{
-            let mut a = [0u8; 36];
-            a[..32].copy_from_slice(&h[8..40]);
-            a[32..].copy_from_slice(&h[FIXED..FIXED + 4]);
-            a
-        });
-        self.put(IN_PORT, &meta.in_port.to_be_bytes());
-        self.put(OUT_PORT, &meta.out_port.to_be_bytes());
-        self.put(VLAN, &meta.vlan.to_be_bytes());
-        self.put(CLASS, &meta.class.to_be_bytes());
-        self.put(MARK, &meta.mark.to_be_bytes());
-        self.b[52..].fill(0);
-        true
+        let dscp = (u16::from_be_bytes([h[0], h[1]]) >> 6) as u8 & 0x3f;
+        let fields = u32::from_le_bytes([h[6], tcp_flags, dscp, FLAG_L4 | (ct & CT_ALL)]);
+        let src_head = u32::from_le_bytes([h[8], h[9], h[10], h[11]]);
+        // In-port, out-port, VLAN and class, each big-endian.
+        let be16x2 = |lo: u16, hi: u16| {
+            (u32::from(lo) | u32::from(hi) << 16)
+                .swap_bytes()
+                .rotate_left(16)
+        };
+        let ports = u64::from(be16x2(meta.in_port, meta.out_port))
+            | u64::from(be16x2(meta.vlan, meta.class)) << 32;
+        Some([
+            u64::from(fields) | u64::from(src_head) << 32,
+            word(12),
+            word(20),
+            word(28),
+            word(36),
+            ports,
+            u64::from(meta.mark.swap_bytes()),
+            0,
+        ])
+    }
+
+    /// The key's eight 8-byte words, little-endian: what the IPv6 flow
+    /// cache hashes and compares.
+    #[inline(always)]
+    pub fn words(&self) -> [u64; 8] {
+        std::array::from_fn(|i| {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(&self.b[i * 8..i * 8 + 8]);
+            u64::from_le_bytes(x)
+        })
+    }
+
+    /// The key of eight words as [`Key6::words`] gives them; bytes 52..64
+    /// must be zero (as in every word set a packet makes), or the key could
+    /// be a cache's empty slot.
+    #[inline(always)]
+    pub fn from_words(w: [u64; 8]) -> Key6 {
+        let mut b = [0u8; 64];
+        for (chunk, w) in b.chunks_exact_mut(8).zip(w) {
+            chunk.copy_from_slice(&w.to_le_bytes());
+        }
+        Key6 { b }
     }
 
     /// A key of these bytes (tests, the ACL's checks).

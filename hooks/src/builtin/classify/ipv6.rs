@@ -59,9 +59,9 @@ pub(super) fn classify6(
 }
 
 /// One pass over the IPv6 packets of `mask` through the worker's cache:
-/// each keyed into the next free place of the scratch keys, looked up and,
-/// on a hit, acted on by its cached [`Outcome`] at once (its key left to be
-/// written over); a miss keeps its place. The misses are classified in one
+/// each keyed (a plain packet's key in registers), looked up and, on a
+/// hit, acted on by its cached [`Outcome`] at once; a miss's key is stored
+/// in the next free place of the scratch keys. The misses are classified in one
 /// call, cached and acted on after (`CARRY`: a plain packet not dropped
 /// carries the outcome's answers).
 #[inline(always)]
@@ -93,21 +93,27 @@ fn one_pass6<A: Answer, const CARRY: bool>(
         }
         // `m` counts misses, at most one per mask bit: it stays in range.
         let k = m % MAX_BURST;
-        let plain = match key6(c, p, &mut keys[k]) {
-            Ok(plain) => plain,
-            Err(refuse) => {
-                refused |= u64::from(refuse.is_some()) << i;
-                unparsed += u64::from(refuse.is_none());
-                continue;
-            }
+        // A plain packet's key stays in registers for the lookup and is
+        // stored only when it misses.
+        let (words, plain) = match Key6::plain_words(p.l3(), p.meta(), 0) {
+            Some(w) => (w, true),
+            None => match key6_parsed(c, p, &mut keys[k]) {
+                Ok(()) => (keys[k].words(), false),
+                Err(refuse) => {
+                    refused |= u64::from(refuse.is_some()) << i;
+                    unparsed += u64::from(refuse.is_none());
+                    continue;
+                }
+            },
         };
         lookups += 1;
-        match cache.get(&keys[k]) {
+        match cache.get_words(&words) {
             Some(o) => {
                 matched += o.effect.matched();
                 drops |= act_on(&o, p, i, CARRY && plain);
             }
             None => {
+                keys[k] = Key6::from_words(words);
                 idx[k] = i as u8;
                 plain_missed |= u64::from(plain) << k;
                 m += 1;

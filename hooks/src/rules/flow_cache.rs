@@ -379,16 +379,30 @@ impl CachedClassifier {
     /// which `hits` hit, for the bypass rule's window and the counters.
     #[inline]
     pub fn end<A>(&self, cache: &mut FlowCache<A>, lookups: usize, hits: usize) {
-        cache.bypass_bursts = judge_window(
-            &mut cache.window,
-            &mut cache.window_hits,
-            cache.bypass_bursts,
+        let window = (&mut cache.window, &mut cache.window_hits);
+        self.end_window(
+            cache.worker,
+            window,
+            &mut cache.bypass_bursts,
             lookups,
             hits,
         );
-        self.counts.add(cache.worker, HITS, hits as u64);
-        self.counts
-            .add(cache.worker, MISSES, (lookups - hits) as u64);
+    }
+
+    /// The end of a burst of either family's cache on `worker`: its window
+    /// (lookups and hits so far) and bypass state judged, the counters.
+    #[inline(always)]
+    pub(super) fn end_window(
+        &self,
+        worker: usize,
+        (window, window_hits): (&mut u32, &mut u32),
+        bypass_bursts: &mut u32,
+        lookups: usize,
+        hits: usize,
+    ) {
+        *bypass_bursts = judge_window(window, window_hits, *bypass_bursts, lookups, hits);
+        self.counts.add(worker, HITS, hits as u64);
+        self.counts.add(worker, MISSES, (lookups - hits) as u64);
     }
 
     /// Up to [`MAX_BURST`] keys: the hits from the cache, the misses from

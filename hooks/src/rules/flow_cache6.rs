@@ -17,7 +17,7 @@
 //! what a hook makes of them (`classify`'s outcomes, lookahead answers
 //! included).
 
-use super::flow_cache::{judge_window, Answer, HITS, MISSES};
+use super::flow_cache::Answer;
 use super::{CachedClassifier, Key6};
 use crate::MAX_BURST;
 
@@ -66,16 +66,10 @@ impl<O, A> FlowCache6<O, A> {
 }
 
 impl<O: Copy, A> FlowCache6<O, A> {
-    /// What is kept for `k`, if anything: one lookup of a burst that went
-    /// through the cache ([`CachedClassifier::begin6`]), its misses then
-    /// filled in one call ([`CachedClassifier::fill6_mapped`]).
-    #[inline(always)]
-    pub fn get(&self, k: &Key6) -> Option<O> {
-        find(&self.slots, slot_of6(k, self.mask), k)
-    }
-
-    /// [`FlowCache6::get`] of the key of words `w` ([`Key6::words`]),
-    /// hashed and compared in registers.
+    /// What is kept for the key of words `w` ([`Key6::words`]), if
+    /// anything, hashed and compared in registers: one lookup of a burst
+    /// that went through the cache ([`CachedClassifier::begin6`]), its
+    /// misses then filled in one call ([`CachedClassifier::fill6_mapped`]).
     #[inline(always)]
     pub fn get_words(&self, w: &[u64; 8]) -> Option<O> {
         let s = slot_of_words6(w, self.mask);
@@ -219,19 +213,11 @@ impl CachedClassifier {
         {
             hits += self.classify6_chunk(cache, keys, results, &map);
         }
-        cache.bypass_bursts = judge_window(
-            &mut cache.window,
-            &mut cache.window_hits,
-            cache.bypass_bursts,
-            n,
-            hits,
-        );
-        self.counts.add(cache.worker, HITS, hits as u64);
-        self.counts.add(cache.worker, MISSES, (n - hits) as u64);
+        self.end6(cache, n, hits);
     }
 
     /// May a burst's IPv6 keys go through `cache` one at a time
-    /// ([`FlowCache6::get`])? Not when the worker has no cache or it
+    /// ([`FlowCache6::get_words`])? Not when the worker has no cache or it
     /// bypasses itself: then [`CachedClassifier::classify6_mapped`] takes
     /// the burst's keys whole.
     #[inline(always)]
@@ -263,16 +249,14 @@ impl CachedClassifier {
     /// which `hits` hit, for the bypass rule's window and the counters.
     #[inline]
     pub fn end6<O, A>(&self, cache: &mut FlowCache6<O, A>, lookups: usize, hits: usize) {
-        cache.bypass_bursts = judge_window(
-            &mut cache.window,
-            &mut cache.window_hits,
-            cache.bypass_bursts,
+        let window = (&mut cache.window, &mut cache.window_hits);
+        self.end_window(
+            cache.worker,
+            window,
+            &mut cache.bypass_bursts,
             lookups,
             hits,
         );
-        self.counts.add(cache.worker, HITS, hits as u64);
-        self.counts
-            .add(cache.worker, MISSES, (lookups - hits) as u64);
     }
 
     /// Up to [`MAX_BURST`] keys: the hits from the cache, the misses from
@@ -409,6 +393,49 @@ mod tests {
         let s = c.stats();
         assert_eq!(s.hits + s.misses, 6 * keys.len() as u64);
         assert_eq!(s.misses, distinct.len() as u64);
+    }
+
+    /// One key at a time, as classify's one pass uses the cache: a key's
+    /// words hit only once its miss was filled, with the classifier's
+    /// answer, a key one bit away from it misses, and the counters are
+    /// the lookups `end6` was told of.
+    #[test]
+    fn words_hit_what_a_filled_miss_put_and_nothing_else() {
+        // One burst's misses (at most MAX_BURST).
+        const N: usize = 32;
+        let net = |i: u128| (0x2001_0db8_0000_0000_u128 + i) << 64;
+        let keys: Vec<Key6> = (0..40u128)
+            .map(|i| key(net(9) | 0x55, net(i % 10) | 1, 1000 + i as u16))
+            .collect();
+        let linear = LinearClassifier::new(&rules()).unwrap();
+        let mut want = vec![0u32; keys.len()];
+        linear.classify6(&keys, &mut want);
+        let (c, asked) = cached(64);
+        let mut cache = c.cache6::<u32, u32>(0);
+        for k in &keys {
+            assert!(c.begin6(&cache));
+            assert_eq!(cache.get_words(&k.words()), None);
+        }
+        let mut got = vec![u32::MAX; keys.len()];
+        c.fill6_mapped(&mut cache, &keys[..N], &mut got[..N], |a| *a);
+        c.end6(&mut cache, keys.len(), 0);
+        for (i, k) in keys.iter().enumerate().take(N) {
+            // A slot pair keeps two keys: of these 32, most are kept.
+            let kept = cache.get_words(&k.words());
+            assert!(kept.is_none() || kept == Some(want[i]), "key {i}");
+            let mut w = k.words();
+            w[i % 7] ^= 1 << (i % 64);
+            assert_eq!(cache.get_words(&w), None, "key {i} with a bit changed");
+        }
+        let hits = keys[..N]
+            .iter()
+            .filter(|k| cache.get_words(&k.words()).is_some())
+            .count();
+        assert!(hits > N / 2, "{hits} of {N} kept");
+        assert_eq!(got[..N], want[..N]);
+        assert_eq!(asked.load(Relaxed), N as u64);
+        let s = c.stats();
+        assert_eq!((s.hits, s.misses), (0, keys.len() as u64));
     }
 
     /// The empty slot's key is no packet's: a key of all 0xff bytes but

@@ -338,6 +338,34 @@ mod tests {
         assert!(plain > 2_000, "{plain} plain packets");
     }
 
+    /// A key's words make the same key back, and a plain packet's words
+    /// are its key's (`set_plain` is their key, held against the parsed
+    /// one above).
+    #[test]
+    fn words_round_trip_and_a_plain_packet_s_words_are_its_key_s() {
+        let mut rng = fastrand::Rng::with_seed(6);
+        for _ in 0..2000 {
+            let b: [u8; 64] = std::array::from_fn(|i| if i < 52 { rng.u8(..) } else { 0 });
+            let k = Key6::from_bytes(b);
+            assert_eq!(Key6::from_words(k.words()), k);
+        }
+        let mut meta = PacketMeta::default();
+        (meta.in_port, meta.out_port) = (0x0102, 0x0304);
+        (meta.vlan, meta.class, meta.mark) = (0x0506, 0x0708, 0x090a_0b0c);
+        let mut l3 = vec![0x6b, 0x80, 0, 0, 0, 8, 17, 64];
+        l3.extend((0..32).map(|i| 0x20 + i as u8));
+        l3.extend([0x12, 0x34, 0x00, 0x35, 0, 8, 0, 0]);
+        let w = Key6::plain_words(&l3, &meta, 0).expect("a plain UDP packet");
+        let mut k = Key6::default();
+        assert!(k.set_plain(&l3, &meta, 0));
+        assert_eq!(w, k.words());
+        assert_eq!(
+            (k.sport(), k.dport(), k.mark()),
+            (0x1234, 0x35, 0x090a_0b0c)
+        );
+        assert_eq!((k.in_port(), k.class()), (0x0102, 0x0708));
+    }
+
     #[test]
     fn fields_land_at_their_offsets_and_read_back() {
         let s = FlowSummary6 {

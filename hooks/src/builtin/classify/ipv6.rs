@@ -8,11 +8,11 @@
 //! A burst's IPv4 packets met on the way are handed back for the IPv4 pass.
 
 use super::{act_on, act_on_misses, carried, drop_marked, Classify, Keyed, Outcome, PartCache};
-use super::{PartCache6, LOOKAHEAD_SLOTS};
+use super::{refuse_each, PartCache6, LOOKAHEAD_SLOTS};
 use crate::flow6::FlowSummary6;
 use crate::rules::{Answer, Answers, CachedClassifier, FlowCache6, Key6};
 use crate::wire::ethernet::ethertype;
-use crate::{DropReason, HookBurst, HookPacket, Verdict, MAX_BURST};
+use crate::{DropReason, HookBurst, HookPacket, MAX_BURST};
 
 /// The IPv6 packets of `mask` through `cache6`, as the module doc says.
 /// Returns the packets that matched a rule, those that could not be read
@@ -224,16 +224,8 @@ fn key6_parsed(c: &Classify, p: &HookPacket<'_>, key: &mut Key6) -> Result<(), O
 /// reason the fragment checks give.
 #[cold]
 #[inline(never)]
-fn refuse_fragments6(c: &Classify, burst: &mut HookBurst<'_, '_>, mut mask: u64) {
-    while mask != 0 {
-        let i = mask.trailing_zeros() as usize;
-        mask &= mask - 1;
-        let reason = burst
-            .packet(i)
-            .and_then(|p| FlowSummary6::parse(p.l3()))
-            .and_then(|s| c.fragments.check6(&s));
-        if let Some(r) = reason {
-            burst.set_verdict(i, Verdict::Drop(r));
-        }
-    }
+fn refuse_fragments6(c: &Classify, burst: &mut HookBurst<'_, '_>, mask: u64) {
+    refuse_each(burst, mask, |l3| {
+        FlowSummary6::parse(l3).and_then(|s| c.fragments.check6(&s))
+    });
 }

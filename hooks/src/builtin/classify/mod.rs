@@ -990,11 +990,9 @@ mod tests {
         assert_eq!(stat(&*h, "matched"), 4);
     }
 
-    /// A classify drop rule on a port is not passed by a tiny first
-    /// fragment or the fragment at offset 1 (RFC 1858), and a later
-    /// fragment matches no port rule.
-    #[test]
-    fn tiny_and_overlapping_fragments_do_not_pass_a_port_rule() {
+    /// A classify hook that drops TCP to port 22, and a SYN's TCP header
+    /// to port 22 to cut into fragments.
+    fn port_22_drop() -> (Arc<dyn Hook>, Vec<u8>) {
         let h = classify(
             r#"
             [[rule]]
@@ -1003,7 +1001,15 @@ mod tests {
             action = "drop"
             "#,
         );
-        let full = tcp(A, B, 1024, 22, SYN).seq(1).build_l4();
+        (h, tcp(A, B, 1024, 22, SYN).seq(1).build_l4())
+    }
+
+    /// A classify drop rule on a port is not passed by a tiny first
+    /// fragment or the fragment at offset 1 (RFC 1858), and a later
+    /// fragment matches no port rule.
+    #[test]
+    fn tiny_and_overlapping_fragments_do_not_pass_a_port_rule() {
+        let (h, full) = port_22_drop();
         let frag = |more, offset, l4: &[u8]| ipv4(A, B, 6, l4).fragment(more, offset).build();
         let mut pkts = vec![
             Pkt::new(frag(true, 0, &full[..8])),
@@ -1028,15 +1034,7 @@ mod tests {
     /// fragment): counted and left to the filters' policy.
     #[test]
     fn ipv6_fragments_that_hide_ports_are_refused_or_unreadable() {
-        let h = classify(
-            r#"
-            [[rule]]
-            proto = "tcp"
-            dport = 22
-            action = "drop"
-            "#,
-        );
-        let full = tcp(A, B, 1024, 22, SYN).seq(1).build_l4();
+        let (h, full) = port_22_drop();
         // Next header TCP, the offset in 8-byte units and More Fragments.
         let frag = |more: bool, units: u16, l4: &[u8]| {
             let off = (units << 3 | u16::from(more)).to_be_bytes();

@@ -155,6 +155,7 @@ mod tests;
 use crate::flow::{proto, tcp_flag, FlowSummary, Fragment};
 use crate::flow6::FlowSummary6;
 use crate::MAX_BURST;
+use std::marker::PhantomData;
 use table::{Key, Key6, Probe, SlotKey, Slots, ASSURED, FIN_A, FIN_B, ORIG_B, REPLIED};
 use tcp::{Segment, Window};
 
@@ -193,10 +194,12 @@ pub enum CtState {
 /// checks that the slot still holds the packet's live entry (other packets'
 /// lookups and commits may have moved it) and probes when not.
 ///
-/// It also carries the packet's key and home slot as the lookup made them,
-/// which the stateful filter's own commit (`ConnTable::commit_looked`)
-/// takes instead of making them again; the public commit does not trust
-/// them.
+/// It also names the packet's place in its burst: the table keeps each
+/// burst's flows (key and direction) until its next `lookup_burst` of that
+/// family, and the stateful filter's own commit (`ConnTable::commit_looked`)
+/// takes the packet's flow and home slot from there instead of making them
+/// again. The public commit does not read them. Twelve bytes whatever the
+/// family: the key (40 bytes for IPv6) is never copied into the hint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CtHint(Hint<Key>);
 
@@ -207,30 +210,12 @@ pub struct CtHint6(Hint<Key6>);
 
 impl CtHint {
     /// No slot: the commit probes.
-    pub const NONE: CtHint = CtHint(Hint {
-        flow: Lookup {
-            key: Key { a: 0, b: 0 },
-            from_b: false,
-        },
-        slot: u32::MAX,
-        home: NO_FLOW,
-    });
+    pub const NONE: CtHint = CtHint(Hint::NONE);
 }
 
 impl CtHint6 {
     /// No slot: the commit probes.
-    pub const NONE: CtHint6 = CtHint6(Hint {
-        flow: Lookup {
-            key: Key6 {
-                a: 0,
-                b: 0,
-                ports: 0,
-            },
-            from_b: false,
-        },
-        slot: u32::MAX,
-        home: NO_FLOW,
-    });
+    pub const NONE: CtHint6 = CtHint6(Hint::NONE);
 }
 
 impl Default for CtHint {
@@ -248,35 +233,44 @@ impl Default for CtHint6 {
 /// A hint's home slot when it has no flow.
 const NO_FLOW: u32 = u32::MAX;
 
-/// What a hint holds, whatever the family.
+/// What a hint holds, whatever the family (`K` only keeps the families'
+/// hints apart).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Hint<K> {
-    /// The packet's flow, when `home` is not [`NO_FLOW`].
-    flow: Lookup<K>,
     /// The slot of the flow's entry, or `u32::MAX`.
     slot: u32,
     /// The flow's home slot, or [`NO_FLOW`].
     home: u32,
+    /// The packet's place in its burst: its flow is `BurstFlows::flows[at]`
+    /// until the table's next `lookup_burst`, when `home` is not [`NO_FLOW`].
+    at: u32,
+    family: PhantomData<K>,
 }
 
-impl<K: SlotKey> Hint<K> {
+impl<K> Hint<K> {
+    /// No slot, no flow.
+    const NONE: Hint<K> = Hint {
+        slot: u32::MAX,
+        home: NO_FLOW,
+        at: 0,
+        family: PhantomData,
+    };
+
     /// No slot, no flow.
     #[inline(always)]
     fn none() -> Hint<K> {
-        Hint {
-            flow: Lookup::default(),
-            slot: u32::MAX,
-            home: NO_FLOW,
-        }
+        Hint::NONE
     }
 
-    /// A flow's hint: its entry in `slot` (`u32::MAX` for none).
+    /// The hint of the flow of packet `at` of a burst, of home slot
+    /// `home`: its entry in `slot` (`u32::MAX` for none).
     #[inline(always)]
-    fn of(flow: &Lookup<K>, home: usize, slot: u32) -> Hint<K> {
+    fn of(at: usize, home: usize, slot: u32) -> Hint<K> {
         Hint {
-            flow: *flow,
             slot,
             home: home as u32,
+            at: at as u32,
+            family: PhantomData,
         }
     }
 
@@ -405,7 +399,42 @@ pub struct CtStats {
 pub struct ConnTable {
     v4: Table<Key>,
     v6: Table<Key6>,
+    /// The flows of the last `lookup_burst` of each family.
+    flows4: BurstFlows<Key>,
+    flows6: BurstFlows<Key6>,
 }
+
+/// The flows (key and direction) of a family's last burst looked up,
+/// by the packet's place in it: what a hint of that burst names
+/// ([`CtHint`]). Scratch, not state: kept between bursts so that no
+/// burst sets up (or copies) 64 keys, and left out of a table's
+/// equality.
+#[derive(Clone, Debug)]
+struct BurstFlows<K> {
+    flows: Box<[Lookup<K>; MAX_BURST]>,
+}
+
+impl<K: Copy + Default> BurstFlows<K> {
+    fn new() -> Self {
+        BurstFlows {
+            flows: Box::new([Lookup::default(); MAX_BURST]),
+        }
+    }
+
+    /// The flow of packet `at` of the last burst.
+    #[inline(always)]
+    fn at(&self, at: u32) -> &Lookup<K> {
+        &self.flows[at as usize % MAX_BURST]
+    }
+}
+
+impl<K> PartialEq for BurstFlows<K> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl<K> Eq for BurstFlows<K> {}
 
 /// One family's table: the slots and what the code over them keeps.
 #[derive(Clone, Debug)]
@@ -679,7 +708,7 @@ impl<K: SlotKey> Table<K> {
         match s.classify() {
             Class::Flow(l) => {
                 let home = self.slots.home(&l.key);
-                self.lookup_flow(s, &l, home, || l3, now_ns).0
+                self.lookup_flow(s, &l, (0, home), || l3, now_ns).0
             }
             Class::IcmpError => self.related(s, l3, now_ns),
             Class::NoFlow => CtState::New,
@@ -690,15 +719,17 @@ impl<K: SlotKey> Table<K> {
     /// See [`ConnTable::lookup_burst`].
     fn lookup_burst<'l, S: Summary<K = K>>(
         &mut self,
+        burst: &mut BurstFlows<K>,
         sums: &[S],
         l3: impl Fn(usize) -> &'l [u8],
         now_ns: u64,
         out: &mut [(CtState, S::Hint)],
     ) {
         let n = sums.len().min(out.len()).min(MAX_BURST);
-        // The flows' keys and home slots; bit k of `others`: packet k has
-        // no flow of its own (classified again below, off the fast path).
-        let mut flows = [Lookup::<K>::default(); MAX_BURST];
+        // The flows' keys (kept for the commits) and home slots; bit k of
+        // `others`: packet k has no flow of its own (classified again
+        // below, off the fast path).
+        let flows = &mut *burst.flows;
         let mut homes = [0usize; MAX_BURST];
         let mut others = 0u64;
         for k in 0..n {
@@ -720,7 +751,7 @@ impl<K: SlotKey> Table<K> {
         std::hint::black_box(acc);
         for k in 0..n {
             let (state, hint) = match others & 1 << k {
-                0 => self.lookup_flow(&sums[k], &flows[k], homes[k], || l3(k), now_ns),
+                0 => self.lookup_flow(&sums[k], &flows[k], (k, homes[k]), || l3(k), now_ns),
                 _ => self.lookup_other(&sums[k], l3(k), now_ns),
             };
             out[k] = (state, S::Hint::wrap(hint));
@@ -744,25 +775,25 @@ impl<K: SlotKey> Table<K> {
         (state, Hint::none())
     }
 
-    /// The lookup of a packet of a trackable flow, `home` being the slot
-    /// its key hashes to, `l3` its bytes from the IPv4 header on (asked
-    /// for TCP only).
+    /// The lookup of packet `at` of a burst, of a trackable flow, `home`
+    /// being the slot its key hashes to, `l3` its bytes from the IPv4
+    /// header on (asked for TCP only).
     #[inline(always)]
     fn lookup_flow<'l, S: Summary<K = K>>(
         &mut self,
         s: &S,
         l: &Lookup<K>,
-        home: usize,
+        (at, home): (usize, usize),
         l3: impl FnOnce() -> &'l [u8],
         now_ns: u64,
     ) -> (CtState, Hint<K>) {
         let i = match self.slots.probe_from(&l.key, home, now_ns) {
             Probe::Found(i) => i,
             Probe::Vacant(_) | Probe::Exhausted => {
-                return (CtState::New, Hint::of(l, home, u32::MAX));
+                return (CtState::New, Hint::of(at, home, u32::MAX));
             }
         };
-        let hint = Hint::of(l, home, i as u32);
+        let hint = Hint::of(at, home, i as u32);
         if s.proto() == proto::TCP {
             let seg = s.segment(l3());
             return self.lookup_tcp(s.tcp_flags(), i, l, seg, hint, now_ns);
@@ -886,6 +917,7 @@ impl<K: SlotKey> Table<K> {
     #[inline(always)]
     fn commit_looked<'l, S: Summary<K = K>>(
         &mut self,
+        burst: &BurstFlows<K>,
         s: &S,
         l3: impl FnOnce() -> &'l [u8],
         now_ns: u64,
@@ -894,14 +926,15 @@ impl<K: SlotKey> Table<K> {
         if hint.home == NO_FLOW {
             return self.commit_lazy(s, l3, now_ns, Hint::none());
         }
-        debug_assert!(matches!(s.classify(), Class::Flow(l) if l == hint.flow));
-        debug_assert_eq!(self.slots.home(&hint.flow.key), hint.home as usize);
+        let flow = burst.at(hint.at);
+        debug_assert!(matches!(s.classify(), Class::Flow(l) if l == *flow));
+        debug_assert_eq!(self.slots.home(&flow.key), hint.home as usize);
         if !s.creates_entry() {
             self.stats.ignored += 1;
             return CtCommit::Ignored;
         }
         let home = Some(hint.home as usize);
-        self.commit_flow(s, &hint.flow, home, l3, now_ns, hint)
+        self.commit_flow(s, flow, home, l3, now_ns, hint)
     }
 
     /// Commit packet `s` of flow `l` (`home`: its home slot, when known):
@@ -1124,6 +1157,8 @@ impl ConnTable {
         ConnTable {
             v4: Table::new(cfg),
             v6: Table::new(cfg),
+            flows4: BurstFlows::new(),
+            flows6: BurstFlows::new(),
         }
     }
 
@@ -1166,7 +1201,8 @@ impl ConnTable {
         now_ns: u64,
         out: &mut [(CtState, CtHint)],
     ) {
-        self.v4.lookup_burst(sums, l3, now_ns, out)
+        self.v4
+            .lookup_burst(&mut self.flows4, sums, l3, now_ns, out)
     }
 
     /// Create the entry for a `New` packet the filter accepted, with this
@@ -1204,11 +1240,11 @@ impl ConnTable {
         self.v4.commit_lazy(s, || l3, now_ns, hint.0)
     }
 
-    /// [`commit_hinted`](Self::commit_hinted) taking the packet's key and home
-    /// slot from `hint`, which must be what this table's
-    /// [`lookup_burst`](Self::lookup_burst) gave for this very packet
-    /// (the stateful filter's commits): the key is not made twice. Any
-    /// other hint is taken as no hint.
+    /// [`commit_hinted`](Self::commit_hinted) taking the packet's key from
+    /// the burst's flows the table kept and its home slot from `hint`, which
+    /// must be what this table's last [`lookup_burst`](Self::lookup_burst)
+    /// gave for this very packet (the stateful filter's commits): the key
+    /// is not made twice, nor copied. [`CtHint::NONE`] is no hint.
     #[inline(always)]
     pub(crate) fn commit_looked<'l>(
         &mut self,
@@ -1217,7 +1253,7 @@ impl ConnTable {
         now_ns: u64,
         hint: CtHint,
     ) -> CtCommit {
-        self.v4.commit_looked(s, l3, now_ns, hint.0)
+        self.v4.commit_looked(&self.flows4, s, l3, now_ns, hint.0)
     }
 
     /// [`lookup`](Self::lookup) of an IPv6 packet, in the IPv6 table: the
@@ -1240,7 +1276,8 @@ impl ConnTable {
         now_ns: u64,
         out: &mut [(CtState, CtHint6)],
     ) {
-        self.v6.lookup_burst(sums, l3, now_ns, out)
+        self.v6
+            .lookup_burst(&mut self.flows6, sums, l3, now_ns, out)
     }
 
     /// [`commit`](Self::commit) of an IPv6 packet, in the IPv6 table (an
@@ -1272,7 +1309,7 @@ impl ConnTable {
         now_ns: u64,
         hint: CtHint6,
     ) -> CtCommit {
-        self.v6.commit_looked(s, l3, now_ns, hint.0)
+        self.v6.commit_looked(&self.flows6, s, l3, now_ns, hint.0)
     }
 
     /// Reclaim expired entries, going round each family's table from where

@@ -272,9 +272,12 @@ impl HashKey6 {
 }
 
 /// One slot: a cache line (64 bytes, aligned) with an IPv4 key, two with
-/// an IPv6 key. Half of it is the TCP
-/// sequence window, which every TCP packet reads and moves: in the entry,
-/// it comes with the line the probe reads anyway.
+/// an IPv6 key. What a probe reads (key, expiry, flags, distance) comes
+/// first, so that it is all in the first line for either family (an IPv6
+/// probe that read the flags and distance from the second line missed
+/// the cache twice per slot on a table larger than the cache). The rest
+/// is the TCP sequence window, which every TCP packet reads and moves: in
+/// the entry, it comes with the line (or the pair) the probe reads anyway.
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Entry<K> {
@@ -282,16 +285,18 @@ pub(crate) struct Entry<K> {
     key: K,
     /// The entry is dead from this time on (`now_ns >= expires_ns`).
     pub expires_ns: u64,
-    /// TCP: both sides' sequence windows (unused by other protocols).
-    pub win: Window,
     /// [`USED`], [`ORIG_B`], [`REPLIED`], [`FIN_A`], [`FIN_B`], [`ASSURED`].
     pub flags: u8,
     /// Distance from the home slot (below [`MAX_PROBE`]).
     dist: u8,
+    /// TCP: both sides' sequence windows (unused by other protocols).
+    pub win: Window,
 }
 
 const _: () = assert!(std::mem::size_of::<Entry<Key>>() == 64);
 const _: () = assert!(std::mem::size_of::<Entry<Key6>>() == 128);
+// What a probe reads, in the first cache line (the key is first).
+const _: () = assert!(std::mem::offset_of!(Entry<Key6>, dist) < 64);
 
 impl<K: SlotKey> Entry<K> {
     #[inline(always)]

@@ -256,12 +256,6 @@ impl<K> Hint<K> {
         family: PhantomData,
     };
 
-    /// No slot, no flow.
-    #[inline(always)]
-    fn none() -> Hint<K> {
-        Hint::NONE
-    }
-
     /// The hint of the flow of packet `at` of a burst, of home slot
     /// `home`: its entry in `slot` (`u32::MAX` for none).
     #[inline(always)]
@@ -772,7 +766,7 @@ impl<K: SlotKey> Table<K> {
             Class::NoFlow => CtState::New,
             Class::Flow(_) | Class::Untracked => CtState::Untracked,
         };
-        (state, Hint::none())
+        (state, Hint::NONE)
     }
 
     /// The lookup of packet `at` of a burst, of a trackable flow, `home`
@@ -845,11 +839,11 @@ impl<K: SlotKey> Table<K> {
         if f & tcp_flag::RST != 0 {
             if !self.slots.get(i).win.rst_ok(d, &seg) {
                 self.stats.rst_out_of_window += 1;
-                return (CtState::Invalid, Hint::none());
+                return (CtState::Invalid, Hint::NONE);
             }
             self.slots.remove_at(i);
             self.stats.reset += 1;
-            return (state, Hint::none());
+            return (state, Hint::NONE);
         }
         let closing = flags & (FIN_A | FIN_B) == FIN_A | FIN_B;
         if (closing && is_bare_syn(f)) || state == CtState::New {
@@ -924,7 +918,7 @@ impl<K: SlotKey> Table<K> {
         hint: Hint<K>,
     ) -> CtCommit {
         if hint.home == NO_FLOW {
-            return self.commit_lazy(s, l3, now_ns, Hint::none());
+            return self.commit_lazy(s, l3, now_ns, Hint::NONE);
         }
         let flow = burst.at(hint.at);
         debug_assert!(matches!(s.classify(), Class::Flow(l) if l == *flow));

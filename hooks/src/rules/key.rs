@@ -174,15 +174,7 @@ impl Key {
             | u64::from(tcp_flags) << 8
             | dscp << 16
             | flags << 24;
-        // Bytes 16..24: in_port, out_port, vlan, class, each big-endian:
-        // two 16-bit fields in a word swapped by a byte swap and a turn.
-        let be16x2 = |lo: u16, hi: u16| {
-            (u32::from(lo) | u32::from(hi) << 16)
-                .swap_bytes()
-                .rotate_left(16)
-        };
-        let w2 = u64::from(be16x2(meta.in_port, meta.out_port))
-            | u64::from(be16x2(meta.vlan, meta.class)) << 32;
+        let w2 = meta_word(meta);
         let w3 = u64::from(meta.mark.swap_bytes());
         Some([w0, ports, w2, w3])
     }
@@ -325,6 +317,20 @@ impl fmt::Debug for Key {
             .field("mark", &format_args!("{:#x}", self.mark()))
             .finish()
     }
+}
+
+/// The metadata word of both families' keys: in_port, out_port, vlan and
+/// class, each big-endian (bytes 16..24 of a [`Key`]; IPv6's
+/// [`Key6`](super::key6::Key6) holds the same word). Two 16-bit fields in a
+/// word are swapped by a byte swap and a turn.
+#[inline(always)]
+pub(super) fn meta_word(meta: &PacketMeta) -> u64 {
+    let be16x2 = |lo: u16, hi: u16| {
+        (u32::from(lo) | u32::from(hi) << 16)
+            .swap_bytes()
+            .rotate_left(16)
+    };
+    u64::from(be16x2(meta.in_port, meta.out_port)) | u64::from(be16x2(meta.vlan, meta.class)) << 32
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@
 //! | 48..52 | mark       | BE                                            |
 //! | 52..64 | (zero)     |                                               |
 
-use super::key::{CtBits, CT_ALL, FLAG_L4};
+use super::key::{meta_word, CtBits, CT_ALL, FLAG_L4};
 use crate::flow6::FlowSummary6;
 use crate::PacketMeta;
 use core::fmt;
@@ -145,13 +145,7 @@ impl Key6 {
         let fields = u32::from_le_bytes([h[6], tcp_flags, dscp, FLAG_L4 | (ct & CT_ALL)]);
         let src_head = u32::from_le_bytes([h[8], h[9], h[10], h[11]]);
         // In-port, out-port, VLAN and class, each big-endian.
-        let be16x2 = |lo: u16, hi: u16| {
-            (u32::from(lo) | u32::from(hi) << 16)
-                .swap_bytes()
-                .rotate_left(16)
-        };
-        let ports = u64::from(be16x2(meta.in_port, meta.out_port))
-            | u64::from(be16x2(meta.vlan, meta.class)) << 32;
+        let ports = meta_word(meta);
         Some([
             u64::from(fields) | u64::from(src_head) << 32,
             word(12),

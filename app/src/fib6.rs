@@ -77,17 +77,25 @@ impl Fib6 {
         Fib6Writer::new(writer, qsbr, entries)
     }
 
-    /// Next-hop ids of a burst of destinations (16 bytes each, as
-    /// `Ipv6Packet::dst_bytes` gives them), one bulk lookup; a miss stays
-    /// [`LPM6_MISS`]: the caller turns it into the default route's id with
-    /// [`or_default`](Self::or_default) (ip6_input, once per run of one id,
-    /// not once per packet). For `ip6_input`, once per burst.
+    /// The LPM table the workers read now: ip6_input takes it once per
+    /// burst and looks each destination up in it ([`Lpm6::entry`]: 16
+    /// bytes as `Ipv6Packet::dst_bytes` gives them); a miss is
+    /// [`LPM6_MISS`], which the caller turns into the default route's id
+    /// with [`or_default`](Self::or_default) once per run of one id, not
+    /// once per packet. Held no further than the worker's next quiescent
+    /// report.
     #[inline(always)]
-    pub fn lookup_bulk(&self, dsts: &[[u8; 16]], ids: &mut [u32]) {
-        self.lpm.lookup_bulk(dsts, ids);
+    pub fn table(&self) -> &Lpm6 {
+        self.lpm.active()
     }
 
-    /// The default route's id for a miss of [`lookup_bulk`](Self::lookup_bulk)
+    /// Next-hop ids of `dsts` ([`table`](Self::table)'s lookups, misses
+    /// left [`LPM6_MISS`]).
+    pub fn lookup_bulk(&self, dsts: &[[u8; 16]], ids: &mut [u32]) {
+        self.table().lookup_bulk(dsts, ids);
+    }
+
+    /// The default route's id for a miss of [`table`](Self::table)
     /// (still [`LPM6_MISS`] without a default route), else `id`.
     #[inline(always)]
     pub fn or_default(&self, id: u32) -> u32 {

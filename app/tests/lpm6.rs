@@ -1,6 +1,7 @@
 //! The IPv6 LPM tables on DPDK's `rte_lpm6`: one table agrees with a
 //! reference longest-prefix match through random adds, replaces and deletes
-//! (single and bulk lookups), refuses what it cannot hold with an error that
+//! (DPDK's own single lookup, and the inline reading of its tables that the
+//! workers use, `Lpm6::entry`, through `lookup_bulk`), refuses what it cannot hold with an error that
 //! says why, and the pair the workers read ([`Lpm6Pair`]) changes under a
 //! reading thread without a lookup ever missing a prefix that both the old
 //! and the new table route, or finding a next hop neither gives.

@@ -12,12 +12,21 @@
 //! standby, makes it the active one, and applies the same change to the
 //! other only after a grace period of the workers' QSBR domain, when no
 //! worker can still be in it. See docs/ipv6.md.
+//!
+//! Lookups read the tables directly ([`Lpm6::entry`], inline, where
+//! `rte_lpm6_lookup_bulk_func` is a call and a copy of each destination
+//! into an array): their layout is DPDK 22.11's `struct rte_lpm6`, private
+//! to `lib/lpm`, which [`Lpm6::new`] checks on every table it creates (and
+//! refuses a DPDK whose layout differs). Each entry: next hop or tbl8 group
+//! in bits 0..21, the rule's depth in 21..29, valid (bit 29), valid group
+//! (30), extended (31: the entry names the group of the next byte).
 
 use super::rcu::Qsbr;
 use super::DpdkError;
 use dpdk_sys as sys;
 use std::collections::BTreeMap;
 use std::ffi::CString;
+use std::mem::size_of;
 use std::net::Ipv6Addr;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -46,6 +55,45 @@ pub const fn table_bytes(max_rules: u32, tbl8s: u32) -> u64 {
     let rules = (max_rules as u64 * 6 / 5 + 64) * 64;
     tbl24 + groups + rules
 }
+
+/// The head of DPDK 22.11's `struct rte_lpm6` (lib/lpm/rte_lpm6.c); its
+/// `tbl24` starts at the next cache line. Checked by [`Lpm6::check_layout`].
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Lpm6Head {
+    name: [u8; 32],
+    max_rules: u32,
+    used_rules: u32,
+    number_tbl8s: u32,
+    rules_tbl: *const u8,
+}
+
+/// What follows `tbl24` in `struct rte_lpm6`: the free-group pool, its
+/// position and the groups' headers; `tbl8` starts at the next cache line.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Lpm6Tail {
+    tbl8_pool: *const u32,
+    tbl8_pool_pos: u32,
+    tbl8_hdrs: *const u8,
+}
+
+/// Entries of the first level (the address's first three bytes).
+const TBL24_ENTRIES: usize = 1 << 24;
+/// Where `tbl24` starts in `struct rte_lpm6` (`__rte_cache_aligned`).
+const TBL24_OFFSET: usize = 64;
+/// Where the tail starts: right after `tbl24`.
+const TAIL_OFFSET: usize = TBL24_OFFSET + TBL24_ENTRIES * 4;
+/// Where `tbl8` starts: the cache line after the tail.
+const TBL8_OFFSET: usize = (TAIL_OFFSET + size_of::<Lpm6Tail>()).next_multiple_of(64);
+/// Entries of a tbl8 group (one byte of the address).
+const TBL8_GROUP_ENTRIES: usize = 256;
+/// An entry's next hop, or its group when extended.
+const NEXT_HOP_BITS: u32 = 0x1f_ffff;
+/// An entry holds a rule (or, with [`EXT`], names a group).
+const VALID: u32 = 1 << 29;
+/// An entry names the group of the next byte.
+const EXT: u32 = 1 << 31;
 
 /// The prefix length is within 1..=128 and the next hop within 21 bits.
 fn check(what: &str, prefix: &Ipv6Addr, depth: u8, next_hop: Option<u32>) -> Result<(), DpdkError> {
@@ -76,6 +124,9 @@ fn check(what: &str, prefix: &Ipv6Addr, depth: u8, next_hop: Option<u32>) -> Res
 #[derive(Debug)]
 pub struct Lpm6 {
     raw: NonNull<sys::rte_lpm6>,
+    /// The tables the lookups read (inside `raw`'s allocation).
+    tbl24: NonNull<u32>,
+    tbl8: NonNull<u32>,
     name: String,
     rules: u32,
     tbl8s: u32,
@@ -113,12 +164,130 @@ impl Lpm6 {
                 table_bytes(max_rules, tbl8s).div_ceil(1 << 20)
             ))
         })?;
-        Ok(Lpm6 {
+        // SAFETY: tbl24 and tbl8 lie inside the table's allocation
+        // (`sizeof(struct rte_lpm6)` plus `tbl8s` groups), at the offsets
+        // check_layout verifies before any lookup reads them.
+        let (tbl24, tbl8) = unsafe {
+            let base = raw.as_ptr().cast::<u8>();
+            (
+                NonNull::new_unchecked(base.add(TBL24_OFFSET).cast::<u32>()),
+                NonNull::new_unchecked(base.add(TBL8_OFFSET).cast::<u32>()),
+            )
+        };
+        let mut lpm = Lpm6 {
             raw,
+            tbl24,
+            tbl8,
             name: name.to_string(),
             rules: max_rules,
             tbl8s,
+        };
+        lpm.check_layout()?;
+        Ok(lpm)
+    }
+
+    /// Refuse a DPDK whose `struct rte_lpm6` is not laid out as
+    /// [`Lpm6::entry`] reads it: the head's fields as configured, the tail's
+    /// pointers set, a fresh table all misses, and (with the three groups it
+    /// takes) a probe /48 read inline as `rte_lpm6_lookup` reads it, then
+    /// removed.
+    fn check_layout(&mut self) -> Result<(), DpdkError> {
+        let (head, tail) = self.head_and_tail();
+        let named = self.name.as_bytes();
+        let cut = named.len().min(head.name.len() - 1);
+        let fresh = head.name[..cut] == named[..cut]
+            && head.name[cut] == 0
+            && head.max_rules == self.rules
+            && head.used_rules == 0
+            && head.number_tbl8s == self.tbl8s
+            && !head.rules_tbl.is_null()
+            && !tail.tbl8_pool.is_null()
+            && !tail.tbl8_hdrs.is_null()
+            && tail.tbl8_pool_pos == 0
+            && [[0u8; 16], [0xff; 16]]
+                .iter()
+                .all(|a| self.entry(a) == LPM6_MISS);
+        let probe = Ipv6Addr::new(0x2001, 0xdb8, 0x0102, 0, 0, 0, 0, 1);
+        let beside = Ipv6Addr::new(0x2001, 0xdb8, 0x0103, 0, 0, 0, 0, 1);
+        let probe24 = probe.octets()[..3]
+            .iter()
+            .fold(0, |a, &b| a << 8 | usize::from(b));
+        let probed = self.tbl8s < 3
+            || (self.add_unshared(probe, 48, 7).is_ok()
+                && self.tbl24_entry(probe24) & (VALID | EXT) == VALID | EXT
+                && self.entry(&probe.octets()) == 7
+                && self.lookup(&probe) == Some(7)
+                && self.entry(&beside.octets()) == LPM6_MISS
+                && self.lookup(&beside).is_none()
+                && self.head_and_tail().1.tbl8_pool_pos == 3
+                && self.delete_unshared(probe, 48).unwrap_or(false)
+                && self.entry(&probe.octets()) == LPM6_MISS);
+        if fresh && probed {
+            return Ok(());
+        }
+        Err(DpdkError {
+            what: format!("creating LPM6 table {:?}", self.name),
+            code: libc::ENOTSUP,
+            reason: format!(
+                "this DPDK's rte_lpm6 tables are not laid out as fastpath reads them \
+                 (DPDK 22.11's struct rte_lpm6); build against DPDK 22.11 (DPDK {})",
+                sys::DPDK_VERSION
+            ),
         })
+    }
+
+    /// Entry `at` of tbl24, for check_layout.
+    fn tbl24_entry(&self, at: usize) -> u32 {
+        // SAFETY: tbl24 has 2^24 entries; `at` is masked below that.
+        unsafe { self.tbl24.as_ptr().add(at & (TBL24_ENTRIES - 1)).read() }
+    }
+
+    /// Copies of the table's head and of what follows its tbl24.
+    fn head_and_tail(&self) -> (Lpm6Head, Lpm6Tail) {
+        let base = self.raw.as_ptr().cast::<u8>();
+        // SAFETY: the head is the start of the table's allocation and the
+        // tail follows its 2^24-entry tbl24 inside it; both are read as
+        // copies (DPDK changes them) and trusted only as check_layout does.
+        unsafe {
+            (
+                base.cast::<Lpm6Head>().read(),
+                base.add(TAIL_OFFSET).cast::<Lpm6Tail>().read(),
+            )
+        }
+    }
+
+    /// The next hop of the longest prefix holding `addr` (network order),
+    /// or [`LPM6_MISS`]: `rte_lpm6_lookup`'s walk, inline (tbl24 by the
+    /// first three bytes, then one group per further byte while the entry
+    /// is extended). An extended entry is always valid (DPDK 22.11 writes
+    /// `ext_entry = 1` only with `valid = VALID`; `check_layout` sees it on
+    /// its probe), so the walk tests one bit a step. A worker reads only a
+    /// table no writer changes ([`Lpm6Pair::active`]).
+    #[inline(always)]
+    pub fn entry(&self, addr: &[u8; 16]) -> u32 {
+        // The first three bytes, as one load.
+        let [a0, a1, a2, a3, ..] = *addr;
+        let first = (u32::from_be_bytes([a0, a1, a2, a3]) >> 8) as usize;
+        let [_, _, _, rest @ ..] = addr;
+        // SAFETY: tbl24 has 2^24 entries (checked layout); `first` < 2^24.
+        let mut e = unsafe { self.tbl24.as_ptr().add(first).read() };
+        let mut rest = rest.iter();
+        while e & EXT != 0 {
+            // A group of the last byte is never extended: no table
+            // DPDK builds walks past it.
+            let Some(&b) = rest.next() else { break };
+            let at = (e & NEXT_HOP_BITS) as usize * TBL8_GROUP_ENTRIES + usize::from(b);
+            // SAFETY: an extended entry names one of the table's groups
+            // (DPDK allocates them below number_tbl8s, 256 entries each,
+            // inside the allocation); the table is not changed while a
+            // worker reads it (Lpm6Pair), nor under &self otherwise.
+            e = unsafe { self.tbl8.as_ptr().add(at).read() };
+        }
+        if e & (VALID | EXT) == VALID {
+            e & NEXT_HOP_BITS
+        } else {
+            LPM6_MISS
+        }
     }
 
     /// Add `prefix/depth` (depth 1..=128; bits past it are ignored) with
@@ -199,26 +368,12 @@ impl Lpm6 {
         (ret == 0).then_some(hop)
     }
 
-    /// Look up `addrs` in one call; `hops[i]` becomes the next hop of
-    /// `addrs[i]`, or [`LPM6_MISS`].
-    #[inline(always)]
+    /// Look up `addrs`: `hops[i]` becomes the next hop of `addrs[i]`, or
+    /// [`LPM6_MISS`] ([`Lpm6::entry`] of each).
     pub fn lookup_bulk(&self, addrs: &[[u8; 16]], hops: &mut [u32]) {
-        let n = addrs.len().min(hops.len());
-        if n == 0 {
-            return;
+        for (a, h) in addrs.iter().zip(hops.iter_mut()) {
+            *h = self.entry(a);
         }
-        // SAFETY: read-only lookup (DPDK reads ips despite the non-const
-        // pointer); both slices hold at least n elements, and i32 and u32
-        // have the same layout.
-        unsafe {
-            sys::rte_lpm6_lookup_bulk_func(
-                self.raw.as_ptr(),
-                addrs.as_ptr().cast_mut(),
-                hops.as_mut_ptr().cast::<i32>(),
-                n as u32,
-            )
-        };
-        // A miss is -1, i.e. u32::MAX = LPM6_MISS already: no pass needed.
     }
 }
 

@@ -1,7 +1,7 @@
 //! ip6_input: the IPv6 packets l2_input passed (ethertype 0x86DD, to our
-//! MAC or a group of ours): the header checks of each (`header.rs`), one
-//! bulk LPM6 lookup of the burst's destinations (`Fib6::lookup_bulk`),
-//! then each run of packets to one next hop (`runs.rs`), each packet by
+//! MAC or a group of ours): the header checks of each (`header.rs`) with
+//! its destination's LPM6 lookup in the same pass (the table read inline:
+//! `dpdk/lpm6.rs`, `Lpm6::entry`), then each run of packets to one next hop (`runs.rs`), each packet by
 //! that next hop (`route.rs`): forwarded with the hop
 //! limit one less, delivered to us (`local.rs`), punted for the ICMPv6 error it is
 //! owed, or dropped by name. Beside ip_input, counted and timed under the
@@ -23,7 +23,7 @@ mod any_frame;
 pub(crate) mod frames;
 
 use super::contract::{all, each, Cx, Stage, StageSpec, Step};
-use crate::dpdk::BURST_SIZE;
+use crate::dpdk::{Lpm6, BURST_SIZE};
 use header::{addr, ipv6_input, plain_ipv6, Ip6Fields};
 use hooks::wire::ethernet::HEADER_LEN as ETH_LEN;
 use hooks::wire::ipv6::field;
@@ -58,11 +58,10 @@ pub const SPEC: StageSpec = StageSpec {
     ],
 };
 
-/// ip6_input's per-burst arrays (in `Scratch`): the destinations of the
+/// ip6_input's per-burst arrays (in `Scratch`): the next-hop ids of the
 /// packets that passed the checks, in burst order, their places and
-/// fields, and their next-hop ids.
+/// fields.
 pub struct Ip6Burst {
-    pub dsts: [[u8; 16]; BURST_SIZE],
     pub ids: [u32; BURST_SIZE],
     pub at: [u8; BURST_SIZE],
     pub fields: [Ip6Fields; BURST_SIZE],
@@ -71,7 +70,6 @@ pub struct Ip6Burst {
 impl Default for Ip6Burst {
     fn default() -> Self {
         Ip6Burst {
-            dsts: [[0; 16]; BURST_SIZE],
             ids: [0; BURST_SIZE],
             at: [0; BURST_SIZE],
             fields: [Ip6Fields::default(); BURST_SIZE],
@@ -106,21 +104,20 @@ fn input(cx: &mut Cx<'_>, mask: u64) {
     // burst has it written first.
     let n = cx.burst.len().min(BURST_SIZE);
     let unset = cx.s.unset == all(n);
+    let lpm = fib.table();
     let identity = mask == all(n)
         && if unset {
-            check_plain::<false>(cx)
+            check_plain::<false>(cx, lpm)
         } else {
             cx.s.fill_metas(mask, cx.port, false);
-            check_plain::<true>(cx)
+            check_plain::<true>(cx, lpm)
         };
     let k = if identity {
         n
     } else {
         cx.s.fill_metas(mask, cx.port, false);
-        check_all(cx, mask)
+        check_all(cx, mask, lpm)
     };
-    let b = &mut cx.s.ip6;
-    fib.lookup_bulk(&b.dsts[..k], &mut b.ids[..k]);
     let routed_before = cx.s.steps.neigh_output;
     let out_port = runs::route_all(cx, fib, k, identity, identity && unset);
     // The one output port of every packet routed (ip_input's and ours).
@@ -135,29 +132,30 @@ fn input(cx: &mut Cx<'_>, mask: u64) {
 
 /// The plain check ([`plain_ipv6`]) of every packet of the burst, its
 /// header at byte 14 (read from its metadata if `META`, else known), its
-/// destination at its place in `ip6.dsts`. False at the first that is not
-/// plain: the burst then goes the general way.
+/// destination looked up in `lpm` into its place in `ip6.ids`. False at
+/// the first that is not plain: the burst then goes the general way.
 #[inline(always)]
-fn check_plain<const META: bool>(cx: &mut Cx<'_>) -> bool {
+fn check_plain<const META: bool>(cx: &mut Cx<'_>, lpm: &Lpm6) -> bool {
     let s = &mut *cx.s;
     let packets = cx.burst.as_slice().iter().zip(&s.metas);
-    for ((m, meta), dst) in packets.zip(&mut s.ip6.dsts) {
+    for ((m, meta), id) in packets.zip(&mut s.ip6.ids) {
         let plain = (!META || meta.l3_offset == ETH_LEN as u16)
             .then(|| plain_ipv6(m.data(), ETH_LEN))
             .flatten();
         let Some((_, h)) = plain else {
             return false;
         };
-        *dst = *addr(h, field::DST);
+        *id = lpm.entry(addr(h, field::DST));
     }
     true
 }
 
 /// The header checks of every packet of `mask` (the plain case first, in a
-/// few compares): those that pass have their destination, place and fields
-/// gathered in burst order; the others are dropped. Returns how many passed.
+/// few compares): those that pass have their next-hop id (their
+/// destination looked up in `lpm`), place and fields gathered in burst
+/// order; the others are dropped. Returns how many passed.
 #[inline(never)]
-fn check_all(cx: &mut Cx<'_>, mask: u64) -> usize {
+fn check_all(cx: &mut Cx<'_>, mask: u64, lpm: &Lpm6) -> usize {
     let mut k = 0;
     for i in each(mask) {
         let Some(m) = cx.burst.as_slice().get(i) else {
@@ -167,7 +165,7 @@ fn check_all(cx: &mut Cx<'_>, mask: u64) -> usize {
         match plain_ipv6(frame, l3).map_or_else(|| ipv6_input(frame, l3), Ok) {
             Ok((f, h)) => {
                 let b = &mut cx.s.ip6;
-                b.dsts[k % BURST_SIZE] = *addr(h, field::DST);
+                b.ids[k % BURST_SIZE] = lpm.entry(addr(h, field::DST));
                 b.at[k % BURST_SIZE] = i as u8;
                 b.fields[k % BURST_SIZE] = f;
                 k += 1;

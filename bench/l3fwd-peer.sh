@@ -30,7 +30,7 @@
 # and neither checks nor decrements the hop limit. fastpath checks the destination MAC,
 # version, payload length, source and destination scopes, expires hop limit 1, decrements
 # it, checks the MTU, and writes the header of a next hop from its neighbour table, with
-# one rte_lpm6 bulk lookup per burst.
+# its rte_lpm6 tables read inline in the pass that checks the header.
 #
 # l3fwd is built once from Debian's dpdk source package (needs a deb-src line for
 # bookworm: the script says so) into $CACHE/l3fwd, with one change: its receive offloads

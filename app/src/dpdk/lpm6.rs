@@ -236,6 +236,17 @@ impl Lpm6 {
         })
     }
 
+    /// The entry for byte `b` in the group an extended entry `e` names.
+    #[inline(always)]
+    fn tbl8_entry(&self, e: u32, b: u8) -> u32 {
+        let at = (e & NEXT_HOP_BITS) as usize * TBL8_GROUP_ENTRIES + usize::from(b);
+        // SAFETY: an extended entry names one of the table's groups (DPDK
+        // allocates them below number_tbl8s, 256 entries each, inside the
+        // allocation); the table is not changed while a worker reads it
+        // (Lpm6Pair), nor under &self otherwise.
+        unsafe { self.tbl8.as_ptr().add(at).read() }
+    }
+
     /// Entry `at` of tbl24, for check_layout.
     fn tbl24_entry(&self, at: usize) -> u32 {
         // SAFETY: tbl24 has 2^24 entries; `at` is masked below that.
@@ -257,37 +268,60 @@ impl Lpm6 {
     }
 
     /// The next hop of the longest prefix holding `addr` (network order),
-    /// or [`LPM6_MISS`]: `rte_lpm6_lookup`'s walk, inline (tbl24 by the
-    /// first three bytes, then one group per further byte while the entry
-    /// is extended). An extended entry is always valid (DPDK 22.11 writes
-    /// `ext_entry = 1` only with `valid = VALID`; `check_layout` sees it on
-    /// its probe), so the walk tests one bit a step. A worker reads only a
-    /// table no writer changes ([`Lpm6Pair::active`]).
+    /// or [`LPM6_MISS`]: [`Lpm6::next_hop_of`] the entry [`Lpm6::walk`]
+    /// ends on.
     #[inline(always)]
     pub fn entry(&self, addr: &[u8; 16]) -> u32 {
-        // The first three bytes, as one load.
-        let [a0, a1, a2, a3, ..] = *addr;
-        let first = (u32::from_be_bytes([a0, a1, a2, a3]) >> 8) as usize;
-        let [_, _, _, rest @ ..] = addr;
-        // SAFETY: tbl24 has 2^24 entries (checked layout); `first` < 2^24.
-        let mut e = unsafe { self.tbl24.as_ptr().add(first).read() };
-        let mut rest = rest.iter();
-        while e & EXT != 0 {
-            // A group of the last byte is never extended: no table
-            // DPDK builds walks past it.
-            let Some(&b) = rest.next() else { break };
-            let at = (e & NEXT_HOP_BITS) as usize * TBL8_GROUP_ENTRIES + usize::from(b);
-            // SAFETY: an extended entry names one of the table's groups
-            // (DPDK allocates them below number_tbl8s, 256 entries each,
-            // inside the allocation); the table is not changed while a
-            // worker reads it (Lpm6Pair), nor under &self otherwise.
-            e = unsafe { self.tbl8.as_ptr().add(at).read() };
-        }
+        Lpm6::next_hop_of(self.walk(addr))
+    }
+
+    /// The next hop an entry [`Lpm6::walk`] ended on holds, or
+    /// [`LPM6_MISS`].
+    #[inline(always)]
+    pub fn next_hop_of(e: u32) -> u32 {
         if e & (VALID | EXT) == VALID {
             e & NEXT_HOP_BITS
         } else {
             LPM6_MISS
         }
+    }
+
+    /// The entry of the longest prefix holding `addr` (network order):
+    /// `rte_lpm6_lookup`'s walk, inline (tbl24 by the first three bytes,
+    /// then one group per further byte while the entry is extended). The
+    /// addresses of one prefix end on one entry (its next hop, depth and
+    /// flags), so a burst's packets can be taken by runs of equal entries
+    /// and the next hop read once a run ([`Lpm6::next_hop_of`]). An
+    /// extended entry is always valid (DPDK 22.11 writes `ext_entry = 1`
+    /// only with `valid = VALID`; `check_layout` sees it on its probe), so
+    /// the walk tests one bit a step. A worker reads only a table no writer
+    /// changes ([`Lpm6Pair::active`]).
+    #[inline(always)]
+    pub fn walk(&self, addr: &[u8; 16]) -> u32 {
+        // The first three bytes, as one load.
+        let [a0, a1, a2, a3, ..] = *addr;
+        let first = (u32::from_be_bytes([a0, a1, a2, a3]) >> 8) as usize;
+        // SAFETY: tbl24 has 2^24 entries (checked layout); `first` < 2^24.
+        let mut e = unsafe { self.tbl24.as_ptr().add(first).read() };
+        // One group a byte while the entry is extended: bytes 3 to 5 (to a
+        // /48, the longest prefix most tables hold) unrolled, the rest in a
+        // loop. A group of the last byte is never extended: no table DPDK
+        // builds walks past it.
+        'walk: {
+            for &b in &addr[3..6] {
+                if e & EXT == 0 {
+                    break 'walk;
+                }
+                e = self.tbl8_entry(e, b);
+            }
+            for &b in &addr[6..] {
+                if e & EXT == 0 {
+                    break 'walk;
+                }
+                e = self.tbl8_entry(e, b);
+            }
+        }
+        e
     }
 
     /// Add `prefix/depth` (depth 1..=128; bits past it are ignored) with

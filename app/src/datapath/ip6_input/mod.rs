@@ -58,11 +58,12 @@ pub const SPEC: StageSpec = StageSpec {
     ],
 };
 
-/// ip6_input's per-burst arrays (in `Scratch`): the next-hop ids of the
-/// packets that passed the checks, in burst order, their places and
-/// fields.
+/// ip6_input's per-burst arrays (in `Scratch`): the LPM6 entries of the
+/// packets that passed the checks (`Lpm6::walk`: one per route, its
+/// next-hop id read once per run of equal entries), in burst order, their
+/// places and fields.
 pub struct Ip6Burst {
-    pub ids: [u32; BURST_SIZE],
+    pub entries: [u32; BURST_SIZE],
     pub at: [u8; BURST_SIZE],
     pub fields: [Ip6Fields; BURST_SIZE],
 }
@@ -70,7 +71,7 @@ pub struct Ip6Burst {
 impl Default for Ip6Burst {
     fn default() -> Self {
         Ip6Burst {
-            ids: [0; BURST_SIZE],
+            entries: [0; BURST_SIZE],
             at: [0; BURST_SIZE],
             fields: [Ip6Fields::default(); BURST_SIZE],
         }
@@ -132,28 +133,27 @@ fn input(cx: &mut Cx<'_>, mask: u64) {
 
 /// The plain check ([`plain_ipv6`]) of every packet of the burst, its
 /// header at byte 14 (read from its metadata if `META`, else known), its
-/// destination looked up in `lpm` into its place in `ip6.ids`. False at
+/// destination's LPM6 entry in `lpm` at its place in `ip6.entries`. False at
 /// the first that is not plain: the burst then goes the general way.
 #[inline(always)]
 fn check_plain<const META: bool>(cx: &mut Cx<'_>, lpm: &Lpm6) -> bool {
     let s = &mut *cx.s;
     let packets = cx.burst.as_slice().iter().zip(&s.metas);
-    for ((m, meta), id) in packets.zip(&mut s.ip6.ids) {
+    for ((m, meta), entry) in packets.zip(&mut s.ip6.entries) {
         let plain = (!META || meta.l3_offset == ETH_LEN as u16)
             .then(|| plain_ipv6(m.data(), ETH_LEN))
             .flatten();
         let Some((_, h)) = plain else {
             return false;
         };
-        *id = lpm.entry(addr(h, field::DST));
+        *entry = lpm.walk(addr(h, field::DST));
     }
     true
 }
 
 /// The header checks of every packet of `mask` (the plain case first, in a
-/// few compares): those that pass have their next-hop id (their
-/// destination looked up in `lpm`), place and fields gathered in burst
-/// order; the others are dropped. Returns how many passed.
+/// few compares): those that pass have their destination's LPM6 entry
+/// in `lpm`, place and fields gathered in burst order; the others are dropped. Returns how many passed.
 #[inline(never)]
 fn check_all(cx: &mut Cx<'_>, mask: u64, lpm: &Lpm6) -> usize {
     let mut k = 0;
@@ -165,7 +165,7 @@ fn check_all(cx: &mut Cx<'_>, mask: u64, lpm: &Lpm6) -> usize {
         match plain_ipv6(frame, l3).map_or_else(|| ipv6_input(frame, l3), Ok) {
             Ok((f, h)) => {
                 let b = &mut cx.s.ip6;
-                b.ids[k % BURST_SIZE] = lpm.entry(addr(h, field::DST));
+                b.entries[k % BURST_SIZE] = lpm.walk(addr(h, field::DST));
                 b.at[k % BURST_SIZE] = i as u8;
                 b.fields[k % BURST_SIZE] = f;
                 k += 1;

@@ -1,5 +1,5 @@
 //! ip6_input's routing of a looked-up burst by runs of packets with the
-//! same next-hop id (a burst is mostly one): the next hop read once per
+//! same LPM6 entry (a burst is mostly one): the next hop read once per
 //! run. A run forwarded by a next hop whose neighbour index the route holds,
 //! in a burst that was plain IPv6 throughout (`identity`: packet `j` is
 //! lookup `j`), costs each packet only what depends on it
@@ -11,7 +11,7 @@ use super::neighbour::Neighbours;
 use super::route::{route, Routed6};
 use crate::datapath::contract::{all, each, Cx, Mask};
 use crate::datapath::punt::Punt;
-use crate::dpdk::{Mbuf, BURST_SIZE};
+use crate::dpdk::{Lpm6, Mbuf, BURST_SIZE};
 use crate::fib::{HopKind, NEIGH_BY_DST};
 use crate::fib6::{Fib6, NextHop6};
 use hooks::wire::ethernet::HEADER_LEN;
@@ -36,15 +36,16 @@ pub fn route_all(
     let mut out_port = None;
     let mut j = 0;
     while j < k {
-        // A miss (no route in the table) is the default route's id, by run.
-        let id = cx.s.ip6.ids[j % BURST_SIZE];
-        let hop = fib.hop(fib.or_default(id));
+        // A run is the lookups of one LPM6 entry: its next hop read once. A
+        // miss (no route in the table) is the default route's id.
+        let entry = cx.s.ip6.entries[j % BURST_SIZE];
+        let hop = fib.hop(fib.or_default(Lpm6::next_hop_of(entry)));
         let (end, forwarded) = match hop {
             Some(h) if identity && h.kind == HopKind::Forward && h.neigh != NEIGH_BY_DST => {
                 if unset {
-                    forward_range::<false>(cx, j, k, id, &h, &mut neighbours)
+                    forward_range::<false>(cx, j, k, entry, &h, &mut neighbours)
                 } else {
-                    forward_range::<true>(cx, j, k, id, &h, &mut neighbours)
+                    forward_range::<true>(cx, j, k, entry, &h, &mut neighbours)
                 }
             }
             _ => route_run(cx, j, k, hop, identity, &mut neighbours),
@@ -61,18 +62,18 @@ pub fn route_all(
     out_port
 }
 
-/// The packets from `from` (before `k`) whose id is `id`, a forward by
-/// `hop` with its neighbour's index, in a plain burst: each forwarded in
-/// place, those [`forward_plain`] refuses (hop limit, MTU, not to our MAC)
-/// the general way. `META`: the packet type is read from the metadata
-/// (else it is l2_input's unwritten plain one: to our MAC). Returns where
-/// the run ends and whether it forwarded.
+/// The packets from `from` (before `k`) whose LPM6 entry is `entry`, a
+/// forward by `hop` with its neighbour's index, in a plain burst: each
+/// forwarded in place, those [`forward_plain`] refuses (hop limit, MTU,
+/// not to our MAC) the general way. `META`: the packet type is read from
+/// the metadata (else it is l2_input's unwritten plain one: to our MAC).
+/// Returns where the run ends and whether it forwarded.
 #[inline(always)]
 fn forward_range<const META: bool>(
     cx: &mut Cx<'_>,
     from: usize,
     k: usize,
-    id: u32,
+    entry: u32,
     hop: &NextHop6,
     neighbours: &mut Neighbours<'_>,
 ) -> (usize, bool) {
@@ -83,11 +84,11 @@ fn forward_range<const META: bool>(
     let k = k.min(mbufs.len());
     let packets = mbufs.get_mut(from..k).unwrap_or_default();
     let metas = s.metas.get_mut(from..k).unwrap_or_default();
-    let ids = s.ip6.ids.get(from..k).unwrap_or_default();
+    let entries = s.ip6.entries.get(from..k).unwrap_or_default();
     let mut other: Mask = 0;
     let mut n = 0;
-    for ((m, meta), &x) in packets.iter_mut().zip(metas).zip(ids) {
-        if x != id {
+    for ((m, meta), &x) in packets.iter_mut().zip(metas).zip(entries) {
+        if x != entry {
             break;
         }
         if !forward_plain::<META>(m, meta, &hop) {
@@ -137,7 +138,7 @@ fn forward_plain<const META: bool>(m: &mut Mbuf, meta: &mut PacketMeta, hop: &Ne
     true
 }
 
-/// The lookups from `from` (before `k`) whose id is the first's, each
+/// The lookups from `from` (before `k`) whose entry is the first's, each
 /// routed the general way. Returns where the run ends and whether it
 /// forwarded.
 #[inline(never)]
@@ -149,10 +150,10 @@ fn route_run(
     identity: bool,
     neighbours: &mut Neighbours<'_>,
 ) -> (usize, bool) {
-    let id = cx.s.ip6.ids[from % BURST_SIZE];
+    let entry = cx.s.ip6.entries[from % BURST_SIZE];
     let mut forwarded = false;
     let mut j = from;
-    while j < k && cx.s.ip6.ids[j % BURST_SIZE] == id {
+    while j < k && cx.s.ip6.entries[j % BURST_SIZE] == entry {
         let i = if identity {
             j
         } else {

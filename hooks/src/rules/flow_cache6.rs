@@ -73,9 +73,12 @@ impl<O: Copy, A> FlowCache6<O, A> {
     #[inline(always)]
     pub fn get_words(&self, w: &[u64; 8]) -> Option<O> {
         let s = slot_of_words6(w, self.mask);
+        // Words 0..7: word 7 (bytes 56..64) is zero in every packet's key,
+        // and an empty slot's word 6 (all ones) differs from every packet's
+        // (bytes 52..56 zero), so the last word decides nothing.
         let same = |slot: &Slot6<O>| {
             let k = slot.key.words();
-            (0..8).fold(0, |d, i| d | (k[i] ^ w[i])) == 0
+            (0..7).fold(0, |d, i| d | (k[i] ^ w[i])) == 0
         };
         let first = self.slots.get(s)?;
         if same(first) {
@@ -111,9 +114,10 @@ fn put<O>(slots: &mut [Slot6<O>], s: usize, k: &Key6, result: O) {
     }
 }
 
-/// The slot of `k`: its eight 8-byte words in two lanes, each word mixed
-/// in by a multiplication and a rotation (so that every byte reaches the
-/// bits the slot is taken from), high bits folded down.
+/// The slot of `k`: its first seven 8-byte words (the eighth is zero in
+/// every packet's key) in two lanes, each word mixed in by a multiplication
+/// and a rotation (so that every byte reaches the bits the slot is taken
+/// from), high bits folded down.
 #[inline(always)]
 fn slot_of6(k: &Key6, mask: usize) -> usize {
     slot_of_words6(&k.words(), mask)
@@ -128,6 +132,8 @@ fn slot_of_words6(w: &[u64; 8], mask: usize) -> usize {
         a = (a ^ w(2 * i))
             .wrapping_mul(0x9e37_79b9_7f4a_7c15)
             .rotate_left(31);
+    }
+    for i in 0..3 {
         c = (c ^ w(2 * i + 1))
             .wrapping_mul(0xc2b2_ae3d_27d4_eb4f)
             .rotate_left(27);

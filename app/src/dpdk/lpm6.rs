@@ -13,7 +13,7 @@
 //! other only after a grace period of the workers' QSBR domain, when no
 //! worker can still be in it. See docs/ipv6.md.
 //!
-//! Lookups read the tables directly ([`Lpm6::entry`], inline, where
+//! Lookups read the tables directly ([`Lpm6::walk`], inline, where
 //! `rte_lpm6_lookup_bulk_func` is a call and a copy of each destination
 //! into an array): their layout is DPDK 22.11's `struct rte_lpm6`, private
 //! to `lib/lpm`, which [`Lpm6::new`] checks on every table it creates (and
@@ -298,7 +298,7 @@ impl Lpm6 {
     /// changes ([`Lpm6Pair::active`]).
     #[inline(always)]
     pub fn walk(&self, addr: &[u8; 16]) -> u32 {
-        // The first three bytes, as one load.
+        // The first three bytes: four loaded as one word, the fourth shifted out.
         let [a0, a1, a2, a3, ..] = *addr;
         let first = (u32::from_be_bytes([a0, a1, a2, a3]) >> 8) as usize;
         // SAFETY: tbl24 has 2^24 entries (checked layout); `first` < 2^24.

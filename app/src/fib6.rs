@@ -78,12 +78,12 @@ impl Fib6 {
     }
 
     /// The LPM table the workers read now: ip6_input takes it once per
-    /// burst and looks each destination up in it ([`Lpm6::entry`]: 16
-    /// bytes as `Ipv6Packet::dst_bytes` gives them); a miss is
-    /// [`LPM6_MISS`], which the caller turns into the default route's id
-    /// with [`or_default`](Self::or_default) once per run of one id, not
-    /// once per packet. Held no further than the worker's next quiescent
-    /// report.
+    /// burst and walks it for each destination ([`Lpm6::walk`]: 16 bytes
+    /// as `Ipv6Packet::dst_bytes` gives them), then decodes each run of
+    /// one entry once ([`Lpm6::next_hop_of`]); a miss is [`LPM6_MISS`],
+    /// which [`or_default`](Self::or_default) turns into the default
+    /// route's id, once per run, not once per packet. Held no further than
+    /// the worker's next quiescent report.
     #[inline(always)]
     pub fn table(&self) -> &Lpm6 {
         self.lpm.active()

@@ -1,10 +1,10 @@
 //! ip6_input: the IPv6 packets l2_input passed (ethertype 0x86DD, to our
 //! MAC or a group of ours): the header checks of each (`header.rs`) with
 //! its destination's LPM6 lookup in the same pass (the table read inline:
-//! `dpdk/lpm6.rs`, `Lpm6::entry`), then each run of packets to one next hop (`runs.rs`), each packet by
-//! that next hop (`route.rs`): forwarded with the hop
-//! limit one less, delivered to us (`local.rs`), punted for the ICMPv6 error it is
-//! owed, or dropped by name. Beside ip_input, counted and timed under the
+//! `dpdk/lpm6.rs`, `Lpm6::walk`), then each run of packets of one LPM6
+//! entry (`runs.rs`), each packet by that entry's next hop (`route.rs`):
+//! forwarded with the hop limit one less, delivered to us (`local.rs`),
+//! punted for the ICMPv6 error it is owed, or dropped by name. Beside ip_input, counted and timed under the
 //! same stage (`ip_input`: the IP input of both families).
 //!
 //! IPv6 packets pass the hook stages as IPv4 does: ingress_hook before
@@ -133,8 +133,8 @@ fn input(cx: &mut Cx<'_>, mask: u64) {
 
 /// The plain check ([`plain_ipv6`]) of every packet of the burst, its
 /// header at byte 14 (read from its metadata if `META`, else known), its
-/// destination's LPM6 entry in `lpm` at its place in `ip6.entries`. False at
-/// the first that is not plain: the burst then goes the general way.
+/// destination's LPM6 entry in `lpm` at its place in `ip6.entries`. False
+/// at the first that is not plain: the burst then goes the general way.
 #[inline(always)]
 fn check_plain<const META: bool>(cx: &mut Cx<'_>, lpm: &Lpm6) -> bool {
     let s = &mut *cx.s;
@@ -153,7 +153,8 @@ fn check_plain<const META: bool>(cx: &mut Cx<'_>, lpm: &Lpm6) -> bool {
 
 /// The header checks of every packet of `mask` (the plain case first, in a
 /// few compares): those that pass have their destination's LPM6 entry
-/// in `lpm`, place and fields gathered in burst order; the others are dropped. Returns how many passed.
+/// in `lpm`, place and fields gathered in burst order; the others are
+/// dropped. Returns how many passed.
 #[inline(never)]
 fn check_all(cx: &mut Cx<'_>, mask: u64, lpm: &Lpm6) -> usize {
     let mut k = 0;

@@ -187,7 +187,7 @@ impl Lpm6 {
     }
 
     /// Refuse a DPDK whose `struct rte_lpm6` is not laid out as
-    /// [`Lpm6::entry`] reads it: the head's fields as configured, the tail's
+    /// [`Lpm6::walk`] reads it: the head's fields as configured, the tail's
     /// pointers set, a fresh table all misses, and (with the three groups it
     /// takes) a probe /48 read inline as `rte_lpm6_lookup` reads it, then
     /// removed.

@@ -209,12 +209,9 @@ impl Lpm6 {
                 .all(|a| self.entry(a) == LPM6_MISS);
         let probe = Ipv6Addr::new(0x2001, 0xdb8, 0x0102, 0, 0, 0, 0, 1);
         let beside = Ipv6Addr::new(0x2001, 0xdb8, 0x0103, 0, 0, 0, 0, 1);
-        let probe24 = probe.octets()[..3]
-            .iter()
-            .fold(0, |a, &b| a << 8 | usize::from(b));
         let probed = self.tbl8s < 3
             || (self.add_unshared(probe, 48, 7).is_ok()
-                && self.tbl24_entry(probe24) & (VALID | EXT) == VALID | EXT
+                && self.tbl24_entry(&probe.octets()) & (VALID | EXT) == VALID | EXT
                 && self.entry(&probe.octets()) == 7
                 && self.lookup(&probe) == Some(7)
                 && self.entry(&beside.octets()) == LPM6_MISS
@@ -247,10 +244,14 @@ impl Lpm6 {
         unsafe { self.tbl8.as_ptr().add(at).read() }
     }
 
-    /// Entry `at` of tbl24, for check_layout.
-    fn tbl24_entry(&self, at: usize) -> u32 {
-        // SAFETY: tbl24 has 2^24 entries; `at` is masked below that.
-        unsafe { self.tbl24.as_ptr().add(at & (TBL24_ENTRIES - 1)).read() }
+    /// The tbl24 entry of `addr` (network order): by its first three
+    /// bytes, four loaded as one word and the fourth shifted out.
+    #[inline(always)]
+    fn tbl24_entry(&self, addr: &[u8; 16]) -> u32 {
+        let [a0, a1, a2, a3, ..] = *addr;
+        let at = (u32::from_be_bytes([a0, a1, a2, a3]) >> 8) as usize;
+        // SAFETY: tbl24 has 2^24 entries (checked layout); `at` < 2^24.
+        unsafe { self.tbl24.as_ptr().add(at).read() }
     }
 
     /// Copies of the table's head and of what follows its tbl24.
@@ -298,11 +299,7 @@ impl Lpm6 {
     /// changes ([`Lpm6Pair::active`]).
     #[inline(always)]
     pub fn walk(&self, addr: &[u8; 16]) -> u32 {
-        // The first three bytes: four loaded as one word, the fourth shifted out.
-        let [a0, a1, a2, a3, ..] = *addr;
-        let first = (u32::from_be_bytes([a0, a1, a2, a3]) >> 8) as usize;
-        // SAFETY: tbl24 has 2^24 entries (checked layout); `first` < 2^24.
-        let mut e = unsafe { self.tbl24.as_ptr().add(first).read() };
+        let mut e = self.tbl24_entry(addr);
         // One group a byte while the entry is extended: bytes 3 to 5 (to a
         // /48, the longest prefix most tables hold) unrolled, the rest in a
         // loop. A group of the last byte is never extended: no table DPDK

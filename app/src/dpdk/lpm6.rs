@@ -86,6 +86,8 @@ const TBL24_OFFSET: usize = 64;
 const TAIL_OFFSET: usize = TBL24_OFFSET + TBL24_ENTRIES * 4;
 /// Where `tbl8` starts: the cache line after the tail.
 const TBL8_OFFSET: usize = (TAIL_OFFSET + size_of::<Lpm6Tail>()).next_multiple_of(64);
+/// Where `tbl8` starts, in entries from `tbl24`'s start.
+const TBL8_FROM_TBL24: usize = (TBL8_OFFSET - TBL24_OFFSET) / 4;
 /// Entries of a tbl8 group (one byte of the address).
 const TBL8_GROUP_ENTRIES: usize = 256;
 /// An entry's next hop, or its group when extended.
@@ -124,9 +126,10 @@ fn check(what: &str, prefix: &Ipv6Addr, depth: u8, next_hop: Option<u32>) -> Res
 #[derive(Debug)]
 pub struct Lpm6 {
     raw: NonNull<sys::rte_lpm6>,
-    /// The tables the lookups read (inside `raw`'s allocation).
+    /// The tables the lookups read (inside `raw`'s allocation): tbl24,
+    /// and tbl8 at a fixed distance after it ([`TBL8_FROM_TBL24`]), so a
+    /// walk needs one base.
     tbl24: NonNull<u32>,
-    tbl8: NonNull<u32>,
     name: String,
     rules: u32,
     tbl8s: u32,
@@ -140,6 +143,10 @@ unsafe impl Send for Lpm6 {}
 unsafe impl Sync for Lpm6 {}
 
 impl Lpm6 {
+    /// An entry no [`Lpm6::walk`] ends on (it ends on an entry that is not
+    /// extended; this one is).
+    pub const NO_ENTRY: u32 = u32::MAX;
+
     /// A table for up to `max_rules` prefixes and `tbl8s` groups, on `socket`
     /// (see [`table_bytes`]: 64 MiB and 1 KiB per group). Each prefix longer
     /// than /24 takes up to one group per byte past the third that no other
@@ -167,17 +174,13 @@ impl Lpm6 {
         // SAFETY: tbl24 and tbl8 lie inside the table's allocation
         // (`sizeof(struct rte_lpm6)` plus `tbl8s` groups), at the offsets
         // check_layout verifies before any lookup reads them.
-        let (tbl24, tbl8) = unsafe {
+        let tbl24 = unsafe {
             let base = raw.as_ptr().cast::<u8>();
-            (
-                NonNull::new_unchecked(base.add(TBL24_OFFSET).cast::<u32>()),
-                NonNull::new_unchecked(base.add(TBL8_OFFSET).cast::<u32>()),
-            )
+            NonNull::new_unchecked(base.add(TBL24_OFFSET).cast::<u32>())
         };
         let mut lpm = Lpm6 {
             raw,
             tbl24,
-            tbl8,
             name: name.to_string(),
             rules: max_rules,
             tbl8s,
@@ -239,9 +242,9 @@ impl Lpm6 {
         let at = (e & NEXT_HOP_BITS) as usize * TBL8_GROUP_ENTRIES + usize::from(b);
         // SAFETY: an extended entry names one of the table's groups (DPDK
         // allocates them below number_tbl8s, 256 entries each, inside the
-        // allocation); the table is not changed while a worker reads it
-        // (Lpm6Pair), nor under &self otherwise.
-        unsafe { self.tbl8.as_ptr().add(at).read() }
+        // allocation, tbl8 at TBL8_OFFSET); the table is not changed while a
+        // worker reads it (Lpm6Pair), nor under &self otherwise.
+        unsafe { self.tbl24.as_ptr().add(TBL8_FROM_TBL24 + at).read() }
     }
 
     /// The tbl24 entry of `addr` (network order): by its first three

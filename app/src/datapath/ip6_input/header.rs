@@ -70,23 +70,29 @@ pub fn ipv6_input(frame: &[u8], l3: usize) -> Result<(Ip6Fields, &[u8; HEADER_LE
 #[inline(always)]
 pub fn plain_ipv6(frame: &[u8], l3: usize) -> Option<(Ip6Fields, &[u8; HEADER_LEN])> {
     let h: &[u8; HEADER_LEN] = frame.get(l3..)?.first_chunk()?;
-    let rest = frame.len() - l3 - HEADER_LEN;
-    let word = |at: usize| {
-        let bytes = h.get(at..at + 8).and_then(|b| b.first_chunk::<8>());
-        u64::from_be_bytes(bytes.copied().unwrap_or_default())
-    };
-    let (head, src, dst) = (word(0), word(field::SRC), word(field::DST));
-    // Version in the top nibble, payload length in bytes 4 and 5.
-    let version_ok = head >> 60 == 6;
-    let payload_ok = (head >> 16) & 0xffff == rest as u64;
-    let global = (src >> 61 == 1) & (dst >> 61 == 1);
-    // `&`, not `&&`: one branch, not four.
     let fields = Ip6Fields {
         trimmed_len: frame.len() as u16,
         hop_limit: h[field::HOP_LIMIT],
         plain: true,
     };
-    (version_ok & payload_ok & global).then_some((fields, h))
+    is_plain(h, frame.len() - l3 - HEADER_LEN).then_some((fields, h))
+}
+
+/// [`plain_ipv6`]'s test of a header `rest` bytes of frame follow.
+#[inline(always)]
+pub fn is_plain(h: &[u8; HEADER_LEN], rest: usize) -> bool {
+    let word = |at: usize| {
+        let bytes = h.get(at..at + 8).and_then(|b| b.first_chunk::<8>());
+        u64::from_be_bytes(bytes.copied().unwrap_or_default())
+    };
+    let (head, src, dst) = (word(field::VER_TC_FLOW), word(field::SRC), word(field::DST));
+    // Version in the top nibble (tested on the byte: one compare, no wide
+    // constants), payload length in bytes 4 and 5.
+    let version_ok = h[field::VER_TC_FLOW] & 0xf0 == 0x60;
+    let payload_ok = (head >> 16) & 0xffff == rest as u64;
+    let global = (src >> 61 == 1) & (dst >> 61 == 1);
+    // `&`, not `&&`: one branch, not four.
+    version_ok & payload_ok & global
 }
 
 /// Loopback or IPv4-mapped on either side (RFC 4291 sections 2.5.3,

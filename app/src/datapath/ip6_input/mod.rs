@@ -1,11 +1,14 @@
 //! ip6_input: the IPv6 packets l2_input passed (ethertype 0x86DD, to our
 //! MAC or a group of ours): the header checks of each (`header.rs`) with
 //! its destination's LPM6 lookup in the same pass (the table read inline:
-//! `dpdk/lpm6.rs`, `Lpm6::walk`), then each run of packets of one LPM6
-//! entry (`runs.rs`), each packet by that entry's next hop (`route.rs`):
+//! `dpdk/lpm6.rs`, `Lpm6::walk`), each packet by its entry's next hop:
 //! forwarded with the hop limit one less, delivered to us (`local.rs`),
-//! punted for the ICMPv6 error it is owed, or dropped by name. Beside ip_input, counted and timed under the
-//! same stage (`ip_input`: the IP input of both families).
+//! punted for the ICMPv6 error it is owed, or dropped by name. A burst
+//! plain throughout is checked, looked up and forwarded in one pass
+//! (`plain_burst.rs`); the rest is checked in full, then routed by runs of
+//! packets of one LPM6 entry (`runs.rs`, `route.rs`). Beside ip_input,
+//! counted and timed under the same stage (`ip_input`: the IP input of
+//! both families).
 //!
 //! IPv6 packets pass the hook stages as IPv4 does: ingress_hook before
 //! this stage, egress_hook over what it routed.
@@ -14,6 +17,7 @@ pub mod groups;
 pub mod header;
 pub mod local;
 pub mod neighbour;
+mod plain_burst;
 pub mod route;
 mod runs;
 
@@ -24,8 +28,8 @@ pub(crate) mod frames;
 
 use super::contract::{all, each, Cx, Stage, StageSpec, Step};
 use crate::dpdk::{Lpm6, BURST_SIZE};
+use crate::fib6::Fib6;
 use header::{addr, ipv6_input, plain_ipv6, Ip6Fields};
-use hooks::wire::ethernet::HEADER_LEN as ETH_LEN;
 use hooks::wire::ipv6::field;
 use hooks::DropReason;
 
@@ -98,29 +102,29 @@ fn input(cx: &mut Cx<'_>, mask: u64) {
         }
         return;
     };
-    // The whole burst plain at byte 14 (the common case): lookup `j` is
-    // packet `j`. Else each packet is checked in full, those that pass
-    // gathered in order. Metadata l2_input left unset (no hooks) is plain
-    // IPv6 at byte 14 to our MAC: a burst all of it reads none; any other
-    // burst has it written first.
+    // A burst all IPv6 goes the plain pass first (the common case: the whole
+    // burst); what it does not take, and a burst of both families, the
+    // general way. Metadata l2_input left unset (no hooks) is plain IPv6 at
+    // byte 14 to our MAC: a burst all of it reads none; any other burst has
+    // it written first.
     let n = cx.burst.len().min(BURST_SIZE);
-    let unset = cx.s.unset == all(n);
     let lpm = fib.table();
-    let identity = mask == all(n)
-        && if unset {
-            check_plain::<false>(cx, lpm)
+    let routed_before = cx.s.steps.neigh_output;
+    let mut out_port = None;
+    let mut rest = mask;
+    if mask == all(n) {
+        let passed = if cx.s.unset == all(n) {
+            plain_burst::check_and_forward::<false>(cx, fib, lpm)
         } else {
             cx.s.fill_metas(mask, cx.port, false);
-            check_plain::<true>(cx, lpm)
+            plain_burst::check_and_forward::<true>(cx, fib, lpm)
         };
-    let k = if identity {
-        n
-    } else {
-        cx.s.fill_metas(mask, cx.port, false);
-        check_all(cx, mask, lpm)
-    };
-    let routed_before = cx.s.steps.neigh_output;
-    let out_port = runs::route_all(cx, fib, k, identity, identity && unset);
+        out_port = passed.out_port;
+        rest &= !all(passed.taken);
+    }
+    if rest != 0 {
+        out_port = general(cx, fib, lpm, rest, out_port);
+    }
     // The one output port of every packet routed (ip_input's and ours).
     if let Some(port) = out_port {
         cx.s.out_port = if routed_before == 0 || cx.s.out_port == port {
@@ -131,31 +135,30 @@ fn input(cx: &mut Cx<'_>, mask: u64) {
     }
 }
 
-/// The plain check ([`plain_ipv6`]) of every packet of the burst, its
-/// header at byte 14 (read from its metadata if `META`, else known), its
-/// destination's LPM6 entry in `lpm` at its place in `ip6.entries`. False
-/// at the first that is not plain: the burst then goes the general way.
-#[inline(always)]
-fn check_plain<const META: bool>(cx: &mut Cx<'_>, lpm: &Lpm6) -> bool {
-    let s = &mut *cx.s;
-    let packets = cx.burst.as_slice().iter().zip(&s.metas);
-    for ((m, meta), entry) in packets.zip(&mut s.ip6.entries) {
-        let plain = (!META || meta.l3_offset == ETH_LEN as u16)
-            .then(|| plain_ipv6(m.data(), ETH_LEN))
-            .flatten();
-        let Some((_, h)) = plain else {
-            return false;
-        };
-        *entry = lpm.walk(addr(h, field::DST));
+/// The general way for the packets of `mask` (the plain pass's `out_port`
+/// so far): checked in full, looked up, routed by runs.
+#[inline(never)]
+fn general(
+    cx: &mut Cx<'_>,
+    fib: &Fib6,
+    lpm: &Lpm6,
+    mask: u64,
+    out_port: Option<u16>,
+) -> Option<u16> {
+    cx.s.fill_metas(mask, cx.port, false);
+    let k = check_all(cx, mask, lpm);
+    let mut out_port = out_port;
+    if let Some(port) = runs::route_all(cx, fib, k) {
+        runs::fold_port(&mut out_port, port);
     }
-    true
+    out_port
 }
 
 /// The header checks of every packet of `mask` (the plain case first, in a
 /// few compares): those that pass have their destination's LPM6 entry
 /// in `lpm`, place and fields gathered in burst order; the others are
 /// dropped. Returns how many passed.
-#[inline(never)]
+#[inline(always)]
 fn check_all(cx: &mut Cx<'_>, mask: u64, lpm: &Lpm6) -> usize {
     let mut k = 0;
     for i in each(mask) {

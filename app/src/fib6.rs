@@ -112,6 +112,14 @@ impl Fib6 {
         self.hops.get(id)
     }
 
+    /// The next hop of an entry [`Lpm6::walk`] ended on in
+    /// [`table`](Self::table): its next hop's, or the default route's for a
+    /// miss (`None` without one).
+    #[inline(always)]
+    pub fn hop_of_entry(&self, entry: u32) -> Option<NextHop6> {
+        self.hop(self.or_default(Lpm6::next_hop_of(entry)))
+    }
+
     /// The next hop for one destination.
     pub fn lookup(&self, dst: &Ipv6Addr) -> Option<NextHop6> {
         let id = self

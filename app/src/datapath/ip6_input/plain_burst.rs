@@ -50,7 +50,7 @@ impl RunHop {
     /// The next hop of a run of `entry` (a miss: the default route's).
     #[inline(never)]
     fn of(fib: &Fib6, entry: u32) -> RunHop {
-        match fib.hop(fib.or_default(Lpm6::next_hop_of(entry))) {
+        match fib.hop_of_entry(entry) {
             Some(h) if h.kind == HopKind::Forward && h.neigh != NEIGH_BY_DST => RunHop {
                 entry,
                 port: h.port,
@@ -140,7 +140,7 @@ fn route_others(cx: &mut Cx<'_>, fib: &Fib6, other: Mask, out_port: &mut Option<
     let mut neighbours = Neighbours::new(cx.pipeline);
     for i in each(other) {
         let entry = cx.s.ip6.entries[i];
-        let hop = fib.hop(fib.or_default(Lpm6::next_hop_of(entry)));
+        let hop = fib.hop_of_entry(entry);
         if route_one(cx, i, i, hop, true, &mut neighbours) {
             if let Some(h) = hop {
                 fold_port(out_port, h.port);

@@ -8,7 +8,7 @@ use super::neighbour::Neighbours;
 use super::route::{route, Routed6};
 use crate::datapath::contract::Cx;
 use crate::datapath::punt::Punt;
-use crate::dpdk::{Lpm6, BURST_SIZE};
+use crate::dpdk::BURST_SIZE;
 use crate::fib6::{Fib6, NextHop6};
 
 /// Route the `k` packets looked up, `ip6.at` and `ip6.fields` saying each
@@ -23,7 +23,7 @@ pub fn route_all(cx: &mut Cx<'_>, fib: &Fib6, k: usize) -> Option<u16> {
         // A run is the lookups of one LPM6 entry: its next hop read once. A
         // miss (no route in the table) is the default route's id.
         let entry = cx.s.ip6.entries[j % BURST_SIZE];
-        let hop = fib.hop(fib.or_default(Lpm6::next_hop_of(entry)));
+        let hop = fib.hop_of_entry(entry);
         let mut forwarded = false;
         while j < k && cx.s.ip6.entries[j % BURST_SIZE] == entry {
             let i = usize::from(cx.s.ip6.at[j % BURST_SIZE]);
